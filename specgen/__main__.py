@@ -1,0 +1,5 @@
+"""Allow `python -m specgen`."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,44 @@
+"""Shared fixtures: tiny GGUF models built once per session, loaded with real llama.cpp."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tinymodels import build_all  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory) -> dict[str, Path]:
+    return build_all(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="session")
+def target_model(tiny_models):
+    from specgen.engine import LoadOptions, Model
+
+    with Model(tiny_models["target"], LoadOptions(n_ctx=2048, n_threads=2)) as model:
+        yield model
+
+
+@pytest.fixture(scope="session")
+def draft_model(tiny_models):
+    from specgen.engine import LoadOptions, Model
+
+    with Model(tiny_models["draft"], LoadOptions(n_ctx=2048, n_threads=2)) as model:
+        yield model
+
+
+@pytest.fixture(autouse=True)
+def isolated_user_dirs(tmp_path, monkeypatch):
+    """No test reads or writes the real user's config or Hugging Face cache."""
+    monkeypatch.setenv("SPECGEN_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.delenv("SPECGEN_DEBUG", raising=False)
+    os.environ.pop("HF_TOKEN", None)

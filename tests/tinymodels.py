@@ -1,0 +1,131 @@
+"""Tiny llama-architecture GGUF models, written with the `gguf` package for the test session.
+
+A target and a draft that partly agrees with it (its weights are the target's plus noise),
+both F32 so that llama.cpp's arithmetic is exact enough for token-for-token comparisons, with
+a SentencePiece-style vocabulary (byte fallback, so multi-byte characters span tokens) and a
+ChatML template. Variants break the vocabulary in the ways the pre-flight check must catch.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+CHATML = (
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
+    " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+WORDS = ["the", "def", "return", "print", "self", "for", "in", "if", "else", "and", "is", "of", "to", "a"]
+SPECIALS = ["<|im_start|>", "<|im_end|>"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    n_embd: int = 64
+    n_head: int = 4
+    n_head_kv: int = 2
+    n_layer: int = 2
+    n_ff: int = 128
+    n_ctx: int = 2048
+    seed: int = 0
+    noise: float = 0.0  # relative noise added to the output layer (a draft that partly agrees)
+    noise_seed: int = 1
+    vocab_type: str = "llama"
+    rename_token: int | None = None  # give this token id another text (a mismatched vocabulary)
+    extra_tokens: int = 0  # pad the vocabulary (a size mismatch)
+    chat_template: str | None = CHATML
+
+
+def vocabulary(spec: Spec) -> tuple[list[str], list[float], list[int]]:
+    """Tokens, scores and types: control tokens, 256 byte tokens, characters, words."""
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    types = [2, 3, 3] + [6] * 256
+    pieces = ["\u2581"] + list(string.ascii_letters + string.digits + string.punctuation)
+    pieces += ["\u2581" + w for w in WORDS] + ["in", "on", "er", "  ", "\u2581\u2581"]
+    tokens += pieces
+    types += [1] * len(pieces)
+    tokens += SPECIALS + [f"<extra_{i}>" for i in range(spec.extra_tokens)]
+    types += [3] * (len(SPECIALS) + spec.extra_tokens)
+    if spec.rename_token is not None:
+        tokens[spec.rename_token] = tokens[spec.rename_token] + "_renamed"
+    scores = [0.0 if t != 1 else float(len(tok)) for tok, t in zip(tokens, types)]
+    return tokens, scores, types
+
+
+def weights(spec: Spec, n_vocab: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(spec.seed)
+    head = spec.n_embd // spec.n_head
+    shapes = {"token_embd.weight": (n_vocab, spec.n_embd), "output.weight": (n_vocab, spec.n_embd)}
+    for i in range(spec.n_layer):
+        shapes |= {
+            f"blk.{i}.attn_q.weight": (spec.n_embd, spec.n_embd),
+            f"blk.{i}.attn_k.weight": (spec.n_head_kv * head, spec.n_embd),
+            f"blk.{i}.attn_v.weight": (spec.n_head_kv * head, spec.n_embd),
+            f"blk.{i}.attn_output.weight": (spec.n_embd, spec.n_embd),
+            f"blk.{i}.ffn_gate.weight": (spec.n_ff, spec.n_embd),
+            f"blk.{i}.ffn_up.weight": (spec.n_ff, spec.n_embd),
+            f"blk.{i}.ffn_down.weight": (spec.n_embd, spec.n_ff),
+        }
+    scale = {"token_embd.weight": 1.0, "output.weight": 0.5}
+    out = {name: rng.normal(0, scale.get(name, 0.4), shape).astype(np.float32) for name, shape in shapes.items()}
+    if spec.noise:
+        noise = np.random.default_rng(spec.noise_seed)
+        w = out["output.weight"]
+        out["output.weight"] = (w + noise.normal(0, spec.noise * w.std(), w.shape)).astype(np.float32)
+    out["output_norm.weight"] = np.ones(spec.n_embd, np.float32)
+    for i in range(spec.n_layer):
+        out[f"blk.{i}.attn_norm.weight"] = np.ones(spec.n_embd, np.float32)
+        out[f"blk.{i}.ffn_norm.weight"] = np.ones(spec.n_embd, np.float32)
+    return out
+
+
+def write_model(path: Path, spec: Spec) -> Path:
+    tokens, scores, types = vocabulary(spec)
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_name(path.stem)
+    writer.add_context_length(spec.n_ctx)
+    writer.add_embedding_length(spec.n_embd)
+    writer.add_block_count(spec.n_layer)
+    writer.add_feed_forward_length(spec.n_ff)
+    writer.add_head_count(spec.n_head)
+    writer.add_head_count_kv(spec.n_head_kv)
+    writer.add_rope_dimension_count(spec.n_embd // spec.n_head)
+    writer.add_layer_norm_rms_eps(1e-5)
+    writer.add_tokenizer_model(spec.vocab_type)
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    writer.add_add_bos_token(True)
+    if spec.chat_template:
+        writer.add_chat_template(spec.chat_template)
+    for name, array in weights(spec, len(tokens)).items():
+        writer.add_tensor(name, array)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+TARGET = Spec()
+DRAFT = replace(TARGET, noise=0.2)
+
+
+def build_all(folder: Path) -> dict[str, Path]:
+    """Every fixture model the tests use, by role."""
+    specs = {
+        "target": TARGET,
+        "draft": DRAFT,
+        "draft_renamed": replace(DRAFT, rename_token=139),
+        "draft_gpt2": replace(DRAFT, vocab_type="gpt2"),
+        "draft_padded": replace(DRAFT, extra_tokens=200),
+        "target_no_template": replace(TARGET, chat_template=None),
+    }
+    return {role: write_model(folder / f"tiny-{role}.gguf", spec) for role, spec in specs.items()}
