@@ -7,9 +7,28 @@ target's history is passed in; the drafter keeps whatever state it needs in step
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
 from .sampling import SamplingParams, distribution, one_hot, sample
+
+
+@dataclass(frozen=True)
+class Draft:
+    """Proposed tokens, the distributions they were drawn from (sampling only), the drafter's
+    confidence in each (only when a gate asked for it), and the draft forward passes spent."""
+
+    tokens: list[int]
+    q_rows: list[np.ndarray]
+    confidences: list[float]
+    steps: int
+
+
+def confidence(logits: np.ndarray) -> float:
+    """The draft's top probability: 1 / sum(exp(logits - max))."""
+    return float(1.0 / np.exp(logits - logits.max()).sum())
 
 
 class ModelDrafter:
@@ -23,24 +42,42 @@ class ModelDrafter:
     def prepare(self, prefix: list[int]) -> None:
         self.model.sync(prefix)
 
-    def propose(self, history: list[int], last: int, k: int, params: SamplingParams, rng):
-        """Feed the accepted tokens the draft has not seen, then draft up to k tokens."""
+    def propose(self, history: list[int], last: int, k: int, params: SamplingParams, rng,
+                keep: Callable[[int, float], bool] | None = None) -> Draft:
+        """Feed the accepted tokens the draft has not seen, then draft up to k tokens.
+
+        `keep(position, confidence)` may end the draft early, dropping the unsure token.
+        """
         model = self.model
         feed = [*history[len(model.tokens) :], last]
+        if len(feed) > model.n_batch:
+            model.prefill(feed[:-1])
+            feed = feed[-1:]
         drafted: list[int] = []
         q_rows: list[np.ndarray] = []
-        for _ in range(k):
+        confidences: list[float] = []
+        steps = 0
+        for position in range(k):
             logits = model.forward(feed, all_logits=False)[0]
+            steps += 1
             if params.greedy:
                 token = int(np.argmax(logits))
+                q = None
             else:
-                q_rows.append(distribution(logits, params))
-                token = sample(q_rows[-1], rng)
+                q = distribution(logits, params)
+                token = sample(q, rng)
+            if keep is not None:
+                sure = confidence(logits) if q is None else float(q[token])
+                if not keep(position, sure):
+                    break
+                confidences.append(sure)
             drafted.append(token)
+            if q is not None:
+                q_rows.append(q)
             if model.is_eog(token):
                 break
             feed = [token]
-        return drafted, q_rows
+        return Draft(drafted, q_rows, confidences, steps)
 
     def rollback(self, history: list[int]) -> None:
         """Forget drafted positions the target did not keep."""
@@ -58,10 +95,12 @@ class PromptLookupDrafter:
     def prepare(self, prefix: list[int]) -> None:
         """Nothing to load: the history itself is the draft source."""
 
-    def propose(self, history: list[int], last: int, k: int, params: SamplingParams, rng):
+    def propose(self, history: list[int], last: int, k: int, params: SamplingParams, rng,
+                keep: Callable[[int, float], bool] | None = None) -> Draft:
+        """Copied tokens are certain (q is one-hot), so `keep` has nothing to weigh."""
         drafted = self.lookup([*history, last], k)
         q_rows = [] if params.greedy else [one_hot(t, self.n_vocab) for t in drafted]
-        return drafted, q_rows
+        return Draft(drafted, q_rows, [], 0)
 
     def lookup(self, tokens: list[int], k: int) -> list[int]:
         """The k tokens after the most recent earlier match of the longest possible suffix n-gram."""

@@ -145,6 +145,8 @@ class Model:
 
         The view is valid until the next decode of this model.
         """
+        if len(tokens) > self.n_batch:
+            raise ValueError(f"forward takes at most {self.n_batch} tokens; use prefill for more")
         self._check_room(len(tokens))
         rows = len(tokens) if all_logits else 1
         self._fill(tokens, logits_from=len(tokens) - rows)

@@ -15,14 +15,19 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .adaptive import AdaptivePlanner
+from .drafters import Draft, ModelDrafter, PromptLookupDrafter
 from .sampling import SamplingParams, distribution, verify_greedy, verify_sampled
 
 
 @dataclass(frozen=True)
 class GenerationConfig:
+    """`draft_tokens` is K, or with `adaptive` the most K a round may choose."""
+
     max_tokens: int = 256
     draft_tokens: int = 4
     sampling: SamplingParams = SamplingParams()
+    adaptive: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +71,7 @@ class Summary:
     verify_s: float
     other_s: float
     stop_reason: str
+    lookup_rounds: int = 0
     drafted_by_position: tuple[int, ...] = field(default=())
     accepted_by_position: tuple[int, ...] = field(default=())
 
@@ -92,6 +98,7 @@ class _Tally:
     prefill_s: float = 0.0
     draft_s: float = 0.0
     verify_s: float = 0.0
+    lookup_rounds: int = 0
     drafted_at: list[int] = field(default_factory=list)
     accepted_at: list[int] = field(default_factory=list)
 
@@ -113,6 +120,8 @@ def generate(target, drafter, prompt: list[int], config: GenerationConfig):
     """Yield a Round per verification round, then one Summary (also after Ctrl-C).
 
     `drafter` is a drafters.ModelDrafter, a PromptLookupDrafter, or None for the target alone.
+    With `config.adaptive`, each round's K (0 to config.draft_tokens) is chosen by an
+    AdaptivePlanner, and a prompt-lookup proposal competes with the draft model.
     """
     if not prompt:
         raise ValueError("generate needs at least one prompt token")
@@ -134,6 +143,8 @@ def generate(target, drafter, prompt: list[int], config: GenerationConfig):
             yield event
     except KeyboardInterrupt:
         stop_reason = "interrupted"
+    if k > 0 and config.adaptive:
+        name += " (auto)"
     yield _summarize(tally, name, k, len(prompt), prefilled, time.perf_counter() - start, stop_reason)
 
 
@@ -143,34 +154,59 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
     rng = np.random.default_rng(params.seed)
     text = _Utf8Stream()
     clock = time.perf_counter
+    planner = AdaptivePlanner(k) if drafter is not None and config.adaptive else None
+    lookup = PromptLookupDrafter(target.n_vocab) if planner and isinstance(drafter, ModelDrafter) else None
     while True:
         room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - len(target.tokens) - 1)
         if room < 0:
             yield "length" if tally.tokens >= config.max_tokens else "context"
             return
         t0 = clock()
-        drafted, q_rows = drafter.propose(target.tokens, last, room, params, rng) if drafter and room else ([], [])
+        source = drafter if room else None
+        gate = None
+        if planner is not None and room:
+            plan = planner.plan(len(lookup.lookup([*target.tokens, last], room)) if lookup else 0)
+            room = min(room, plan.k)
+            source = lookup if plan.lookup else (drafter if room else None)
+            gate = planner.keep
+        draft = source.propose(target.tokens, last, room, params, rng, gate) if source else _NO_DRAFT
         t1 = clock()
         n_past = len(target.tokens)
-        rows = target.forward([last, *drafted], all_logits=True)
+        rows = target.forward([last, *draft.tokens], all_logits=True)
         if params.greedy:
-            verdict = verify_greedy(np.argmax(rows, axis=1), drafted)
+            verdict = verify_greedy(np.argmax(rows, axis=1), draft.tokens)
         else:
-            p_rows = [distribution(row, params) for row in rows]
-            verdict = verify_sampled(p_rows, q_rows, drafted, rng)
+            verdict = verify_sampled([distribution(row, params) for row in rows], draft.q_rows, draft.tokens, rng)
+        t2 = clock()
         target.truncate(n_past + 1 + verdict.accepted)
         if drafter is not None:
             drafter.rollback(target.tokens)
-        t2 = clock()
+        t3 = clock()
+        if planner is not None:
+            _learn(planner, source is lookup, draft, verdict.accepted, t1 - t0, t2 - t1)
         tally.draft_s += t1 - t0
-        tally.verify_s += t2 - t1
-        event, ended = _round_event(target, drafted, verdict.accepted, verdict.token, text)
-        tally.count(len(drafted), verdict.accepted, event.emitted)
+        tally.verify_s += t3 - t1
+        tally.lookup_rounds += source is lookup and lookup is not None
+        event, ended = _round_event(target, draft.tokens, verdict.accepted, verdict.token, text)
+        tally.count(len(draft.tokens), verdict.accepted, event.emitted)
         yield event
         if ended:
             yield "eog"
             return
         last = verdict.token
+
+
+_NO_DRAFT = Draft([], [], [], 0)
+
+
+def _learn(planner: AdaptivePlanner, from_lookup: bool, draft: Draft, accepted: int,
+           draft_s: float, verify_s: float) -> None:
+    """Feed the planner this round's measured costs and outcomes."""
+    planner.record_costs(len(draft.tokens) + 1, verify_s, draft.steps, draft_s)
+    if from_lookup:
+        planner.record_lookup_round(len(draft.tokens), accepted)
+    else:
+        planner.record_model_round(draft.confidences, accepted)
 
 
 def _round_event(target, drafted: list[int], accepted: int, token: int, text: _Utf8Stream):
@@ -211,6 +247,7 @@ def _summarize(tally: _Tally, mode: str, k: int, prompt_tokens: int,
         verify_s=tally.verify_s,
         other_s=max(decode_s - tally.draft_s - tally.verify_s, 0.0),
         stop_reason=stop_reason,
+        lookup_rounds=tally.lookup_rounds,
         drafted_by_position=tuple(tally.drafted_at),
         accepted_by_position=tuple(tally.accepted_at),
     )

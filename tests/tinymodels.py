@@ -38,6 +38,7 @@ class Spec:
     rename_token: int | None = None  # give this token id another text (a mismatched vocabulary)
     extra_tokens: int = 0  # pad the vocabulary (a size mismatch)
     chat_template: str | None = CHATML
+    endless: bool = False  # zero logits for end-of-generation tokens: greedy decoding never stops
 
 
 def vocabulary(spec: Spec) -> tuple[list[str], list[float], list[int]]:
@@ -76,6 +77,8 @@ def weights(spec: Spec, n_vocab: int) -> dict[str, np.ndarray]:
         noise = np.random.default_rng(spec.noise_seed)
         w = out["output.weight"]
         out["output.weight"] = (w + noise.normal(0, spec.noise * w.std(), w.shape)).astype(np.float32)
+    if spec.endless:
+        out["output.weight"][[2, *range(n_vocab - len(SPECIALS) - spec.extra_tokens, n_vocab)]] = 0.0
     out["output_norm.weight"] = np.ones(spec.n_embd, np.float32)
     for i in range(spec.n_layer):
         out[f"blk.{i}.attn_norm.weight"] = np.ones(spec.n_embd, np.float32)
@@ -127,5 +130,6 @@ def build_all(folder: Path) -> dict[str, Path]:
         "draft_gpt2": replace(DRAFT, vocab_type="gpt2"),
         "draft_padded": replace(DRAFT, extra_tokens=200),
         "target_no_template": replace(TARGET, chat_template=None),
+        "target_endless": replace(TARGET, endless=True),
     }
     return {role: write_model(folder / f"tiny-{role}.gguf", spec) for role, spec in specs.items()}

@@ -1,0 +1,178 @@
+"""A loopback stand-in for the part of the Hugging Face hub that hf_hub_download speaks.
+
+The real huggingface_hub client talks to it through HF_ENDPOINT. Like the hub, the `resolve`
+endpoint answers HEAD and GET with the commit (X-Repo-Commit), the file's ETag and size
+(X-Linked-Etag, X-Linked-Size) and a 302 redirect to a separate "CDN" origin, which serves
+the bytes with Range support. Errors carry the hub's X-Error-Code header: RepoNotFound and
+EntryNotFound (404), GatedRepo (401 without the right token). Every request is recorded, and
+a file's next transfers can be cut half-way, to exercise resuming.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<revision>[^/]+)/(?P<file>.+)$")
+CDN = re.compile(r"^/cdn/(?P<sha>[0-9a-f]{64})$")
+
+
+@dataclass
+class Request:
+    origin: str  # "hub" or "cdn"
+    method: str
+    path: str
+    headers: dict  # names in lower case
+
+
+@dataclass
+class HubState:
+    files: dict = field(default_factory=dict)  # (repo, filename) -> bytes
+    gated: dict = field(default_factory=dict)  # repo -> token that opens it
+    cuts: dict = field(default_factory=dict)  # sha256 of a blob -> how many more GETs to cut mid-way
+    requests: list = field(default_factory=list)
+    cdn_url: str = ""
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def blob(self, sha: str) -> bytes | None:
+        return next((data for data in self.files.values() if sha256(data) == sha), None)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def commit_of(repo: str) -> str:
+    return hashlib.sha1(repo.encode()).hexdigest()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: HubState
+    origin: str
+
+    def log_message(self, *args) -> None:  # keep test output quiet
+        pass
+
+    def do_HEAD(self) -> None:
+        self.answer(body=False)
+
+    def do_GET(self) -> None:
+        self.answer(body=True)
+
+    def answer(self, body: bool) -> None:
+        with self.state.lock:
+            headers = {key.lower(): value for key, value in self.headers.items()}
+            self.state.requests.append(Request(self.origin, self.command, self.path, headers))
+        if self.origin == "hub":
+            self.resolve()
+        else:
+            self.cdn(body)
+
+    def resolve(self) -> None:
+        match = RESOLVE.match(self.path.split("?")[0])
+        repos = {repo for repo, _ in self.state.files}
+        if not match or match["repo"] not in repos:
+            return self.error(404, "RepoNotFound", "Repository not found")
+        repo, name = match["repo"], match["file"]
+        token = self.state.gated.get(repo)
+        if token is not None and self.headers.get("Authorization") != f"Bearer {token}":
+            return self.error(401, "GatedRepo", f"Access to model {repo} is restricted.", repo)
+        data = self.state.files.get((repo, name))
+        if data is None:
+            return self.error(404, "EntryNotFound", f"{name} does not exist on main", repo)
+        digest = sha256(data)
+        self.send_response(302)
+        self.send_header("Location", f"{self.state.cdn_url}/cdn/{digest}")
+        self.send_header("X-Repo-Commit", commit_of(repo))
+        self.send_header("X-Linked-Etag", f'"{digest}"')
+        self.send_header("X-Linked-Size", str(len(data)))
+        self.send_header("ETag", f'"{commit_of(name)}"')
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def error(self, status: int, code: str, message: str, repo: str | None = None) -> None:
+        self.send_response(status)
+        self.send_header("X-Error-Code", code)
+        self.send_header("X-Error-Message", message)
+        if repo:
+            self.send_header("X-Repo-Commit", commit_of(repo))
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def cdn(self, body: bool) -> None:
+        match = CDN.match(self.path.split("?")[0])
+        data = self.state.blob(match["sha"]) if match else None
+        if data is None:
+            return self.error(404, "NotFound", "no such blob")
+        start = _range_start(self.headers.get("Range"))
+        self.send_response(206 if start else 200)
+        if start:
+            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
+        self.send_header("Content-Length", str(len(data) - start))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        if not body:
+            return
+        if self.cut(match["sha"]):
+            self.wfile.write(data[start : start + (len(data) - start) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(data[start:])
+
+    def cut(self, sha: str) -> bool:
+        with self.state.lock:
+            left = self.state.cuts.get(sha, 0)
+            self.state.cuts[sha] = max(left - 1, 0)
+        return left > 0
+
+
+def _range_start(header: str | None) -> int:
+    found = re.match(r"bytes=(\d+)-$", header or "")
+    return int(found.group(1)) if found else 0
+
+
+class FakeHub:
+    """Two loopback servers (hub and CDN origins) sharing one HubState; stop() shuts both down."""
+
+    def __init__(self):
+        self.state, self.stopped = HubState(), False
+        self.servers = [self._server("hub"), self._server("cdn")]
+        self.url = f"http://127.0.0.1:{self.servers[0].server_address[1]}"
+        self.state.cdn_url = f"http://127.0.0.1:{self.servers[1].server_address[1]}"
+        self.threads = [
+            threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+            for server in self.servers
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def _server(self, origin: str) -> ThreadingHTTPServer:
+        handler = type(f"{origin}Handler", (_Handler,), {"state": self.state, "origin": origin})
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        return server
+
+    def add(self, repo: str, filename: str, path: Path) -> bytes:
+        data = Path(path).read_bytes()
+        self.state.files[(repo, filename)] = data
+        return data
+
+    def downloads(self) -> list[Request]:
+        """The GET requests for file bytes (the CDN's), in order."""
+        return [r for r in self.state.requests if r.origin == "cdn" and r.method == "GET"]
+
+    def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        for server in self.servers:
+            server.shutdown()
+            server.server_close()
+        for thread in self.threads:
+            thread.join(timeout=5)
