@@ -42,6 +42,9 @@ PairOpt = typer.Option(
     None, "--pair", help="A matched pair from 'specgen pairs', downloaded on first use (default pair without --target)."
 )
 OfflineOpt = typer.Option(False, "--offline", help="Never download; fail if the pair's files are not cached.")
+DraftTokensOpt = typer.Option(
+    "auto", "--draft-tokens", "-k", help="Draft tokens per round: K (1-32), or auto: 0 to the pair's draft_tokens, chosen each round from measured costs."
+)
 
 
 @app.command()
@@ -56,9 +59,7 @@ def run(
     top_k: int = typer.Option(0, "--top-k", min=0, help="Keep only the k most likely tokens (0: all)."),
     top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0, help="Nucleus sampling mass."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed for sampling."),
-    draft_tokens: Optional[int] = typer.Option(
-        None, "--draft-tokens", "-k", min=1, max=32, help="Draft tokens per round (K; default: the pair's, else 4)."
-    ),
+    draft_tokens: str = DraftTokensOpt,
     no_draft: bool = typer.Option(False, "--no-draft", help="Decode with the target alone (the baseline)."),
     raw: bool = typer.Option(False, "--raw", help="Send the prompt as is, without the chat template."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object with the text and all statistics."),
@@ -69,7 +70,7 @@ def run(
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome)."""
     from .drafters import ModelDrafter
-    from .engine import LoadOptions
+    from .engine import LoadOptions, backend_name
     from .hub import resolve_models
     from .render import consume, json_record, summary_line
     from .sampling import SamplingParams
@@ -80,21 +81,31 @@ def run(
     selection = resolve_models(pair, target, draft, no_draft, offline)
     paths = selection.paths
     options = LoadOptions(n_ctx=ctx, n_threads=threads, n_gpu_layers=gpu_layers)
-    k = draft_tokens or selection.draft_tokens
-    config = GenerationConfig(max_tokens, k, SamplingParams(temp, top_k, top_p, seed))
+    k, adaptive = draft_length(draft_tokens, selection.draft_tokens)
+    config = GenerationConfig(max_tokens, k, SamplingParams(temp, top_k, top_p, seed), adaptive)
     with open_models(paths, options) as (target_model, draft_model):
         tokens = encode_prompt(target_model, text, raw)
         drafter = ModelDrafter(draft_model) if draft_model else None
         events = generate(target_model, drafter, tokens, config)
         answer, summary = consume(events, None if json_out else sys.stdout)
     if json_out:
-        print(json_record(answer, summary, {"target": str(paths.target), "draft": str(paths.draft or "")}))
+        where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name()}
+        print(json_record(answer, summary, where))
     elif sys.stdout.isatty() and answer and not answer.endswith("\n"):
         print()
     if not quiet and not json_out:
         print(summary_line(summary), file=sys.stderr)
     if summary.stop_reason == "interrupted":
         raise typer.Exit(130)
+
+
+def draft_length(text: str, cap: int) -> tuple[int, bool]:
+    """--draft-tokens: (K, adaptive); `auto` lets each round choose 0..cap (the pair's draft_tokens)."""
+    if text.strip().lower() == "auto":
+        return cap, True
+    if text.strip().isdigit() and 1 <= int(text) <= 32:
+        return int(text), False
+    raise UsageError(f"--draft-tokens takes a number from 1 to 32 or 'auto', not {text!r}")
 
 
 def read_prompt(prompt: str | None) -> str:
@@ -232,9 +243,7 @@ def chat(
     top_k: int = typer.Option(0, "--top-k", min=0, help="Keep only the k most likely tokens (0: all)."),
     top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0, help="Nucleus sampling mass."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed for sampling."),
-    draft_tokens: Optional[int] = typer.Option(
-        None, "--draft-tokens", "-k", min=1, max=32, help="Draft tokens per round (K; default: the pair's, else 4)."
-    ),
+    draft_tokens: str = DraftTokensOpt,
     no_draft: bool = typer.Option(False, "--no-draft", help="Decode with the target alone (the baseline)."),
     show_rejected: bool = typer.Option(False, "--show-rejected", help="Also show the rejected draft tokens, struck through."),
     plain: bool = typer.Option(False, "--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe)."),
@@ -250,7 +259,8 @@ def chat(
     from .speculative import GenerationConfig
 
     selection = resolve_models(pair, target, draft, no_draft, offline)
-    config = GenerationConfig(max_tokens, draft_tokens or selection.draft_tokens, SamplingParams(temp, top_k, top_p, seed))
+    k, adaptive = draft_length(draft_tokens, selection.draft_tokens)
+    config = GenerationConfig(max_tokens, k, SamplingParams(temp, top_k, top_p, seed), adaptive)
     load = LoadOptions(n_ctx=ctx, n_threads=threads, n_gpu_layers=gpu_layers)
     run_chat(selection.paths, load, ChatOptions(config, system, show_rejected, plain))
 
@@ -288,7 +298,7 @@ def bench(
     """Benchmark speculative decoding against the target alone, interleaved, with an exactness audit."""
     from .bench import Plan, benchmark, configurations, parse_draft_tokens
     from .bench_prompts import read_prompt_files
-    from .bench_view import progress, render, write_csv, write_json
+    from .bench_view import check_output, progress, render, write_csv, write_json
     from .engine import LoadOptions
     from .hub import resolve_models
     from .sampling import SamplingParams
@@ -296,6 +306,8 @@ def bench(
 
     prompts = read_prompt_files(prompt_files, sys.stdin)
     ks = parse_draft_tokens(draft_tokens)
+    check_output(json_path)
+    check_output(csv_path)
     selection = resolve_models(pair, target, draft, target is not None and draft is None, offline)
     plan = Plan(configurations(ks, selection.paths.draft is not None, not no_lookup), max_tokens, repeats, warmup,
                 SamplingParams(temp, seed=seed))
