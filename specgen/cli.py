@@ -280,7 +280,9 @@ def bench(
     ),
     offline: bool = OfflineOpt,
     max_tokens: int = typer.Option(128, "--max-tokens", "-n", min=1, help="Most tokens to generate per run."),
-    draft_tokens: str = typer.Option("2,4,8", "--draft-tokens", "-k", help="Draft lengths K to compare, e.g. 2,3,4,8,auto (auto: adaptive K)."),
+    draft_tokens: str = typer.Option(
+        "2,4,8,auto", "--draft-tokens", "-k", help="Draft lengths K to compare; auto: adaptive K, as 'specgen run' decodes."
+    ),
     no_lookup: bool = typer.Option(False, "--no-lookup", help="Leave out the prompt-lookup drafter."),
     repeats: int = typer.Option(3, "--repeats", "-r", min=1, help="Measured runs of each configuration per prompt."),
     warmup: int = typer.Option(1, "--warmup", min=0, help="Unmeasured runs of each configuration per prompt first."),
@@ -309,8 +311,8 @@ def bench(
     check_output(json_path)
     check_output(csv_path)
     selection = resolve_models(pair, target, draft, target is not None and draft is None, offline)
-    plan = Plan(configurations(ks, selection.paths.draft is not None, not no_lookup), max_tokens, repeats, warmup,
-                SamplingParams(temp, seed=seed))
+    configs = configurations(ks, selection.paths.draft is not None, not no_lookup, selection.draft_tokens)
+    plan = Plan(configs, max_tokens, repeats, warmup, SamplingParams(temp, seed=seed))
     settings = {"pair": pair, "target": str(selection.paths.target),
                 "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw, "ctx": ctx}
     with open_models(selection.paths, LoadOptions(n_ctx=ctx, n_threads=threads, n_gpu_layers=gpu_layers)) as models:
