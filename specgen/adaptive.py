@@ -77,8 +77,9 @@ class AdaptivePlanner:
             total += reach
         return total
 
-    def best_model_k(self) -> tuple[int, float]:
-        rates = [kept / reached for kept, reached in zip(self.kept, self.reached)]
+    def best_model_k(self, perfect: bool = False) -> tuple[int, float]:
+        """The K with the most expected tokens per second (with `perfect`, as if every draft were kept)."""
+        rates = [1.0 if perfect else kept / reached for kept, reached in zip(self.kept, self.reached)]
         step = self.draft_cost()
         speeds = [self.expected_tokens(k, rates) / (k * step + self.verify_cost(k + 1)) for k in range(self.k_max + 1)]
         best = max(range(self.k_max + 1), key=speeds.__getitem__)
@@ -96,7 +97,7 @@ class AdaptivePlanner:
                 return Plan(n, lookup=True)
         if k == 0:
             self.plain_streak += 1
-            if self.plain_streak >= _EXPLORE_EVERY:
+            if self.plain_streak >= _EXPLORE_EVERY and self.best_model_k(perfect=True)[0] > 0:
                 self.plain_streak = 0
                 return Plan(2)
             return Plan(0)

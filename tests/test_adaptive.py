@@ -40,9 +40,15 @@ def test_expected_tokens_follow_leviathan():
 
 
 def test_plain_rounds_explore_again_now_and_then():
-    planner = planner_with(0.2, 0.02, STEEP_VERIFY)
+    planner = planner_with(0.2, 0.02, CHEAP_VERIFY)
     plans = [planner.plan(0) for _ in range(60)]
     assert Plan(2) in plans and plans.count(Plan(0)) > 50
+
+
+def test_no_exploration_when_even_perfect_acceptance_would_lose():
+    planner = planner_with(0.2, 0.04, STEEP_VERIFY)  # draft step 0.8 of a target step, verify linear
+    assert planner.best_model_k(perfect=True)[0] == 0
+    assert all(planner.plan(0) == Plan(0) for _ in range(100))
 
 
 def test_confidence_gate_drops_unsure_tokens_when_verify_is_steep():
