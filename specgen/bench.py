@@ -211,8 +211,7 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
     for event in generate(target, drafter, prompt, settings):
         if isinstance(event, Summary):
             break
-        output += event.drafted[: event.accepted]
-        output += [] if event.token is None else [event.token]
+        output += event.tokens
         rejections += event.accepted < len(event.drafted)
     if event.stop_reason == "interrupted":
         raise KeyboardInterrupt

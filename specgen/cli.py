@@ -72,7 +72,7 @@ def run(
     from .drafters import ModelDrafter
     from .engine import LoadOptions, backend_name
     from .hub import resolve_models
-    from .render import consume, json_record, summary_line
+    from .render import consume, json_record, streamer, summary_line
     from .sampling import SamplingParams
     from .session import encode_prompt, open_models
     from .speculative import GenerationConfig, generate
@@ -87,7 +87,7 @@ def run(
         tokens = encode_prompt(target_model, text, raw)
         drafter = ModelDrafter(draft_model) if draft_model else None
         events = generate(target_model, drafter, tokens, config)
-        answer, summary = consume(events, None if json_out else sys.stdout)
+        answer, summary = consume(events, streamer(None if json_out else sys.stdout))
     if json_out:
         where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name()}
         print(json_record(answer, summary, where))

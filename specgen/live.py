@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from .render import consume
 from .speculative import Round, Summary
 
 ACCEPTED = "green"
@@ -41,29 +42,21 @@ class Reply:
     first_token_s: float | None
 
 
-def kept_tokens(event: Round) -> list[int]:
-    """The tokens a round added to the reply: accepted draft tokens, then the target's own."""
-    return [*event.drafted[: event.accepted], *([] if event.token is None else [event.token])]
-
-
 def drive(events, on_round) -> Reply:
-    """Consume the loop's events, calling on_round for each Round; Ctrl-C ends the reply early."""
+    """Consume the loop's events (render.consume), also keeping the reply's tokens and its time
+    to first token; Ctrl-C ends the reply early."""
     start = time.perf_counter()
-    parts: list[str] = []
     tokens: list[int] = []
-    first: float | None = None
-    try:
-        for event in events:
-            if isinstance(event, Summary):
-                return Reply("".join(parts), tuple(tokens), event, first)
-            first = time.perf_counter() - start if first is None else first
-            parts.append(event.text)
-            tokens += kept_tokens(event)
-            on_round(event)
-    except KeyboardInterrupt:
-        summary = events.throw(KeyboardInterrupt())
-        return Reply("".join(parts), tuple(tokens), summary, first)
-    raise RuntimeError("the generation loop ended without a summary")
+    first: list[float] = []
+
+    def each(event: Round) -> None:
+        if not first:
+            first.append(time.perf_counter() - start)
+        tokens.extend(event.tokens)
+        on_round(event)
+
+    text, summary = consume(events, each)
+    return Reply(text, tuple(tokens), summary, first[0] if first else None)
 
 
 @dataclass

@@ -7,26 +7,36 @@ place: an interrupt is thrown back into the loop, which answers with its final S
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import TextIO
 
-from .speculative import Summary
+from .speculative import Round, Summary
 
 
-def consume(events, out: TextIO | None) -> tuple[str, Summary]:
-    """Write each round's text to `out` (if any) as it arrives; return the text and the Summary."""
+def consume(events, on_round: Callable[[Round], None]) -> tuple[str, Summary]:
+    """Call on_round for each Round as it arrives; return the whole text and the Summary."""
     parts: list[str] = []
     try:
         for event in events:
             if isinstance(event, Summary):
                 return "".join(parts), event
             parts.append(event.text)
-            if out is not None and event.text:
-                out.write(event.text)
-                out.flush()
+            on_round(event)
     except KeyboardInterrupt:
         summary = events.throw(KeyboardInterrupt())
         return "".join(parts), summary
     raise RuntimeError("the generation loop ended without a summary")
+
+
+def streamer(out: TextIO | None) -> Callable[[Round], None]:
+    """An on_round that writes each round's text to `out` at once (or nothing, for None)."""
+
+    def write(event: Round) -> None:
+        if out is not None and event.text:
+            out.write(event.text)
+            out.flush()
+
+    return write
 
 
 def summary_line(summary: Summary) -> str:

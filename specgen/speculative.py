@@ -46,6 +46,11 @@ class Round:
         return self.accepted_text + self.target_text
 
     @property
+    def tokens(self) -> list[int]:
+        """The tokens this round added to the output: kept draft tokens, then the target's own."""
+        return [*self.drafted[: self.accepted], *([] if self.token is None else [self.token])]
+
+    @property
     def emitted(self) -> int:
         return self.accepted + (self.token is not None)
 
