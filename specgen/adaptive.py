@@ -1,137 +1,217 @@
-"""Choose each round's draft length from what this machine and this text have shown so far.
+"""Choose each round between plain decoding, the draft model at some K, and prompt lookup.
 
-A round that drafts k tokens yields E(k) = 1 + sum_{i<=k} prod_{j<i} a_j tokens on average
-(a_j: the chance that draft position j is kept once every earlier one was) and costs
-k * c (one draft step each) + v(k + 1) (one target pass over k + 1 tokens). The planner picks
-the k, zero included, with the most expected tokens per second, using running averages of
-the measured step costs and acceptance. While drafting, a token is kept only if its expected
-gain (its calibrated acceptance, from the draft's own confidence) pays for the extra verify
-cost, which gives the "stop when the draft is unsure" threshold from the same numbers.
-A prompt-lookup proposal (free to make) is taken instead when it promises more per second.
-Pure Python: no llama.cpp here, so the decisions are testable on given numbers.
+The policy predicts each choice's tokens per second and takes the best. Tokens: a round that
+drafts k tokens yields E(k) = 1 + sum_{i<k} prod_{j<=i} a_j (a_j: the chance that draft
+position j is kept once every earlier one was; Leviathan et al. 2023). Seconds: the step costs
+measured by `costs.calibrate` (k draft steps, the draft model's catch-up on tokens it skipped,
+one target pass over k + 1 tokens), times a factor per choice learnt from the wall time its
+rounds really took, so in-loop slowdowns, rollbacks and catch-ups are charged to the choice
+that caused them. Every estimate forgets at a fixed rate per round, so the policy follows text
+that changes character; a one-off slow round moves a factor only a little.
+
+Prompt lookup is judged every round for free: what it would have proposed is compared with the
+tokens the target then emitted, which has the same expectation as verifying it (a copied token
+x is kept with probability p(x), the chance that the target emits x). The draft model is only
+judged when used, so trying it while another choice looks better is exploration, allowed only
+while its predicted cost stays under 3% of the time spent so far and only when it could win.
+Pure Python: no llama.cpp here, so the decisions are testable on given numbers
+(tests/policysim.py replays cost profiles and acceptance traces through this code).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
+from .costs import StepCosts
+
+PLAIN, MODEL, LOOKUP = "plain", "model", "lookup"
 K_MAX = 8
+LOOKUP_MAX = 16
+_FORGET = 0.96  # per round: evidence from 25 rounds ago weighs a third
+_SHRINK = 3.0  # pseudo-observations pulling a thin position toward the pooled rate
+_EXPLORE_SHARE = 0.03  # most of the time spent so far that exploration may take
+_FACTOR_STEP = 0.15  # weight of one round in a choice's time factor
+_FACTOR_CLIP = (0.5, 3.0)  # one round's measured/predicted ratio is clipped to this
 _BINS = 10
-_SMOOTHING = 0.15  # weight of a new cost measurement in the running averages
-_EXPLORE_EVERY = 24  # plain rounds in a row before drafting again to re-check acceptance
 
 
 @dataclass(frozen=True)
-class Plan:
-    """What to draft this round: `k` tokens from the draft model, or the lookup proposal."""
+class Choice:
+    source: str  # PLAIN, MODEL or LOOKUP
+    k: int = 0
+    explore: bool = False
 
-    k: int
-    lookup: bool = False
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one round showed. `lookup_hits`: how many of lookup's proposal (made at the round's
+    start, `lookup_judged` long at most) matched the emitted tokens. `dropped`: the confidence of
+    a draft token the gate refused and, where known, whether the target then emitted it."""
+
+    choice: Choice
+    drafted: int
+    accepted: int
+    confidences: tuple[float, ...] = ()
+    lag: int = 0
+    lookup_judged: int = 0
+    lookup_hits: int = 0
+    dropped: tuple[float, bool] | None = None
+    seconds: float | None = None  # wall time of drafting and verifying; None when untimed
 
 
-class AdaptivePlanner:
-    """Running cost and acceptance estimates, and the decisions drawn from them."""
+@dataclass
+class Acceptance:
+    """Per-position keep rates with forgetting, shrunk toward the pooled rate where data are thin."""
 
-    def __init__(self, k_max: int = K_MAX):
-        self.k_max = k_max
-        self.verify: dict[int, float] = {}  # batch size -> seconds
-        self.draft_step: float | None = None
-        self.kept = [2.0] * k_max  # per-position Beta counts: kept / reached, prior 2/3
-        self.reached = [3.0] * k_max
-        self.bin_kept = [(i + 0.5) / _BINS * 2 for i in range(_BINS)]  # prior: confidence is calibrated
-        self.bin_seen = [2.0] * _BINS
-        self.lookup_kept, self.lookup_reached = 1.0, 2.0
-        self.plain_streak = 0
-        self._gain = self._expected = 1.0
+    size: int
+    prior: float = 0.5
+    kept: list[float] = field(default_factory=list)
+    reached: list[float] = field(default_factory=list)
+    pool: list[float] = field(default_factory=list)  # [kept, reached] over all positions
 
-    # -- costs ------------------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.kept, self.reached = [0.0] * self.size, [0.0] * self.size
+        self.pool = [self.prior * 2.0, 2.0]
 
-    def verify_cost(self, size: int) -> float:
-        """Measured, or interpolated from the nearest measured batch sizes (verify grows ~linearly)."""
-        if size in self.verify:
-            return self.verify[size]
-        if not self.verify:
-            return 1.0 + 0.25 * (size - 1)
-        below = [s for s in self.verify if s < size]
-        above = [s for s in self.verify if s > size]
-        if below and above:
-            lo, hi = max(below), min(above)
-            return self.verify[lo] + (self.verify[hi] - self.verify[lo]) * (size - lo) / (hi - lo)
-        near = max(below) if below else min(above)
-        return self.verify[near] * (1.0 + 0.25 * (size - 1)) / (1.0 + 0.25 * (near - 1))
+    def forget(self, factor: float) -> None:
+        self.kept = [x * factor for x in self.kept]
+        self.reached = [x * factor for x in self.reached]
+        self.pool = [x * factor for x in self.pool]
 
-    def draft_cost(self) -> float:
-        return self.draft_step if self.draft_step is not None else 0.4 * self.verify_cost(1)
+    def add(self, judged: int, kept: int) -> None:
+        """Positions 0..judged-1 were judged; the first `kept` of them were kept."""
+        for i in range(min(judged, self.size)):
+            self.reached[i] += 1.0
+            self.kept[i] += i < kept
+        self.pool[0] += min(kept, judged)
+        self.pool[1] += judged
 
-    def record_costs(self, size: int, verify_s: float, draft_steps: int, draft_s: float) -> None:
-        self.verify[size] = _blend(self.verify.get(size), verify_s)
-        if draft_steps:
-            self.draft_step = _blend(self.draft_step, draft_s / draft_steps)
+    def pooled(self) -> float:
+        return (self.pool[0] + 0.1) / (self.pool[1] + 0.2)
 
-    # -- planning ---------------------------------------------------------------------------
+    def rates(self, optimistic: bool = False) -> list[float]:
+        base = self.pooled()
+        out = []
+        for kept, reached in zip(self.kept, self.reached):
+            rate = (kept + _SHRINK * base) / (reached + _SHRINK)
+            if optimistic:
+                rate = min(1.0, rate + 2.0 * math.sqrt(rate * (1 - rate) / (reached + _SHRINK)) + 1.0 / (reached + 2.0))
+            out.append(rate)
+        return out
 
-    def expected_tokens(self, k: int, rates: list[float]) -> float:
-        total, reach = 1.0, 1.0
-        for i in range(k):
-            reach *= rates[i]
-            total += reach
-        return total
 
-    def best_model_k(self, perfect: bool = False) -> tuple[int, float]:
-        """The K with the most expected tokens per second (with `perfect`, as if every draft were kept)."""
-        rates = [1.0 if perfect else kept / reached for kept, reached in zip(self.kept, self.reached)]
-        step = self.draft_cost()
-        speeds = [self.expected_tokens(k, rates) / (k * step + self.verify_cost(k + 1)) for k in range(self.k_max + 1)]
-        best = max(range(self.k_max + 1), key=speeds.__getitem__)
-        return best, speeds[best]
+def expected_tokens(rates: list[float], k: int) -> float:
+    """Tokens a round drafting k yields on average: 1 + sum of the chances to keep each prefix."""
+    total, reach = 1.0, 1.0
+    for rate in rates[:k]:
+        reach *= rate
+        total += reach
+    return total
 
-    def plan(self, lookup_available: int) -> Plan:
-        """This round's choice; also resets the per-round state of the confidence gate."""
-        self._gain = self._expected = 1.0
-        k, speed = self.best_model_k()
-        if lookup_available:
-            n = min(lookup_available, self.k_max)
-            rate = self.lookup_kept / self.lookup_reached
-            lookup_speed = self.expected_tokens(n, [rate] * n) / self.verify_cost(n + 1)
-            if lookup_speed > speed:
-                return Plan(n, lookup=True)
-        if k == 0:
-            self.plain_streak += 1
-            if self.plain_streak >= _EXPLORE_EVERY and self.best_model_k(perfect=True)[0] > 0:
-                self.plain_streak = 0
-                return Plan(2)
-            return Plan(0)
-        self.plain_streak = 0
-        return Plan(k)
+
+class Policy:
+    """Running estimates of costs and acceptance, and the per-round choice drawn from them."""
+
+    def __init__(self, costs: StepCosts, k_max: int = K_MAX, timed: bool = True):
+        self.costs, self.k_max, self.timed = costs, k_max, timed
+        self.model = Acceptance(k_max)
+        self.lookup = Acceptance(LOOKUP_MAX, prior=0.3)
+        self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
+        self.calibration = [[(i + 0.5) / _BINS * 2.0, 2.0] for i in range(_BINS)]  # per confidence bin
+        self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
+        self._round: tuple[float, float, float] = (1.0, 1.0, 0.0)  # gate state: reach, tokens, seconds
+
+    # -- predictions --------------------------------------------------------------------------
+
+    def round_cost(self, choice: Choice, lag: int = 0) -> float:
+        """Predicted seconds of one round, before the choice's learnt time factor."""
+        verify = self.costs.verify_cost(choice.k + 1)
+        if choice.source != MODEL:
+            return verify
+        return verify + self.costs.draft_cost(lag + 1) + (choice.k - 1) * self.costs.draft_cost(1)
+
+    def speed(self, choice: Choice, lag: int = 0, optimistic: bool = False) -> float:
+        if choice.source == PLAIN:
+            tokens = 1.0
+        else:
+            table = self.model if choice.source == MODEL else self.lookup
+            tokens = expected_tokens(table.rates(optimistic), choice.k)
+        return tokens / (self.round_cost(choice, lag) * self.factor[choice.source])
+
+    def model_can_pay(self) -> bool:
+        """Could the draft model beat plain decoding even if every draft token were kept?"""
+        if not self.costs.draft:
+            return False
+        plain = 1.0 / self.costs.verify_cost(1)
+        return any((k + 1) / self.round_cost(Choice(MODEL, k)) > 1.05 * plain for k in range(1, self.k_max + 1))
+
+    # -- the choice ---------------------------------------------------------------------------
+
+    def choose(self, room: int, lookup: int, lag: int) -> Choice:
+        """The best choice for a round with `room` tokens to draft, `lookup` tokens on offer, the
+        draft model `lag` tokens behind; or a bounded exploration of the draft model."""
+        options = [Choice(PLAIN)]
+        options += [Choice(LOOKUP, k) for k in range(1, min(lookup, room, LOOKUP_MAX) + 1)]
+        models = [Choice(MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
+        amortized = max(lag - 1, 0) // 8  # a catch-up is paid once, then serves the rounds after it
+        best = max(options + models, key=lambda c: self.speed(c, amortized))
+        if best.source == MODEL or not models:
+            return self._start_gate(best)
+        probe = max(models, key=lambda c: self.speed(c, lag, optimistic=True))
+        cost = self.round_cost(probe, lag) * self.factor[MODEL]
+        if self.speed(probe, lag, optimistic=True) > self.speed(best) and \
+                self.explored + cost <= _EXPLORE_SHARE * self.spent:
+            return self._start_gate(Choice(MODEL, probe.k, explore=True))
+        return best
+
+    def _start_gate(self, choice: Choice) -> Choice:
+        self._round = (1.0, 1.0, self.costs.verify_cost(1))
+        return choice
 
     def keep(self, position: int, confidence: float) -> bool:
-        """Keep the token just drafted at `position` if its expected gain pays for its verify cost."""
-        index = min(int(confidence * _BINS), _BINS - 1)
-        gain = self._gain * self.bin_kept[index] / self.bin_seen[index]
-        cost_before = (position + 1) * self.draft_cost() + self.verify_cost(position + 1)
-        extra = self.verify_cost(position + 2) - self.verify_cost(position + 1)
-        if gain * cost_before < self._expected * extra:
+        """Keep the draft token at `position` (0-based) if its expected gain pays its extra verify."""
+        reach, tokens, seconds = self._round
+        gain = reach * self._calibrated(confidence)
+        seconds += self.costs.draft_cost(1)
+        extra = self.costs.verify_cost(position + 2) - self.costs.verify_cost(position + 1)
+        if gain * seconds < tokens * extra:
             return False
-        self._gain, self._expected = gain, self._expected + gain
+        self._round = (gain, tokens + gain, seconds + extra)
         return True
 
-    # -- learning ---------------------------------------------------------------------------
+    def _calibrated(self, confidence: float) -> float:
+        kept, seen = self.calibration[_bin(confidence)]
+        return kept / seen
 
-    def record_model_round(self, confidences: list[float], accepted: int) -> None:
-        """Acceptance by position and by confidence, for the positions the target really judged."""
-        for i, confidence in enumerate(confidences[: accepted + 1]):
-            kept = i < accepted
-            self.reached[i] += 1
-            self.kept[i] += kept
-            index = min(int(confidence * _BINS), _BINS - 1)
-            self.bin_seen[index] += 1
-            self.bin_kept[index] += kept
+    # -- learning -----------------------------------------------------------------------------
 
-    def record_lookup_round(self, drafted: int, accepted: int) -> None:
-        judged = min(drafted, accepted + 1)
-        self.lookup_reached += judged
-        self.lookup_kept += accepted
+    def observe(self, outcome: Outcome) -> None:
+        choice = outcome.choice
+        for table in (self.model, self.lookup):
+            table.forget(_FORGET)
+        if choice.source == MODEL:
+            self.model.add(min(outcome.drafted, outcome.accepted + 1), outcome.accepted)
+            judged = [(c, i < outcome.accepted) for i, c in enumerate(outcome.confidences[: outcome.accepted + 1])]
+            if outcome.dropped is not None:
+                judged.append(outcome.dropped)
+            for confidence, kept in judged:
+                self._calibrate(confidence, kept)
+        if outcome.lookup_judged:
+            self.lookup.add(min(outcome.lookup_judged, outcome.lookup_hits + 1), outcome.lookup_hits)
+        predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
+        if self.timed and outcome.seconds is not None:
+            ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
+            self.factor[choice.source] += _FACTOR_STEP * (ratio - self.factor[choice.source])
+        charged = predicted * self.factor[choice.source]
+        self.spent += charged
+        self.explored += charged if choice.explore else 0.0
+
+    def _calibrate(self, confidence: float, kept: bool) -> None:
+        cell = self.calibration[_bin(confidence)]
+        cell[0] = cell[0] * _FORGET + kept
+        cell[1] = cell[1] * _FORGET + 1.0
 
 
-def _blend(old: float | None, new: float) -> float:
-    return new if old is None else old + _SMOOTHING * (new - old)
+def _bin(confidence: float) -> int:
+    return min(max(int(confidence * _BINS), 0), _BINS - 1)

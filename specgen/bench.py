@@ -25,6 +25,7 @@ from .bench_stats import BASELINE, Stats, Verdict, summarize, verdict
 from .drafters import ModelDrafter, PromptLookupDrafter
 from .errors import UsageError
 from .registry import DEFAULT_DRAFT_TOKENS, MAX_DRAFT_TOKENS
+from .render import consume
 from .sampling import SamplingParams
 from .session import encode_prompt
 from .speculative import GenerationConfig, Summary, generate
@@ -197,25 +198,21 @@ def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None) 
 
 
 def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
-    """Decode one prompt from an empty cache; (Summary, rejections, output ids)."""
+    """Decode one prompt from an empty cache, consuming the loop's events as `run` does;
+    (Summary, rounds that ended in a rejection, output ids)."""
     target.truncate(0)
     drafter = None
     if config.drafter == "model":
         draft.truncate(0)
         drafter = ModelDrafter(draft)
     elif config.drafter == "lookup":
-        drafter = PromptLookupDrafter(target.n_vocab)
+        drafter = PromptLookupDrafter()
     output: list[int] = []
-    rejections = 0
     settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling, adaptive=config.adaptive)
-    for event in generate(target, drafter, prompt, settings):
-        if isinstance(event, Summary):
-            break
-        output += event.tokens
-        rejections += event.accepted < len(event.drafted)
-    if event.stop_reason == "interrupted":
+    _, summary = consume(generate(target, drafter, prompt, settings), lambda event: output.extend(event.tokens))
+    if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
-    return event, rejections, tuple(output)
+    return summary, summary.rejected_rounds, tuple(output)
 
 
 def audit(target, prompts: list[list[int]], records: list[RunRecord]) -> list[Audit]:

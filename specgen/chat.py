@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import math
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .conversation import Conversation
 from .drafters import ModelDrafter
@@ -19,7 +19,7 @@ from .engine import ContextFull, LoadOptions
 from .errors import SpecgenError
 from .live import PlainView, Reply, RichView, make_view
 from .session import ModelPaths, open_models
-from .speculative import GenerationConfig, generate
+from .speculative import GenerationConfig, Tally, generate
 
 PROMPT = "you> "
 MAX_K = 32
@@ -44,20 +44,14 @@ class ChatOptions:
 class Totals:
     """Counts over every reply of the chat, for /stats."""
 
+    tally: Tally = field(default_factory=Tally)  # fed every round of every reply
     replies: int = 0
-    tokens: int = 0
-    drafted: int = 0
-    accepted: int = 0
     decode_s: float = 0.0
     last: Reply | None = None
 
     def add(self, reply: Reply) -> None:
-        s = reply.summary
         self.replies += 1
-        self.tokens += s.tokens
-        self.drafted += s.drafted
-        self.accepted += s.accepted
-        self.decode_s += s.decode_s
+        self.decode_s += reply.summary.decode_s
         self.last = reply
 
 
@@ -169,7 +163,7 @@ class Chat:
                 f"context full: forgot the oldest {prompt.dropped} turn(s) to make room (/reset starts over)"
             )
         events = generate(self.target, self.drafter, list(prompt.tokens), self.config)
-        reply = self.view.render(events, self.k, self.config.adaptive)
+        reply = self.view.render(events, self.k, self.config.adaptive, self.totals.tally)
         self.conversation.commit(prompt, reply.text, list(reply.tokens))
         self.totals.add(reply)
         if reply.summary.stop_reason == "context":
@@ -194,11 +188,11 @@ class Chat:
         self.view.info("conversation cleared" + (" (the system prompt stays)" if self.conversation.system else ""))
 
     def stats(self, _: str) -> None:
-        t = self.totals
-        rate = f"{t.accepted / t.drafted:.0%} ({t.accepted}/{t.drafted})" if t.drafted else "–"
-        speed = t.tokens / t.decode_s if t.decode_s else 0.0
+        t, counts = self.totals, self.totals.tally
+        rate = f"{counts.acceptance_rate:.0%} ({counts.accepted}/{counts.drafted})" if counts.drafted else "–"
+        speed = counts.tokens / t.decode_s if t.decode_s else 0.0
         lines = [
-            f"{t.replies} replies, {t.tokens} tokens at {speed:.1f} tok/s, draft acceptance {rate}",
+            f"{t.replies} replies, {counts.tokens} tokens at {speed:.1f} tok/s, draft acceptance {rate}",
             f"turns in the conversation: {self.conversation.turns}, {len(self.conversation.tokens)} tokens "
             f"(the context holds {self.target.n_ctx})",
             f"{self.k_label()}, temperature {self.config.sampling.temperature:g}",

@@ -127,6 +127,10 @@ class Model:
         self.n_batch = options.n_batch
         self.bos = lib.llama_vocab_bos(self._vocab)
         self.threads = threads
+        stat = self.path.stat()
+        self.identity = "|".join(map(str, (
+            self.path.resolve(), stat.st_size, stat.st_mtime_ns, mparams.n_gpu_layers, mparams.use_extra_bufts,
+            options.n_batch, lib.__version__)))
         self._piece_buf = ctypes.create_string_buffer(256)
 
     def close(self) -> None:

@@ -22,7 +22,8 @@ from rich.live import Live
 from rich.text import Text
 
 from .render import consume
-from .speculative import Round, Summary
+from .adaptive import LOOKUP
+from .speculative import Round, Summary, Tally
 
 ACCEPTED = "green"
 TARGET = "cyan"
@@ -42,9 +43,9 @@ class Reply:
     first_token_s: float | None
 
 
-def drive(events, on_round) -> Reply:
-    """Consume the loop's events (render.consume), also keeping the reply's tokens and its time
-    to first token; Ctrl-C ends the reply early."""
+def drive(events, on_round, tally: Tally | None = None) -> Reply:
+    """Consume the loop's events (render.consume), also keeping the reply's tokens, its time
+    to first token and (given one) a running Tally; Ctrl-C ends the reply early."""
     start = time.perf_counter()
     tokens: list[int] = []
     first: list[float] = []
@@ -53,6 +54,8 @@ def drive(events, on_round) -> Reply:
         if not first:
             first.append(time.perf_counter() - start)
         tokens.extend(event.tokens)
+        if tally is not None:
+            tally.add(event)
         on_round(event)
 
     text, summary = consume(events, each)
@@ -66,23 +69,25 @@ class Progress:
     k: int
     adaptive: bool = False
     start: float = field(default_factory=time.perf_counter)
-    rounds: int = 0
-    tokens: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    last_k: int = 0
+    tally: Tally = field(default_factory=Tally)
+    last: Round | None = None
 
     def add(self, event: Round) -> None:
-        self.rounds += 1
-        self.tokens += event.emitted
-        self.drafted += len(event.drafted)
-        self.accepted += event.accepted
-        self.last_k = len(event.drafted)
+        self.tally.add(event)
+        self.last = event
 
     def line(self) -> str:
-        rate = self.tokens / max(time.perf_counter() - self.start, 1e-9)
-        k = f"K {self.last_k} (auto ≤{self.k})" if self.adaptive else f"K {self.k}"
-        return status(k if self.k else "", self.accepted, self.drafted, rate, self.rounds, self.tokens)
+        t = self.tally
+        rate = t.tokens / max(time.perf_counter() - self.start, 1e-9)
+        k = f"{drafting(self.last)} (auto ≤{self.k})" if self.adaptive else f"K {self.k}"
+        return status(k if self.k else "", t.accepted, t.drafted, rate, t.rounds, t.tokens)
+
+
+def drafting(event: Round | None) -> str:
+    """What the last round did: which drafter proposed how many tokens, or plain decoding."""
+    if event is None or not event.drafted:
+        return "plain"
+    return f"{'lookup' if event.source == LOOKUP else 'draft'} K {len(event.drafted)}"
 
 
 def status(k: str, accepted: int, drafted: int, tok_s: float, rounds: int, tokens: int) -> str:
@@ -165,7 +170,7 @@ class RichView:
     def notice(self, text: str) -> None:
         self.errors.print(Text(text, style=NOTICE))
 
-    def render(self, events, k: int, adaptive: bool = False) -> Reply:
+    def render(self, events, k: int, adaptive: bool = False, tally: Tally | None = None) -> Reply:
         text = Text()
         progress = Progress(k, adaptive)
         shown = 0.0
@@ -180,7 +185,7 @@ class RichView:
                     live.update(_Tail(text, progress.line()), refresh=True)
                     shown = time.perf_counter()
 
-            reply = drive(events, on_round)
+            reply = drive(events, on_round, tally)
         self.console.print(text if text.plain else Text("(empty reply)", style=STATUS), soft_wrap=True)
         self.console.print(Text(final_status(reply), style=STATUS))
         return reply
@@ -205,13 +210,13 @@ class PlainView:
     def notice(self, text: str) -> None:
         self.info(f"specgen: {text}")
 
-    def render(self, events, k: int, adaptive: bool = False) -> Reply:
+    def render(self, events, k: int, adaptive: bool = False, tally: Tally | None = None) -> Reply:
         def on_round(event: Round) -> None:
             if event.text:
                 self.out.write(self.clean(event.text))
                 self.out.flush()
 
-        reply = drive(events, on_round)
+        reply = drive(events, on_round, tally)
         if not reply.text.endswith("\n"):
             self.out.write("\n")
         self.out.flush()

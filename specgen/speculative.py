@@ -1,23 +1,25 @@
 """The speculative decoding loop, as a generator of small frozen events.
 
-Each round the draft model proposes up to K tokens, the target checks them all in one batched
+Each round a drafter proposes up to K tokens, the target checks them all in one batched
 forward pass, and the sampling rules in `sampling` decide how many are kept. The loop yields a
-`Round` per round and a `Summary` at the end; chat, run and bench only consume these events.
-With no draft model (or K = 0) the same loop is plain target decoding, so baselines measure
-the same engine.
+`Round` per round and a `Summary` at the end; chat, run, bench and serve only consume these
+events, and keep their running counts in the same `Tally` the loop uses. With no drafter (or
+K = 0) the same loop is plain target decoding, so baselines measure the same engine.
 """
 
 from __future__ import annotations
 
 import codecs
+import secrets
 import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .adaptive import AdaptivePlanner
-from .drafters import Draft, ModelDrafter, PromptLookupDrafter
-from .sampling import SamplingParams, distribution, verify_greedy, verify_sampled
+from .adaptive import LOOKUP, Policy
+from .costs import cached_costs
+from .drafters import NO_DRAFT, AdaptiveDrafter, Draft, ModelDrafter
+from .sampling import SamplingParams, Verdict, distribution, uniforms, verify_greedy, verify_sampled
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,9 @@ class Round:
     accepted_text: str
     target_text: str
     rejected_text: str
+    source: str = ""  # who drafted: adaptive.MODEL, adaptive.LOOKUP, or "" for nobody
+    draft_s: float = 0.0
+    verify_s: float = 0.0
 
     @property
     def text(self) -> str:
@@ -53,6 +58,49 @@ class Round:
     @property
     def emitted(self) -> int:
         return self.accepted + (self.token is not None)
+
+
+@dataclass
+class Tally:
+    """Running counts over rounds. The loop's Summary, the live status line, chat's /stats and
+    bench all read one of these, fed the same Round events."""
+
+    rounds: int = 0
+    tokens: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    rejected_rounds: int = 0
+    lookup_rounds: int = 0
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+    drafted_at: list[int] = field(default_factory=list)
+    accepted_at: list[int] = field(default_factory=list)
+
+    def add(self, event: Round) -> None:
+        drafted = len(event.drafted)
+        self.rounds += 1
+        self.tokens += event.emitted
+        self.drafted += drafted
+        self.accepted += event.accepted
+        self.rejected_rounds += event.accepted < drafted
+        self.lookup_rounds += event.source == LOOKUP
+        self.draft_s += event.draft_s
+        self.verify_s += event.verify_s
+        grow = drafted - len(self.drafted_at)
+        if grow > 0:
+            self.drafted_at += [0] * grow
+            self.accepted_at += [0] * grow
+        for i in range(drafted):
+            self.drafted_at[i] += 1
+            self.accepted_at[i] += i < event.accepted
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def tokens_per_round(self) -> float:
+        return self.tokens / self.rounds if self.rounds else 0.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +125,7 @@ class Summary:
     other_s: float
     stop_reason: str
     lookup_rounds: int = 0
+    rejected_rounds: int = 0
     drafted_by_position: tuple[int, ...] = field(default=())
     accepted_by_position: tuple[int, ...] = field(default=())
 
@@ -94,128 +143,87 @@ class _Utf8Stream:
         return self._decoder.decode(data)
 
 
-@dataclass
-class _Tally:
-    rounds: int = 0
-    tokens: int = 0
-    drafted: int = 0
-    accepted: int = 0
-    prefill_s: float = 0.0
-    draft_s: float = 0.0
-    verify_s: float = 0.0
-    lookup_rounds: int = 0
-    drafted_at: list[int] = field(default_factory=list)
-    accepted_at: list[int] = field(default_factory=list)
-
-    def count(self, drafted: int, accepted: int, emitted: int) -> None:
-        self.rounds += 1
-        self.tokens += emitted
-        self.drafted += drafted
-        self.accepted += accepted
-        grow = drafted - len(self.drafted_at)
-        if grow > 0:
-            self.drafted_at += [0] * grow
-            self.accepted_at += [0] * grow
-        for i in range(drafted):
-            self.drafted_at[i] += 1
-            self.accepted_at[i] += i < accepted
-
-
 def generate(target, drafter, prompt: list[int], config: GenerationConfig):
     """Yield a Round per verification round, then one Summary (also after Ctrl-C).
 
     `drafter` is a drafters.ModelDrafter, a PromptLookupDrafter, or None for the target alone.
-    With `config.adaptive`, each round's K (0 to config.draft_tokens) is chosen by an
-    AdaptivePlanner, and a prompt-lookup proposal competes with the draft model.
+    With `config.adaptive` it is wrapped in an AdaptiveDrafter, which chooses every round
+    between plain decoding, the draft model at up to config.draft_tokens, and prompt lookup.
     """
     if not prompt:
         raise ValueError("generate needs at least one prompt token")
     k = config.draft_tokens if drafter is not None else 0
-    name = drafter.name if k > 0 else "target-only"
-    tally = _Tally()
+    if k > 0 and config.adaptive:
+        drafter = adaptive(target, drafter, config)
+    tally = Tally()
     start = time.perf_counter()
-    stop_reason = "length"
-    prefilled = 0
+    prefilled, prefill_s = 0, 0.0
     try:
         prefilled = target.sync(prompt[:-1])
         if k > 0:
             drafter.prepare(prompt[:-1])
-        tally.prefill_s = time.perf_counter() - start
-        for event in _rounds(target, drafter if k > 0 else None, prompt[-1], config, k, tally):
-            if isinstance(event, str):
-                stop_reason = event
-                break
-            yield event
+        prefill_s = time.perf_counter() - start
+        stop_reason = yield from _rounds(target, drafter if k > 0 else None, prompt[-1], config, k, tally)
     except KeyboardInterrupt:
         stop_reason = "interrupted"
-    if k > 0 and config.adaptive:
-        name += " (auto)"
-    yield _summarize(tally, name, k, len(prompt), prefilled, time.perf_counter() - start, stop_reason)
+    wall = time.perf_counter() - start
+    name = drafter.name if k > 0 else "target-only"
+    yield _summarize(tally, name, k, len(prompt), prefilled, prefill_s, wall, stop_reason)
 
 
-def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally: _Tally):
-    """The loop proper; yields Rounds, and a stop reason (a str) when it ends."""
+def adaptive(target, drafter, config: GenerationConfig) -> AdaptiveDrafter:
+    """The auto policy over this drafter, starting from this machine's measured step costs.
+
+    A seeded run decides from those cached costs alone, not from live timings, so that the
+    same seed gives the same draft lengths and so the same text.
+    """
+    model = drafter if isinstance(drafter, ModelDrafter) else None
+    costs = cached_costs(target, model.model if model else None)
+    return AdaptiveDrafter(model, Policy(costs, config.draft_tokens, timed=config.sampling.seed is None))
+
+
+def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally: Tally):
+    """The loop proper: yields Rounds; returns why it stopped ("eog", "length" or "context")."""
     params = config.sampling
-    rng = np.random.default_rng(params.seed)
+    seed = params.seed if params.seed is not None else secrets.randbits(63)
     text = _Utf8Stream()
     clock = time.perf_counter
-    planner = AdaptivePlanner(k) if drafter is not None and config.adaptive else None
-    lookup = PromptLookupDrafter(target.n_vocab) if planner and isinstance(drafter, ModelDrafter) else None
     while True:
         room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - len(target.tokens) - 1)
         if room < 0:
-            yield "length" if tally.tokens >= config.max_tokens else "context"
-            return
+            return "length" if tally.tokens >= config.max_tokens else "context"
+        draws = None if params.greedy else [uniforms(seed, tally.tokens + i) for i in range(room + 1)]
         t0 = clock()
-        source = drafter if room else None
-        gate = None
-        if planner is not None and room:
-            plan = planner.plan(len(lookup.lookup([*target.tokens, last], room)) if lookup else 0)
-            room = min(room, plan.k)
-            source = lookup if plan.lookup else (drafter if room else None)
-            gate = planner.keep
-        draft = source.propose(target.tokens, last, room, params, rng, gate) if source else _NO_DRAFT
+        proposing = drafter is not None and room > 0
+        draft = drafter.propose(target.tokens, last, room, params, draws) if proposing else NO_DRAFT
         t1 = clock()
         n_past = len(target.tokens)
         rows = target.forward([last, *draft.tokens], all_logits=True)
-        if params.greedy:
-            verdict = verify_greedy(np.argmax(rows, axis=1), draft.tokens)
-        else:
-            verdict = verify_sampled([distribution(row, params) for row in rows], draft.q_rows, draft.tokens, rng)
-        t2 = clock()
+        verdict = _verify(rows, draft, params, draws)
         target.truncate(n_past + 1 + verdict.accepted)
         if drafter is not None:
             drafter.rollback(target.tokens)
-        t3 = clock()
-        if planner is not None:
-            _learn(planner, source is lookup, draft, verdict.accepted, t1 - t0, t2 - t1)
-        tally.draft_s += t1 - t0
-        tally.verify_s += t3 - t1
-        tally.lookup_rounds += source is lookup and lookup is not None
-        event, ended = _round_event(target, draft.tokens, verdict.accepted, verdict.token, text)
-        tally.count(len(draft.tokens), verdict.accepted, event.emitted)
+        t2 = clock()
+        if proposing:
+            drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], t2 - t0)
+        event, ended = _round_event(target, draft, verdict, text, t1 - t0, t2 - t1)
+        tally.add(event)
         yield event
         if ended:
-            yield "eog"
-            return
+            return "eog"
         last = verdict.token
 
 
-_NO_DRAFT = Draft([], [], [], 0)
+def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, draws) -> Verdict:
+    """The target's verdict on the draft: greedy comparison, or speculative sampling."""
+    if params.greedy:
+        return verify_greedy(np.argmax(rows, axis=1), draft.tokens)
+    return verify_sampled(lambda i: distribution(rows[i], params), draft.q, draft.tokens, draws)
 
 
-def _learn(planner: AdaptivePlanner, from_lookup: bool, draft: Draft, accepted: int,
-           draft_s: float, verify_s: float) -> None:
-    """Feed the planner this round's measured costs and outcomes."""
-    planner.record_costs(len(draft.tokens) + 1, verify_s, draft.steps, draft_s)
-    if from_lookup:
-        planner.record_lookup_round(len(draft.tokens), accepted)
-    else:
-        planner.record_model_round(draft.confidences, accepted)
-
-
-def _round_event(target, drafted: list[int], accepted: int, token: int, text: _Utf8Stream):
+def _round_event(target, draft: Draft, verdict: Verdict, text: _Utf8Stream, draft_s: float, verify_s: float):
     """Build the Round for the kept tokens, cut at the first end-of-generation token."""
+    drafted, accepted, token = draft.tokens, verdict.accepted, verdict.token
     kept = [*drafted[:accepted], token]
     for i, tok in enumerate(kept):
         if target.is_eog(tok):
@@ -228,12 +236,12 @@ def _round_event(target, drafted: list[int], accepted: int, token: int, text: _U
     target_text = text.feed(target.piece(token)) if own is not None else ""
     rejected = b"".join(target.piece(t) for t in drafted[accepted:])
     return Round(tuple(drafted), n_draft, own, accepted_text, target_text,
-                 rejected.decode("utf-8", errors="replace")), ended
+                 rejected.decode("utf-8", errors="replace"), draft.source, draft_s, verify_s), ended
 
 
-def _summarize(tally: _Tally, mode: str, k: int, prompt_tokens: int,
-               prefilled: int, wall: float, stop_reason: str) -> Summary:
-    decode_s = max(wall - tally.prefill_s, 1e-9)
+def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: int,
+               prefill_s: float, wall: float, stop_reason: str) -> Summary:
+    decode_s = max(wall - prefill_s, 1e-9)
     return Summary(
         mode=mode,
         draft_tokens=k,
@@ -243,16 +251,17 @@ def _summarize(tally: _Tally, mode: str, k: int, prompt_tokens: int,
         rounds=tally.rounds,
         drafted=tally.drafted,
         accepted=tally.accepted,
-        acceptance_rate=tally.accepted / tally.drafted if tally.drafted else 0.0,
-        tokens_per_round=tally.tokens / tally.rounds if tally.rounds else 0.0,
+        acceptance_rate=tally.acceptance_rate,
+        tokens_per_round=tally.tokens_per_round,
         tokens_per_second=tally.tokens / decode_s,
-        prefill_s=tally.prefill_s,
+        prefill_s=prefill_s,
         decode_s=decode_s,
         draft_s=tally.draft_s,
         verify_s=tally.verify_s,
         other_s=max(decode_s - tally.draft_s - tally.verify_s, 0.0),
         stop_reason=stop_reason,
         lookup_rounds=tally.lookup_rounds,
+        rejected_rounds=tally.rejected_rounds,
         drafted_by_position=tuple(tally.drafted_at),
         accepted_by_position=tuple(tally.accepted_at),
     )

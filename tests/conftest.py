@@ -40,6 +40,7 @@ def isolated_user_dirs(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECGEN_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("SPECGEN_MODELS", str(tmp_path / "models"))
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
     monkeypatch.delenv("SPECGEN_DEBUG", raising=False)
     os.environ.pop("HF_TOKEN", None)
