@@ -149,25 +149,23 @@ class Policy:
     # -- the choice ---------------------------------------------------------------------------
 
     def choose(self, room: int, lookup: int, lag: int) -> Choice:
-        """The best choice for a round with `room` tokens to draft, `lookup` tokens on offer, the
-        draft model `lag` tokens behind; or a bounded exploration of the draft model."""
+        """The best choice for a round with `room` tokens to draft (the draft model at most its
+        k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer, the draft model `lag`
+        tokens behind; or a bounded exploration of the draft model."""
+        self._round = (1.0, 1.0, self.costs.verify_cost(1))
         options = [Choice(PLAIN)]
         options += [Choice(LOOKUP, k) for k in range(1, min(lookup, room, LOOKUP_MAX) + 1)]
         models = [Choice(MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
         amortized = max(lag - 1, 0) // 8  # a catch-up is paid once, then serves the rounds after it
         best = max(options + models, key=lambda c: self.speed(c, amortized))
         if best.source == MODEL or not models:
-            return self._start_gate(best)
+            return best
         probe = max(models, key=lambda c: self.speed(c, lag, optimistic=True))
         cost = self.round_cost(probe, lag) * self.factor[MODEL]
         if self.speed(probe, lag, optimistic=True) > self.speed(best) and \
                 self.explored + cost <= _EXPLORE_SHARE * self.spent:
-            return self._start_gate(Choice(MODEL, probe.k, explore=True))
+            return Choice(MODEL, probe.k, explore=True)
         return best
-
-    def _start_gate(self, choice: Choice) -> Choice:
-        self._round = (1.0, 1.0, self.costs.verify_cost(1))
-        return choice
 
     def keep(self, position: int, confidence: float) -> bool:
         """Keep the draft token at `position` (0-based) if its expected gain pays its extra verify."""

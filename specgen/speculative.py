@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .adaptive import LOOKUP, Policy
+from .adaptive import LOOKUP, LOOKUP_MAX, Policy
 from .costs import cached_costs
 from .drafters import NO_DRAFT, AdaptiveDrafter, Draft, ModelDrafter
 from .sampling import SamplingParams, Verdict, distribution, uniforms, verify_greedy, verify_sampled
@@ -153,8 +153,10 @@ def generate(target, drafter, prompt: list[int], config: GenerationConfig):
     if not prompt:
         raise ValueError("generate needs at least one prompt token")
     k = config.draft_tokens if drafter is not None else 0
+    room = k
     if k > 0 and config.adaptive:
         drafter = adaptive(target, drafter, config)
+        room = max(k, LOOKUP_MAX)  # the policy holds the draft model to k; a long copy may go further
     tally = Tally()
     start = time.perf_counter()
     prefilled, prefill_s = 0, 0.0
@@ -163,7 +165,7 @@ def generate(target, drafter, prompt: list[int], config: GenerationConfig):
         if k > 0:
             drafter.prepare(prompt[:-1])
         prefill_s = time.perf_counter() - start
-        stop_reason = yield from _rounds(target, drafter if k > 0 else None, prompt[-1], config, k, tally)
+        stop_reason = yield from _rounds(target, drafter if k > 0 else None, prompt[-1], config, room, tally)
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     wall = time.perf_counter() - start
@@ -206,7 +208,7 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         t2 = clock()
         if proposing:
             drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], t2 - t0)
-        event, ended = _round_event(target, draft, verdict, text, t1 - t0, t2 - t1)
+        event, ended = _round_event(target, draft, verdict, text, (t1 - t0) * proposing, t2 - t1)
         tally.add(event)
         yield event
         if ended:

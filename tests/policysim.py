@@ -1,0 +1,164 @@
+"""Replay cost profiles and acceptance traces through the real adaptive policy, and through an
+oracle that knows the truth, without any model.
+
+A profile is what a machine's passes really cost (a 2-core CPU as measured for Qwen2.5-Coder
+1.5B:0.5B, a GPU with a nearly flat verify); the policy only sees calibrated costs that are
+off by the in-loop slowdown, plus noisy timings. A trace says, round by round, how often the
+draft model's tokens are kept and how far prompt lookup's proposal would match. Each draft
+token gets a confidence drawn around its keep chance, so the gate has something to read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from specgen.adaptive import LOOKUP, LOOKUP_MAX, MODEL, PLAIN, Choice, Outcome, Policy, expected_tokens
+from specgen.costs import StepCosts
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    verify: dict[int, float]
+    draft: dict[int, float]
+    in_loop: float = 1.1  # true cost of a pass in the loop / its calibrated cost
+    noise: float = 0.05
+
+    def true(self) -> StepCosts:
+        return StepCosts({n: s * self.in_loop for n, s in self.verify.items()},
+                         {n: s * self.in_loop for n, s in self.draft.items()})
+
+
+def _scaled(step: float, ratios: dict[int, float]) -> dict[int, float]:
+    return {n: step * r for n, r in ratios.items()}
+
+
+CPU_RATIOS = {1: 1.0, 2: 1.7, 3: 2.0, 4: 2.4, 6: 3.4, 8: 4.3, 12: 5.3, 16: 5.4}
+CPU = Profile("cpu", _scaled(0.028, CPU_RATIOS), _scaled(0.014, CPU_RATIOS))
+GPU_RATIOS = {1: 1.0, 2: 1.01, 3: 1.02, 4: 1.03, 6: 1.05, 8: 1.08, 12: 1.4, 16: 1.6}
+GPU = Profile("gpu", _scaled(0.012, GPU_RATIOS), _scaled(0.0018, GPU_RATIOS))
+
+
+@dataclass(frozen=True)
+class World:
+    """The truth at one round: draft model keep rate, lookup keep rate, lookup tokens on offer."""
+
+    model: float
+    lookup: float
+    offer: int
+
+
+Trace = Callable[[int, int], World]  # (round, rounds) -> World
+
+
+def steady(r: int, n: int) -> World:
+    return World(0.8, 0.5, 8 if r % 3 == 0 else 0)
+
+
+def drifting(r: int, n: int) -> World:
+    x = r / n
+    return World(0.9 - 0.6 * x, 0.2 + 0.7 * x, 12)
+
+
+def collapsing(r: int, n: int) -> World:
+    return World(0.9, 0.2, 4) if r < n // 2 else World(0.1, 0.05, 4)
+
+
+def recovering(r: int, n: int) -> World:
+    return World(0.1, 0.1, 6) if r < n // 2 else World(0.9, 0.1, 6)
+
+
+def copying(r: int, n: int) -> World:
+    return World(0.6, 0.92, 16)
+
+
+TRACES = {"steady": steady, "drifting": drifting, "collapsing": collapsing, "recovering": recovering,
+          "copying": copying}
+
+
+@dataclass
+class Run:
+    tokens: int = 0
+    seconds: float = 0.0
+    choices: dict | None = None
+
+    def rate(self) -> float:
+        return self.tokens / self.seconds
+
+
+def _kept_run(rng, chances: list[float]) -> int:
+    kept = 0
+    for chance in chances:
+        if rng.random() >= chance:
+            break
+        kept += 1
+    return kept
+
+
+def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8, seed: int = 0,
+             oracle: bool = False, hiccup_at: int | None = None, skip: int = 0) -> Run:
+    """Tokens and seconds over `rounds` (the first `skip` rounds not counted)."""
+    rng = np.random.default_rng(seed)
+    truth = profile.true()
+    policy = Policy(StepCosts(dict(profile.verify), dict(profile.draft)), k_max)
+    run, lag = Run(choices={PLAIN: 0, MODEL: 0, LOOKUP: 0}), 0
+    for r in range(rounds):
+        world = trace(r, rounds)
+        choice = best_choice(truth, world, k_max, lag) if oracle else policy.choose(LOOKUP_MAX, world.offer, lag)
+        match = min(_kept_run(rng, [world.lookup] * world.offer), world.offer)
+        drafted, accepted, confidences, dropped = 0, 0, [], None
+        if choice.source == MODEL:
+            drafted, accepted, confidences, dropped = _model_round(rng, policy, choice.k, world.model, oracle)
+        elif choice.source == LOOKUP:
+            drafted, accepted = choice.k, min(match, choice.k)
+        seconds = _seconds(truth, choice.source, drafted, lag) * rng.lognormal(0, profile.noise)
+        if r == hiccup_at:
+            seconds *= 10
+        emitted = accepted + 1
+        outcome = Outcome(choice, drafted, accepted, tuple(confidences), lag,
+                          min(world.offer, emitted), min(match, emitted), dropped, seconds)
+        if not oracle:
+            policy.observe(outcome)
+        lag = 0 if choice.source == MODEL else lag + emitted
+        if r >= skip:
+            run.tokens += emitted
+            run.seconds += seconds
+            run.choices[choice.source] += 1
+    return run
+
+
+def _model_round(rng, policy: Policy, k: int, rate: float, oracle: bool):
+    """Draft up to k tokens; each has a confidence around `rate` and is kept with that chance."""
+    confidences, chances, dropped = [], [], None
+    for position in range(k):
+        chance = float(rng.beta(4 * rate + 0.1, 4 * (1 - rate) + 0.1))
+        if not oracle and not policy.keep(position, chance):
+            dropped = (chance, bool(rng.random() < chance))
+            break
+        confidences.append(chance)
+        chances.append(chance)
+    accepted = _kept_run(rng, chances)
+    if dropped is not None and accepted < len(chances):
+        dropped = None  # the target never reached the dropped position
+    return len(chances), accepted, confidences, dropped
+
+
+def _seconds(costs: StepCosts, source: str, drafted: int, lag: int) -> float:
+    verify = costs.verify_cost(drafted + 1)
+    if source != MODEL:
+        return verify
+    return verify + costs.draft_cost(lag + 1) + max(drafted - 1, 0) * costs.draft_cost(1)
+
+
+def best_choice(costs: StepCosts, world: World, k_max: int, lag: int) -> Choice:
+    """The oracle: the choice with the most expected tokens per second under the true numbers."""
+    options = [(1.0 / costs.verify_cost(1), Choice(PLAIN))]
+    for k in range(1, k_max + 1):
+        seconds = costs.verify_cost(k + 1) + costs.draft_cost(lag // 8 + 1) + (k - 1) * costs.draft_cost(1)
+        options.append((expected_tokens([world.model] * k, k) / seconds, Choice(MODEL, k)))
+    for k in range(1, min(world.offer, LOOKUP_MAX) + 1):
+        options.append((expected_tokens([world.lookup] * k, k) / costs.verify_cost(k + 1), Choice(LOOKUP, k)))
+    return max(options, key=lambda o: o[0])[1]

@@ -1,0 +1,47 @@
+"""Two-sample tests of token distributions, for the exactness tests (no scipy needed)."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+
+def chi2_sf(x: float, df: int) -> float:
+    """P(chi-square with df degrees of freedom > x), Wilson–Hilferty approximation."""
+    if df <= 0:
+        return 1.0
+    z = ((x / df) ** (1 / 3) - (1 - 2 / (9 * df))) / math.sqrt(2 / (9 * df))
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def homogeneity(a: Counter, b: Counter, min_expected: float = 5.0) -> float:
+    """p-value of a chi-square test that two samples of categories share one distribution;
+    categories too rare for the test are pooled into one."""
+    n_a, n_b = sum(a.values()), sum(b.values())
+    share_a = n_a / (n_a + n_b)
+    cells: list[tuple[int, int]] = []
+    pooled = [0, 0]
+    for key in set(a) | set(b):
+        total = a[key] + b[key]
+        if total * min(share_a, 1 - share_a) < min_expected:
+            pooled[0] += a[key]
+            pooled[1] += b[key]
+        else:
+            cells.append((a[key], b[key]))
+    if sum(pooled):
+        cells.append((pooled[0], pooled[1]))
+    stat = 0.0
+    for x, y in cells:
+        total = x + y
+        ex, ey = total * share_a, total * (1 - share_a)
+        stat += (x - ex) ** 2 / ex + (y - ey) ** 2 / ey
+    return chi2_sf(stat, len(cells) - 1)
+
+
+def position_pvalues(a: list[tuple[int, ...]], b: list[tuple[int, ...]]) -> list[float]:
+    """One p-value per output position (its marginal), and one for the first two tokens jointly."""
+    depth = min(min(len(s) for s in a), min(len(s) for s in b))
+    out = [homogeneity(Counter(s[i] for s in a), Counter(s[i] for s in b)) for i in range(depth)]
+    if depth >= 2:
+        out.append(homogeneity(Counter(s[:2] for s in a), Counter(s[:2] for s in b)))
+    return out
