@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-_FIRST_CANDIDATES = 64  # top-p looks at this many most likely tokens first, then 8x more
+_BLOCK = 512  # tokens per block when sampling a whole-vocabulary distribution
+_FLOOR = 1e-3  # top-p sorts only tokens this likely relative to the top one, then 1e-6, ...
 
 
 @dataclass(frozen=True)
@@ -61,14 +62,14 @@ class Dist:
         return np.where(self.ids[where] == tokens, self.probs[where], 0.0)
 
     def dense(self, size: int) -> np.ndarray:
+        """The probabilities as one vocabulary-sized array (for tests and reports, not the loop)."""
+        out = np.zeros(size, dtype=self.probs.dtype)
         if self.ids is None:
-            out = np.zeros(size, dtype=self.probs.dtype)
             n = min(size, self.probs.shape[0])
             out[:n] = self.probs[:n]
-            return out
-        out = np.zeros(size, dtype=self.probs.dtype)
-        inside = self.ids < size
-        out[self.ids[inside]] = self.probs[inside]
+        else:
+            inside = self.ids < size
+            out[self.ids[inside]] = self.probs[inside]
         return out
 
     @property
@@ -89,40 +90,67 @@ def distribution(logits: np.ndarray, params: SamplingParams) -> Dist:
     values = np.asarray(logits, dtype=np.float32)
     ids = None
     if 0 < params.top_k < values.shape[0]:
-        ids = np.sort(np.argpartition(values, -params.top_k)[-params.top_k :])
+        ids = _top_k(values, params.top_k)
         values = values[ids]
     if params.top_p < 1.0:
         keep = _nucleus(values, params.top_p)
         ids = keep if ids is None else ids[keep]
         values = values[keep]
-    scaled = (values - values.max()) / np.float32(params.temperature)
-    probs = np.exp(scaled)
+    probs = values - values.max()  # the only vocabulary-sized allocation; the rest is in place
+    probs *= np.float32(1.0 / params.temperature)
+    np.exp(probs, out=probs)
     probs /= probs.sum()
     return Dist(probs, ids)
 
 
-def _nucleus(logits: np.ndarray, top_p: float) -> np.ndarray:
-    """Sorted indices of the smallest set of most likely tokens whose mass reaches top_p."""
-    probs = np.exp(logits - logits.max())
-    probs /= probs.sum()
-    size = probs.shape[0]
-    m = _FIRST_CANDIDATES
+def _top_k(logits: np.ndarray, k: int) -> np.ndarray:
+    """Sorted indices of the k largest logits, partitioning only those near the top."""
+    top, spread = float(logits.max()), 8.0
     while True:
-        if m >= size:
-            top = np.argsort(-probs, kind="stable")
-        else:
-            part = np.argpartition(probs, -m)[-m:]
-            top = part[np.argsort(-probs[part], kind="stable")]
-        cut = int(np.searchsorted(np.cumsum(probs[top]), top_p))
-        if cut < top.shape[0] or m >= size:
-            return np.sort(top[: cut + 1])
-        m *= 8
+        candidates = np.flatnonzero(logits >= top - spread)
+        if candidates.shape[0] >= k:
+            break
+        spread *= 4.0
+    best = np.argpartition(logits[candidates], -k)[-k:]
+    return np.sort(candidates[best])
+
+
+def _nucleus(logits: np.ndarray, top_p: float) -> np.ndarray:
+    """Sorted indices of the smallest set of most likely tokens whose mass reaches top_p.
+
+    Only tokens above a probability floor are sorted; the floor drops until they hold the
+    mass, so a peaked distribution sorts a handful of tokens, a flat one more.
+    """
+    probs = logits - logits.max()
+    np.exp(probs, out=probs)
+    need = top_p * float(probs.sum())
+    floor = _FLOOR
+    while True:
+        candidates = np.flatnonzero(probs >= floor)
+        if float(probs[candidates].sum()) >= need or floor < 1e-30:
+            break
+        floor *= _FLOOR
+    top = candidates[np.argsort(-probs[candidates], kind="stable")]
+    cut = int(np.searchsorted(np.cumsum(probs[top]), need))
+    return np.sort(top[: cut + 1])
 
 
 def sample(dist: Dist, u: float) -> int:
-    """The token at uniform draw `u` in [0, 1) by inverse CDF."""
-    cdf = np.cumsum(dist.probs)
-    index = min(int(np.searchsorted(cdf, u * cdf[-1], side="right")), cdf.shape[0] - 1)
+    """The token at uniform draw `u` in [0, 1) by inverse CDF, found block by block so that a
+    whole-vocabulary distribution costs two short cumulative sums, not one long one."""
+    probs = dist.probs
+    size = probs.shape[0]
+    full = size - size % _BLOCK
+    blocks = np.cumsum(probs[:full].reshape(-1, _BLOCK).sum(axis=1, dtype=np.float64))
+    total = (blocks[-1] if blocks.shape[0] else 0.0) + float(probs[full:].sum(dtype=np.float64))
+    goal = u * total
+    block = int(np.searchsorted(blocks, goal, side="right"))
+    start = block * _BLOCK
+    before = blocks[block - 1] if block else 0.0
+    local = np.cumsum(probs[start : start + _BLOCK], dtype=np.float64)
+    index = min(start + int(np.searchsorted(local, goal - before, side="right")), size - 1)
+    while probs[index] == 0.0 and index > 0:  # rounding at a block edge: step back to a real token
+        index -= 1
     return index if dist.ids is None else int(dist.ids[index])
 
 
@@ -142,8 +170,17 @@ def residual(p: Dist, q: Dist) -> Dist:
     It can only sum to zero when p == q, where a rejection has probability zero; rounding can
     still get there, and then p itself is the right distribution.
     """
-    other = q.at(p.ids) if p.ids is not None else q.dense(p.probs.shape[0])
-    diff = np.maximum(p.probs - other, 0.0)
+    if p.ids is not None:
+        diff = p.probs - q.at(p.ids)
+    else:
+        diff = p.probs.copy()
+        if q.ids is None:
+            n = min(diff.shape[0], q.probs.shape[0])
+            diff[:n] -= q.probs[:n]
+        else:
+            inside = q.ids < diff.shape[0]
+            diff[q.ids[inside]] -= q.probs[inside]
+    np.maximum(diff, 0.0, out=diff)
     total = diff.sum()
     return Dist(diff / total, p.ids) if total > 0.0 else p
 

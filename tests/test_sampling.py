@@ -174,3 +174,13 @@ def test_verify_sampled_builds_target_rows_only_up_to_the_first_rejection():
     verdict = verify_sampled(p_row, [q, q, q], [2, 2, 2], [np.zeros(3)] * 4)
     assert (verdict.accepted, verdict.token) == (0, 0)
     assert asked == [0]
+
+
+def test_sampling_a_whole_vocabulary_block_by_block_equals_one_cumulative_sum():
+    rng = np.random.default_rng(7)
+    probs = rng.random(5000).astype(np.float32) * (rng.random(5000) > 0.3)  # a third are zero
+    probs /= probs.sum()
+    cdf = np.cumsum(probs.astype(np.float64))
+    for u in rng.random(3000):
+        expected = min(int(np.searchsorted(cdf, u * cdf[-1], side="right")), 4999)
+        assert sample(Dist(probs), u) == expected
