@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import errno
 import os
+import shlex
 import sys
 import traceback
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -25,65 +26,144 @@ app = typer.Typer(
     name="specgen",
     help="Fast local text generation with exact speculative decoding (llama.cpp).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 
 
 
+def print_version(wanted: bool) -> None:
+    """--version: specgen's version and the llama-cpp-python it runs on (no llama.cpp import)."""
+    if not wanted:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import __version__
+
+    try:
+        binding = f"llama-cpp-python {version('llama-cpp-python')}"
+    except PackageNotFoundError:
+        binding = "llama-cpp-python not installed"
+    print(f"specgen {__version__} ({binding})")
+    raise typer.Exit()
+
+
 @app.callback()
-def specgen() -> None:
+def specgen(
+    version: Annotated[bool, typer.Option(
+        "--version", is_eager=True, callback=print_version, help="Print the version and exit.")] = False,
+) -> None:
     """Fast local text generation with exact speculative decoding (llama.cpp)."""
 
 
-TargetOpt = typer.Option(None, "--target", help="Target model (GGUF file).", dir_okay=False)
-DraftOpt = typer.Option(None, "--draft", help="Draft model (GGUF file) sharing the target's vocabulary.", dir_okay=False)
-PairOpt = typer.Option(
-    None, "--pair", help="A matched pair from 'specgen pairs', downloaded on first use (default pair without --target)."
-)
-OfflineOpt = typer.Option(False, "--offline", help="Never download; fail if the pair's files are not cached.")
-DraftTokensOpt = typer.Option(
-    "auto", "--draft-tokens", "-k", help="Draft tokens per round: K (1-32), or auto: 0 to the pair's draft_tokens, chosen each round from measured costs."
-)
+# -- options shared by run, chat and bench (and serve) ----------------------------------------
+# Each option is declared once, as a typed alias; a command only sets its default. Model files
+# and load settings are built from them in one place: select_models() and load_options().
+
+MODEL, SAMPLING, RESOURCES = "Model", "Sampling", "Context and threads"
+
+PairOpt = Annotated[Optional[str], typer.Option(
+    "--pair", rich_help_panel=MODEL,
+    help="A matched pair from 'specgen pairs', downloaded on first use (default pair without --target).")]
+TargetOpt = Annotated[Optional[Path], typer.Option(
+    "--target", dir_okay=False, rich_help_panel=MODEL,
+    help="Target model (GGUF file), e.g. one listed by 'specgen pairs --local'.")]
+DraftOpt = Annotated[Optional[Path], typer.Option(
+    "--draft", dir_okay=False, rich_help_panel=MODEL,
+    help="Draft model (GGUF file) sharing the target's vocabulary.")]
+NoDraftOpt = Annotated[bool, typer.Option(
+    "--no-draft", rich_help_panel=MODEL, help="Decode with the target alone (the baseline).")]
+OfflineOpt = Annotated[bool, typer.Option(
+    "--offline", rich_help_panel=MODEL, help="Never download; fail if the pair's files are not cached.")]
+DraftTokensOpt = Annotated[str, typer.Option(
+    "--draft-tokens", "-k", rich_help_panel=MODEL,
+    help="Draft tokens per round: K (1-32), or auto: 0 to the pair's draft_tokens, chosen each round from measured costs.")]
+
+MaxTokensOpt = Annotated[int, typer.Option(
+    "--max-tokens", "-n", min=1, rich_help_panel=SAMPLING, help="Most tokens to generate (per reply, per run).")]
+TempOpt = Annotated[float, typer.Option(
+    "--temp", min=0.0, rich_help_panel=SAMPLING, help="Sampling temperature; 0 is greedy.")]
+TopKOpt = Annotated[int, typer.Option(
+    "--top-k", min=0, rich_help_panel=SAMPLING, help="Keep only the k most likely tokens (0: all).")]
+TopPOpt = Annotated[float, typer.Option(
+    "--top-p", min=0.0, max=1.0, rich_help_panel=SAMPLING, help="Nucleus sampling mass.")]
+SeedOpt = Annotated[Optional[int], typer.Option("--seed", rich_help_panel=SAMPLING, help="Random seed for sampling.")]
+RawOpt = Annotated[bool, typer.Option(
+    "--raw", rich_help_panel=SAMPLING, help="Send the prompt as is, without the chat template.")]
+
+CtxOpt = Annotated[int, typer.Option("--ctx", min=16, rich_help_panel=RESOURCES, help="Context size in tokens.")]
+ThreadsOpt = Annotated[Optional[int], typer.Option(
+    "--threads", "-t", min=1, rich_help_panel=RESOURCES, help="CPU threads (default: all cores).")]
+GpuLayersOpt = Annotated[Optional[int], typer.Option(
+    "--gpu-layers", min=0, rich_help_panel=RESOURCES, help="Layers to offload (default: all, on GPU builds).")]
 
 
-@app.command()
+def select_models(pair: str | None, target: Path | None, draft: Path | None, no_draft: bool, offline: bool):
+    """--pair/--target/--draft/--no-draft/--offline -> the files to load (hub.Selection)."""
+    from .hub import resolve_models
+
+    return resolve_models(pair, target, draft, no_draft, offline)
+
+
+def load_options(ctx: int, threads: int | None, gpu_layers: int | None):
+    """--ctx/--threads/--gpu-layers -> engine.LoadOptions."""
+    from .engine import LoadOptions
+
+    return LoadOptions(n_ctx=ctx, n_threads=threads, n_gpu_layers=gpu_layers)
+
+
+def generation_config(max_tokens: int, draft_tokens: str, cap: int, temp: float, top_k: int, top_p: float,
+                      seed: int | None):
+    """The sampling options and --draft-tokens -> speculative.GenerationConfig."""
+    from .sampling import SamplingParams
+    from .speculative import GenerationConfig
+
+    k, adaptive = draft_length(draft_tokens, cap)
+    return GenerationConfig(max_tokens, k, SamplingParams(temp, top_k, top_p, seed), adaptive)
+
+
+def examples(*lines: str) -> str:
+    """A --help epilog listing real invocations."""
+    return "Examples:\n\n" + "\n".join(f"  $ {line}" for line in lines)
+
+
+@app.command(epilog=examples(
+    "specgen run --raw -n 64 'def fibonacci(n: int) -> int:'",
+    "cat task.txt | specgen run --pair qwen2.5-coder-1.5b:0.5b > out.txt",
+    "specgen run --target big.gguf --draft small.gguf --json 'Explain KV caches'",
+))
 def run(
-    prompt: Optional[str] = typer.Argument(None, help="Prompt text; read from stdin when omitted or '-'."),
-    pair: Optional[str] = PairOpt,
-    target: Optional[Path] = TargetOpt,
-    draft: Optional[Path] = DraftOpt,
-    offline: bool = OfflineOpt,
-    max_tokens: int = typer.Option(256, "--max-tokens", "-n", min=1, help="Most tokens to generate."),
-    temp: float = typer.Option(0.0, "--temp", min=0.0, help="Sampling temperature; 0 is greedy."),
-    top_k: int = typer.Option(0, "--top-k", min=0, help="Keep only the k most likely tokens (0: all)."),
-    top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0, help="Nucleus sampling mass."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed for sampling."),
-    draft_tokens: str = DraftTokensOpt,
-    no_draft: bool = typer.Option(False, "--no-draft", help="Decode with the target alone (the baseline)."),
-    raw: bool = typer.Option(False, "--raw", help="Send the prompt as is, without the chat template."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object with the text and all statistics."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No summary line on stderr."),
-    ctx: int = typer.Option(4096, "--ctx", min=16, help="Context size in tokens."),
-    threads: Optional[int] = typer.Option(None, "--threads", "-t", min=1, help="CPU threads (default: all cores)."),
-    gpu_layers: Optional[int] = typer.Option(None, "--gpu-layers", min=0, help="Layers to offload (default: all, on GPU builds)."),
+    prompt: Annotated[Optional[str], typer.Argument(help="Prompt text; read from stdin when omitted or '-'.")] = None,
+    pair: PairOpt = None,
+    target: TargetOpt = None,
+    draft: DraftOpt = None,
+    offline: OfflineOpt = False,
+    max_tokens: MaxTokensOpt = 256,
+    temp: TempOpt = 0.0,
+    top_k: TopKOpt = 0,
+    top_p: TopPOpt = 1.0,
+    seed: SeedOpt = None,
+    draft_tokens: DraftTokensOpt = "auto",
+    no_draft: NoDraftOpt = False,
+    raw: RawOpt = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the text and all statistics.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
+    ctx: CtxOpt = 4096,
+    threads: ThreadsOpt = None,
+    gpu_layers: GpuLayersOpt = None,
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome)."""
     from .drafters import ModelDrafter
-    from .engine import LoadOptions, backend_name
-    from .hub import resolve_models
+    from .engine import backend_name
     from .render import consume, json_record, streamer, summary_line
-    from .sampling import SamplingParams
     from .session import encode_prompt, open_models
-    from .speculative import GenerationConfig, generate
+    from .speculative import generate
 
     text = read_prompt(prompt)
-    selection = resolve_models(pair, target, draft, no_draft, offline)
+    selection = select_models(pair, target, draft, no_draft, offline)
     paths = selection.paths
-    options = LoadOptions(n_ctx=ctx, n_threads=threads, n_gpu_layers=gpu_layers)
-    k, adaptive = draft_length(draft_tokens, selection.draft_tokens)
-    config = GenerationConfig(max_tokens, k, SamplingParams(temp, top_k, top_p, seed), adaptive)
-    with open_models(paths, options) as (target_model, draft_model):
+    config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
+    with open_models(paths, load_options(ctx, threads, gpu_layers)) as (target_model, draft_model):
         tokens = encode_prompt(target_model, text, raw)
         drafter = ModelDrafter(draft_model) if draft_model else None
         events = generate(target_model, drafter, tokens, config)
@@ -123,14 +203,28 @@ pairs_app = typer.Typer(no_args_is_help=False)
 app.add_typer(pairs_app, name="pairs")
 
 
-@pairs_app.callback(invoke_without_command=True)
-def pairs(ctx: typer.Context) -> None:
+@pairs_app.callback(invoke_without_command=True, epilog=examples(
+    "specgen pairs",
+    "specgen pairs --local",
+    "specgen pairs --local --dir ~/models --dir /mnt/gguf",
+))
+def pairs(
+    ctx: typer.Context,
+    local: Annotated[bool, typer.Option(
+        "--local", help="Pair the GGUF files already on disk ($SPECGEN_MODELS, Hugging Face cache, LM Studio, "
+        "Ollama) instead of listing the registry.")] = False,
+    dirs: Annotated[Optional[list[Path]], typer.Option(
+        "--dir", file_okay=False, help="Also look in this folder (repeatable; implies --local).")] = None,
+) -> None:
     """List the matched target/draft pairs: sizes, draft length K, whether they are downloaded.
 
     Add or override pairs in a models.toml in specgen's config directory
     ($SPECGEN_CONFIG_DIR, else the platform's user config folder for 'specgen').
     """
     if ctx.invoked_subcommand is not None:
+        return
+    if local or dirs:
+        local_pairs(dirs or [])
         return
     from .hub import cached_path
     from .registry import load_registry
@@ -145,6 +239,34 @@ def pairs(ctx: typer.Context) -> None:
         rows.append([pair.name + mark, *models, str(pair.draft_tokens), state])
     print_table(["pair", "target", "draft", "K", "downloaded"], rows)
     print("* the default pair; 'specgen pairs show NAME' for repos and files, 'specgen pull NAME' to download", file=sys.stderr)
+
+
+def local_pairs(dirs: list[Path]) -> None:
+    """The table of pairs among the files on disk; what was scanned and skipped goes to stderr."""
+    from .discover import scan
+    from .doctor import human_size
+
+    for folder in dirs:
+        if not folder.expanduser().is_dir():
+            raise UsageError(f"--dir {folder}: no such folder")
+    found = scan(dirs)
+    rows = [[pair.target.name, pair.draft.name, human_size(pair.target.size), human_size(pair.draft.size),
+             f"{pair.ratio:.1f}x", str(pair.target.path), str(pair.draft.path)] for pair in found.pairs]
+    if sys.stdout.isatty():  # paths are too long for table cells: one ready-to-run line per pair
+        for target, draft, target_size, draft_size, ratio, target_path, draft_path in rows:
+            print(f"{target} ({target_size})  <-  {draft} ({draft_size}), {ratio}")
+            print(f"  specgen run --target {shlex.quote(target_path)} --draft {shlex.quote(draft_path)}")
+    else:
+        print_table(["target", "draft", "target size", "draft size", "ratio", "target path", "draft path"], rows)
+    searched = sum(1 for _, folder in found.folders if folder.is_dir())
+    print(f"{len(found.models)} models in {searched} folders, {len(found.pairs)} pairs; "
+          "use one with 'specgen run --target PATH --draft PATH'", file=sys.stderr)
+    if found.skipped:
+        print(f"skipped {len(found.skipped)} files that are not usable GGUF models:", file=sys.stderr)
+        for skipped in found.skipped[:5]:
+            print(f"  {skipped.path}: {skipped.reason}", file=sys.stderr)
+        if len(found.skipped) > 5:
+            print(f"  ... and {len(found.skipped) - 5} more", file=sys.stderr)
 
 
 def _size(gigabytes: float) -> str:
@@ -168,7 +290,7 @@ def pairs_show(name: str = typer.Argument(..., help="Pair name, e.g. llama3-8b:1
 
 @pairs_app.command("check")
 def pairs_check(
-    name: str = typer.Argument(..., help="Pair name, e.g. llama3-8b:1b."), offline: bool = OfflineOpt
+    name: str = typer.Argument(..., help="Pair name, e.g. llama3-8b:1b."), offline: OfflineOpt = False
 ) -> None:
     """Check from the GGUF headers that the pair's draft can speak for its target (downloads if needed)."""
     from .hub import fetch_pair
@@ -228,81 +350,106 @@ def print_table(headers: list[str], rows: list[list[str]]) -> None:
     Console().print(table)
 
 
+# -- doctor ---------------------------------------------------------------------------------
+
+
+@app.command(epilog=examples("specgen doctor", "specgen doctor --json > doctor.json"))
+def doctor(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+) -> None:
+    """What this build and machine can do: versions, backend, GPU offload, CPU features, kernels,
+    threads, model folders, registry files, downloaded pairs, and how to rebuild for your GPU."""
+    from .doctor import as_json, gather, render
+
+    report = gather()
+    print(as_json(report) if json_out else render(report))
+
+
 # -- chat -----------------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(epilog=examples(
+    "specgen chat",
+    "specgen chat --pair llama3-8b:1b --show-rejected",
+    "specgen chat --target big.gguf --draft small.gguf --temp 0.7 --seed 1",
+))
 def chat(
-    pair: Optional[str] = PairOpt,
-    target: Optional[Path] = TargetOpt,
-    draft: Optional[Path] = DraftOpt,
-    offline: bool = OfflineOpt,
-    system: Optional[str] = typer.Option(None, "--system", help="System prompt for the whole chat."),
-    max_tokens: int = typer.Option(512, "--max-tokens", "-n", min=1, help="Most tokens per reply."),
-    temp: float = typer.Option(0.0, "--temp", min=0.0, help="Sampling temperature; 0 is greedy (/temp changes it)."),
-    top_k: int = typer.Option(0, "--top-k", min=0, help="Keep only the k most likely tokens (0: all)."),
-    top_p: float = typer.Option(1.0, "--top-p", min=0.0, max=1.0, help="Nucleus sampling mass."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed for sampling."),
-    draft_tokens: str = DraftTokensOpt,
-    no_draft: bool = typer.Option(False, "--no-draft", help="Decode with the target alone (the baseline)."),
-    show_rejected: bool = typer.Option(False, "--show-rejected", help="Also show the rejected draft tokens, struck through."),
-    plain: bool = typer.Option(False, "--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe)."),
-    ctx: int = typer.Option(4096, "--ctx", min=16, help="Context size in tokens (the whole conversation)."),
-    threads: Optional[int] = typer.Option(None, "--threads", "-t", min=1, help="CPU threads (default: all cores)."),
-    gpu_layers: Optional[int] = typer.Option(None, "--gpu-layers", min=0, help="Layers to offload (default: all, on GPU builds)."),
+    pair: PairOpt = None,
+    target: TargetOpt = None,
+    draft: DraftOpt = None,
+    offline: OfflineOpt = False,
+    system: Annotated[Optional[str], typer.Option("--system", help="System prompt for the whole chat.")] = None,
+    max_tokens: MaxTokensOpt = 512,
+    temp: TempOpt = 0.0,
+    top_k: TopKOpt = 0,
+    top_p: TopPOpt = 1.0,
+    seed: SeedOpt = None,
+    draft_tokens: DraftTokensOpt = "auto",
+    no_draft: NoDraftOpt = False,
+    show_rejected: Annotated[bool, typer.Option(
+        "--show-rejected", help="Also show the rejected draft tokens, struck through.")] = False,
+    plain: Annotated[bool, typer.Option(
+        "--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe).")] = False,
+    ctx: CtxOpt = 4096,
+    threads: ThreadsOpt = None,
+    gpu_layers: GpuLayersOpt = None,
 ) -> None:
-    """Chat in turns, and watch which tokens the draft model got right as each reply streams."""
-    from .chat import ChatOptions, run_chat
-    from .engine import LoadOptions
-    from .hub import resolve_models
-    from .sampling import SamplingParams
-    from .speculative import GenerationConfig
+    """Chat in turns, and watch which tokens the draft model got right as each reply streams.
 
-    selection = resolve_models(pair, target, draft, no_draft, offline)
-    k, adaptive = draft_length(draft_tokens, selection.draft_tokens)
-    config = GenerationConfig(max_tokens, k, SamplingParams(temp, top_k, top_p, seed), adaptive)
-    load = LoadOptions(n_ctx=ctx, n_threads=threads, n_gpu_layers=gpu_layers)
+    --ctx holds the whole conversation; /temp changes the temperature during the chat.
+    """
+    from .chat import ChatOptions, run_chat
+
+    selection = select_models(pair, target, draft, no_draft, offline)
+    config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
+    load = load_options(ctx, threads, gpu_layers)
     run_chat(selection.paths, load, ChatOptions(config, system, show_rejected, plain))
 
 
 # -- bench ----------------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(epilog=examples(
+    "specgen bench docs/prompts/code.txt -k 2,4,auto",
+    "specgen bench prompts.jsonl --pair llama3-8b:1b --json results.json",
+    "specgen bench task.txt --target big.gguf -r 5 --csv results.csv",
+))
 def bench(
-    prompt_files: list[str] = typer.Argument(
-        ..., metavar="PROMPT_FILE", help="One prompt, several split by '---' lines, or JSONL with a \"prompt\" field; '-' is stdin."
-    ),
-    pair: Optional[str] = PairOpt,
-    target: Optional[Path] = TargetOpt,
-    draft: Optional[Path] = typer.Option(
-        None, "--draft", dir_okay=False, help="Draft model (GGUF file); without it, prompt lookup is the only drafter."
-    ),
-    offline: bool = OfflineOpt,
-    max_tokens: int = typer.Option(128, "--max-tokens", "-n", min=1, help="Most tokens to generate per run."),
-    draft_tokens: str = typer.Option(
-        "2,4,8,auto", "--draft-tokens", "-k", help="Draft lengths K to compare; auto: adaptive K, as 'specgen run' decodes."
-    ),
-    no_lookup: bool = typer.Option(False, "--no-lookup", help="Leave out the prompt-lookup drafter."),
-    repeats: int = typer.Option(3, "--repeats", "-r", min=1, help="Measured runs of each configuration per prompt."),
-    warmup: int = typer.Option(1, "--warmup", min=0, help="Unmeasured runs of each configuration per prompt first."),
-    temp: float = typer.Option(0.0, "--temp", min=0.0, help="Sampling temperature; 0 is greedy and audits exactness."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed for sampling."),
-    raw: bool = typer.Option(False, "--raw", help="Send the prompts as is, without the chat template."),
-    json_path: Optional[str] = typer.Option(
-        None, "--json", metavar="PATH", help="Write every result as JSON (docs/bench-json.md); '-': stdout, table to stderr."
-    ),
-    csv_path: Optional[Path] = typer.Option(None, "--csv", metavar="PATH", dir_okay=False, help="Write the results table as CSV."),
-    ctx: int = typer.Option(4096, "--ctx", min=16, help="Context size in tokens."),
-    threads: Optional[int] = typer.Option(None, "--threads", "-t", min=1, help="CPU threads (default: all cores)."),
-    gpu_layers: Optional[int] = typer.Option(None, "--gpu-layers", min=0, help="Layers to offload (default: all, on GPU builds)."),
+    prompt_files: Annotated[list[str], typer.Argument(
+        metavar="PROMPT_FILE",
+        help="One prompt, several split by '---' lines, or JSONL with a \"prompt\" field; '-' is stdin.")],
+    pair: PairOpt = None,
+    target: TargetOpt = None,
+    draft: DraftOpt = None,
+    offline: OfflineOpt = False,
+    max_tokens: MaxTokensOpt = 128,
+    draft_tokens: Annotated[str, typer.Option(
+        "--draft-tokens", "-k", rich_help_panel=MODEL,
+        help="Draft lengths K to compare; auto: adaptive K, as 'specgen run' decodes.")] = "2,4,8,auto",
+    no_lookup: Annotated[bool, typer.Option("--no-lookup", help="Leave out the prompt-lookup drafter.")] = False,
+    repeats: Annotated[int, typer.Option(
+        "--repeats", "-r", min=1, help="Measured runs of each configuration per prompt.")] = 3,
+    warmup: Annotated[int, typer.Option(
+        "--warmup", min=0, help="Unmeasured runs of each configuration per prompt first.")] = 1,
+    temp: TempOpt = 0.0,
+    seed: SeedOpt = None,
+    raw: RawOpt = False,
+    json_path: Annotated[Optional[str], typer.Option(
+        "--json", metavar="PATH",
+        help="Write every result as JSON (docs/bench-json.md); '-': stdout, table to stderr.")] = None,
+    csv_path: Annotated[Optional[Path], typer.Option(
+        "--csv", metavar="PATH", dir_okay=False, help="Write the results table as CSV.")] = None,
+    ctx: CtxOpt = 4096,
+    threads: ThreadsOpt = None,
+    gpu_layers: GpuLayersOpt = None,
 ) -> None:
-    """Benchmark speculative decoding against the target alone, interleaved, with an exactness audit."""
+    """Benchmark speculative decoding against the target alone, interleaved, with an exactness audit.
+
+    Without --draft (with --target), prompt lookup is the only drafter; temperature 0 audits exactness.
+    """
     from .bench import Plan, benchmark, configurations, parse_draft_tokens
     from .bench_prompts import read_prompt_files
     from .bench_view import check_output, progress, render, write_csv, write_json
-    from .engine import LoadOptions
-    from .hub import resolve_models
     from .sampling import SamplingParams
     from .session import open_models
 
@@ -310,12 +457,12 @@ def bench(
     ks = parse_draft_tokens(draft_tokens)
     check_output(json_path)
     check_output(csv_path)
-    selection = resolve_models(pair, target, draft, target is not None and draft is None, offline)
+    selection = select_models(pair, target, draft, target is not None and draft is None, offline)
     configs = configurations(ks, selection.paths.draft is not None, not no_lookup, selection.draft_tokens)
     plan = Plan(configs, max_tokens, repeats, warmup, SamplingParams(temp, seed=seed))
     settings = {"pair": pair, "target": str(selection.paths.target),
                 "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw, "ctx": ctx}
-    with open_models(selection.paths, LoadOptions(n_ctx=ctx, n_threads=threads, n_gpu_layers=gpu_layers)) as models:
+    with open_models(selection.paths, load_options(ctx, threads, gpu_layers)) as models:
         total = len(prompts) * (repeats + warmup) * len(plan.configs)
         with progress(total, [p.name for p in prompts], repeats) as started:
             result = benchmark(*models, prompts, plan, raw, started, settings)

@@ -7,6 +7,7 @@ names the problem, before llama.cpp spends seconds loading gigabytes.
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import struct
 from dataclasses import dataclass, field
@@ -15,6 +16,8 @@ from pathlib import Path
 from .errors import SpecgenError
 
 MAGIC = b"GGUF"
+TOKENS = "tokenizer.ggml.tokens"
+_LENGTH = struct.Struct("<Q")
 
 # value type -> struct format of the scalar types
 _SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
@@ -50,6 +53,8 @@ class GGUFInfo:
     metadata: dict = field(repr=False)
     file_size: int = 0
     data_end: int = 0
+    vocab_size: int = 0  # token count, also when the texts were not decoded
+    vocab_digest: str = ""  # hash of the raw token texts: equal digests, equal vocabularies
 
     @property
     def architecture(self) -> str:
@@ -104,6 +109,28 @@ class _Reader:
         size = self.take("Q")
         self.pos += size
 
+    def skip_strings(self, count: int) -> None:
+        """Step over `count` strings without decoding them (the hot loop of a header scan)."""
+        buf, pos, length = self.buf, self.pos, _LENGTH.unpack_from
+        try:
+            for _ in range(count):
+                pos += 8 + length(buf, pos)[0]
+        except struct.error:
+            pos = len(buf) + 1
+        if pos > len(buf):
+            raise GGUFError(f"{self.path} is truncated inside its header; download it again")
+        self.pos = pos
+
+    def vocabulary(self, kind: int, decode: bool) -> tuple[list[str] | None, int, str]:
+        """The token list (None unless decoded), its length and the digest of its raw bytes."""
+        if kind != _ARRAY or self.take("I") != _STRING:
+            raise GGUFError(f"{self.path} has a malformed {TOKENS}; it is damaged")
+        count = self.take("Q")
+        start = self.pos
+        tokens = [self.string() for _ in range(count)] if decode else self.skip_strings(count)
+        digest = hashlib.blake2b(self.buf[start : self.pos], digest_size=16).hexdigest()
+        return tokens, count, digest
+
     def value(self, kind: int, keep: bool):
         if kind in _SCALARS:
             return self.take(_SCALARS[kind])
@@ -119,14 +146,17 @@ class _Reader:
             self.pos += count * struct.calcsize(_SCALARS[kind])
             return None
         if kind == _STRING and not keep:
-            for _ in range(count):
-                self.skip_string()
+            self.skip_strings(count)
             return None
         return [self.value(kind, keep) for _ in range(count)]
 
 
-def read_info(path: str | Path) -> GGUFInfo:
-    """Parse the header of a GGUF file; raise GGUFError naming what is wrong."""
+def read_info(path: str | Path, tokens: bool = True) -> GGUFInfo:
+    """Parse the header of a GGUF file; raise GGUFError naming what is wrong.
+
+    With tokens=False the token texts are counted and hashed but not decoded (GGUFInfo.tokens
+    is then empty): several times faster on a large vocabulary, for scans over many files.
+    """
     path = Path(path).expanduser()
     if not path.is_file():
         raise GGUFError(f"model file not found: {path}; check the path or use --pair to download one")
@@ -135,18 +165,23 @@ def read_info(path: str | Path) -> GGUFInfo:
         if size < 24 or handle.read(4) != MAGIC:
             raise GGUFError(f"{path} is not a GGUF model file; specgen needs llama.cpp's .gguf format")
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return _parse(_Reader(buf, path), size)
+            return _parse(_Reader(buf, path), size, tokens)
 
 
-def _parse(reader: _Reader, size: int) -> GGUFInfo:
+def _parse(reader: _Reader, size: int, decode_tokens: bool = True) -> GGUFInfo:
     reader.pos = 4
     version = reader.take("I")
     if version not in (2, 3):
         raise GGUFError(f"{reader.path} is GGUF version {version}; this llama.cpp reads versions 2 and 3")
     n_tensors, n_kv = reader.take("Q"), reader.take("Q")
-    metadata = {}
+    metadata, vocab_size, digest = {}, 0, ""
     for _ in range(n_kv):
         key = reader.string()
+        if key == TOKENS:
+            tokens, vocab_size, digest = reader.vocabulary(reader.take("I"), decode_tokens)
+            if tokens is not None:
+                metadata[key] = tokens
+            continue
         value = reader.value(reader.take("I"), key in _KEPT)
         if key in _KEPT:
             metadata[key] = value
@@ -158,7 +193,7 @@ def _parse(reader: _Reader, size: int) -> GGUFInfo:
         data_needed = max(data_needed, offset + _tensor_bytes(kind, dims))
     alignment = metadata.get("general.alignment", 32)
     data_start = -(-reader.pos // alignment) * alignment
-    info = GGUFInfo(reader.path, metadata, size, data_start + data_needed)
+    info = GGUFInfo(reader.path, metadata, size, data_start + data_needed, vocab_size, digest)
     if info.data_end > size:
         raise GGUFError(
             f"{reader.path} is truncated ({size:,} of {info.data_end:,} bytes); download it again"

@@ -129,8 +129,21 @@ def resolve_models(
         paths = fetch_pair(chosen, ("target",) if no_draft else ("target", "draft"), offline)
         return Selection(ModelPaths(paths["target"], paths.get("draft")), chosen.draft_tokens)
     if draft is None and not no_draft:
-        raise UsageError("no draft model: pass --draft PATH, or --no-draft to decode with the target alone")
+        raise UsageError(f"no draft model: pass --draft PATH{_drafts_on_disk(target)}, "
+                         "or --no-draft to decode with the target alone")
     return Selection(ModelPaths(target, None if no_draft else draft), DEFAULT_DRAFT_TOKENS)
+
+
+def _drafts_on_disk(target: Path) -> str:
+    """' (compatible drafts on disk: A, B)' from a scan of the usual model folders, or a hint.
+    An unreadable target raises its own GGUFError here, which is the problem to fix first."""
+    from .discover import drafts_for
+
+    found = [str(model.path) for model in drafts_for(target)]
+    if not found:
+        return " (no compatible draft found on disk; 'specgen pairs --local' lists what is there)"
+    more = f" and {len(found) - 3} more ('specgen pairs --local')" if len(found) > 3 else ""
+    return f" (compatible drafts on disk: {', '.join(found[:3])}{more})"
 
 
 def _explain(error: Exception, model: ModelFile, offline: bool) -> Exception:
@@ -166,15 +179,32 @@ def _not_reachable(where: str, offline: bool) -> HubError:
     )
 
 
-def _transport_or_disk(error: Exception, where: str) -> Exception:
-    import httpx2
+# HTTP libraries huggingface_hub has used across releases, and their "transfer failed" errors
+_TRANSPORT_ERRORS = {
+    "httpx2": ("TransportError",),
+    "httpx": ("TransportError",),
+    "requests.exceptions": ("ConnectionError", "ChunkedEncodingError", "Timeout"),
+}
 
+
+def _transport_errors() -> tuple[type, ...]:
+    """The transport errors of the HTTP libraries already loaded. A library that raised an error
+    is loaded, so nothing is imported here: a library missing from this install cannot turn the
+    user's download error into an ImportError."""
+    found = []
+    for module, names in _TRANSPORT_ERRORS.items():
+        library = sys.modules.get(module)
+        found += [getattr(library, name) for name in names if isinstance(getattr(library, name, None), type)]
+    return tuple(found)
+
+
+def _transport_or_disk(error: Exception, where: str) -> Exception:
     if isinstance(error, OSError) and error.errno == errno.ENOSPC:
         return HubError(
             f"the disk is full while downloading {where} into {cache_dir()}; "
             "free some space, or set HF_HOME to a folder on a larger disk"
         )
-    if isinstance(error, httpx2.TransportError) or "Consistency check failed" in str(error):
+    if isinstance(error, _transport_errors()) or "Consistency check failed" in str(error):
         return HubError(f"the download of {where} was cut short ({type(error).__name__}); run the command again")
     return error
 

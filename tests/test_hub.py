@@ -306,3 +306,32 @@ def test_files_in_the_local_models_folder_need_no_download(fake_hub, tiny_models
     code, out, err = specgen(capsys, "run", "--pair", DEFAULT, "--offline", "-n", "4", "-q", "hello")
     assert code == 0 and out, err
     assert fake_hub.state.requests == []
+
+
+@pytest.fixture
+def without_httpx2(monkeypatch):
+    """As under a huggingface_hub release that does not use httpx2 (older ones use requests)."""
+    import huggingface_hub.errors  # noqa: F401 - this release's own modules load first, as in use
+    import huggingface_hub.file_download  # noqa: F401
+
+    monkeypatch.setitem(sys.modules, "httpx2", None)  # `import httpx2` now raises ImportError
+
+
+def test_a_full_disk_needs_no_http_library(fake_hub, capsys, monkeypatch, without_httpx2):
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", full)
+    code, _, err = specgen(capsys, "pull", DEFAULT)
+    assert code == 1 and "disk is full" in one_error_line(err) and "internal error" not in err
+
+
+def test_a_requests_transfer_error_is_one_line_without_httpx2(fake_hub, capsys, monkeypatch, without_httpx2):
+    requests = pytest.importorskip("requests")
+
+    def cut(*args, **kwargs):
+        raise requests.exceptions.ChunkedEncodingError("Connection broken: IncompleteRead(1024 bytes read)")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", cut)
+    code, _, err = specgen(capsys, "pull", DEFAULT)
+    assert code == 1 and "was cut short (ChunkedEncodingError)" in one_error_line(err)

@@ -156,7 +156,7 @@ def test_registry_found_from_an_installed_wheel(tmp_path):
         shutil.copy(ROOT / extra, source / extra)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", tmp_path / "dist", source], check=True)
-    wheel = next((tmp_path / "dist").glob("specgen-*.whl"))
+    wheel = next((tmp_path / "dist").glob("specgen_llama-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read("specgen/models.toml") == (ROOT / "specgen" / "models.toml").read_bytes()
     subprocess.run([*pip, "install", "--no-deps", "--target", tmp_path / "site", wheel], check=True)
