@@ -6,7 +6,10 @@ other load) hits all of them alike; warm-up repeats run the same way and are dro
 starts from an empty KV cache, so prefill is measured alike too. At temperature 0 an audit
 checks that each output equals the target alone's token for token and, where it does not,
 reads the target's top-2 logit margin at the first difference: a near-tie from batched
-arithmetic is told apart from a bug. `bench_stats` turns the runs into the reported numbers.
+arithmetic is told apart from a bug; when sampling, `bench_audit` compares the distributions of
+the first tokens over many seeds instead. After the runs, isolated passes of both models are
+timed (`costs.calibrate`) for the predicted speedups. `bench_stats` turns the runs into the
+reported numbers.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ import numpy as np
 
 from . import __version__
 from .bench_prompts import BenchPrompt
+from .bench_audit import DistributionAudit, distribution_audit
 from .bench_stats import BASELINE, Stats, Verdict, summarize, verdict
+from .costs import calibrate
 from .drafters import ModelDrafter, PromptLookupDrafter
 from .errors import UsageError
 from .registry import DEFAULT_DRAFT_TOKENS, MAX_DRAFT_TOKENS
@@ -55,6 +60,8 @@ class Plan:
     repeats: int
     warmup: int
     sampling: SamplingParams
+    audit_seeds: int = 0  # sampled runs per configuration and prompt for the distribution audit
+    audit_tokens: int = 6  # positions (first generated tokens) whose distributions it compares
 
 
 @dataclass(frozen=True)
@@ -104,8 +111,11 @@ class BenchResult:
     runs: tuple[RunRecord, ...]
     stats: tuple[Stats, ...]
     audits: tuple[Audit, ...] | None  # None when sampling (temperature > 0)
+    distribution: DistributionAudit | None  # when sampling with audit seeds
     verdict: Verdict
     peak_rss_mib: float
+    step_costs: object | None  # costs.StepCosts from the calibration
+    memory_mib: dict = field(default_factory=dict)  # resident memory at the end, by kind (Linux)
     machine: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
 
@@ -122,11 +132,14 @@ class BenchResult:
             "settings": {**self.settings, **_plan_dict(self.plan)},
             "machine": self.machine,
             "peak_rss_mib": self.peak_rss_mib,
+            "memory_mib": self.memory_mib,
+            "step_costs": _costs_dict(self.step_costs),
             "prompts": [{"name": p.name, "kind": p.kind, "prompt_tokens": n, "text": p.text}
                         for p, n in zip(self.prompts, self.prompt_tokens)],
             "configs": [asdict(c) for c in self.plan.configs],
             "results": [{**asdict(s), "time_split": s.time_split()} for s in self.stats],
             "audit": audit,
+            "distribution_audit": self.distribution.to_dict(names) if self.distribution else None,
             "verdict": asdict(self.verdict),
             "runs": [{"prompt": names[r.prompt], "config": r.config, "repeat": r.repeat, "rejections": r.rejections,
                       **asdict(r.summary)} for r in self.runs],
@@ -135,21 +148,50 @@ class BenchResult:
 
 def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, started=None,
               settings: dict | None = None) -> BenchResult:
-    """Encode the prompts, run the plan, audit greedy outputs, and summarize."""
+    """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
     tokens = encode_all(target, prompts, raw)
     records = run_plan(target, draft, tokens, plan, started)
+    costs = isolated_costs(target, draft)
     audits = tuple(audit(target, tokens, records)) if plan.sampling.greedy else None
-    stats = summarize(records, plan.configs, prompts)
+    sampled = sampled_audit(target, draft, tokens, plan, started)
+    stats = summarize(records, plan.configs, prompts, costs)
     return BenchResult(plan, tuple(prompts), tuple(len(t) for t in tokens), tuple(records), tuple(stats),
-                       audits, verdict(stats), peak_rss_mib(), machine(target), settings or {})
+                       audits, sampled, verdict(stats), peak_rss_mib(), costs, memory_mib(), machine(target),
+                       settings or {})
+
+
+def isolated_costs(target, draft):
+    """Time passes of both models outside the loop, from empty caches, after the runs have warmed
+    them up (the first passes after loading fault the weights in and would inflate the unit)."""
+    target.truncate(0)
+    if draft is not None:
+        draft.truncate(0)
+    return calibrate(target, draft)
+
+
+def sampled_audit(target, draft, tokens: list[list[int]], plan: Plan, started=None) -> DistributionAudit | None:
+    """The distribution audit when sampling with audit seeds; its progress continues the runs' count."""
+    if plan.sampling.greedy or not plan.audit_seeds:
+        return None
+    timed = len(tokens) * (plan.warmup + plan.repeats) * len(plan.configs)
+    progress = None if started is None else lambda done, p, config: started(timed + done, p, config, None)
+    return distribution_audit(target, draft, tokens, plan, make_drafter, progress)
+
+
+def _costs_dict(costs) -> dict | None:
+    if costs is None:
+        return None
+    return {"verify": {str(n): s for n, s in sorted(costs.verify.items())}, "draft_step": costs.draft_step}
 
 
 def _plan_dict(plan: Plan) -> dict:
     ks = sorted({c.k for c in plan.configs if c.k and not c.adaptive})
     auto = [AUTO] if any(c.adaptive for c in plan.configs) else []
+    sampling = plan.sampling
     return {"max_tokens": plan.max_tokens, "draft_tokens": [*ks, *auto],
-            "repeats": plan.repeats, "warmup": plan.warmup, "temperature": plan.sampling.temperature,
-            "seed": plan.sampling.seed}
+            "repeats": plan.repeats, "warmup": plan.warmup, "temperature": sampling.temperature,
+            "top_k": sampling.top_k, "top_p": sampling.top_p, "seed": sampling.seed,
+            "audit_seeds": plan.audit_seeds, "audit_tokens": plan.audit_tokens}
 
 
 def parse_draft_tokens(text: str) -> tuple[int | str, ...]:
@@ -201,18 +243,24 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
     """Decode one prompt from an empty cache, consuming the loop's events as `run` does;
     (Summary, rounds that ended in a rejection, output ids)."""
     target.truncate(0)
-    drafter = None
-    if config.drafter == "model":
+    if draft is not None:
         draft.truncate(0)
-        drafter = ModelDrafter(draft)
-    elif config.drafter == "lookup":
-        drafter = PromptLookupDrafter()
+    drafter = make_drafter(config, target, draft)
     output: list[int] = []
     settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling, adaptive=config.adaptive)
     _, summary = consume(generate(target, drafter, prompt, settings), lambda event: output.extend(event.tokens))
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
     return summary, summary.rejected_rounds, tuple(output)
+
+
+def make_drafter(config: Config, target, draft):
+    """A fresh drafter for a configuration (None for the target alone)."""
+    if config.drafter == "model":
+        return ModelDrafter(draft)
+    if config.drafter == "lookup":
+        return PromptLookupDrafter()
+    return None
 
 
 def audit(target, prompts: list[list[int]], records: list[RunRecord]) -> list[Audit]:
@@ -266,6 +314,22 @@ def peak_rss_mib() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
+def memory_mib(status: str = "/proc/self/status") -> dict:
+    """Resident memory now, with both models loaded: anonymous (repacked weights, KV caches, Python)
+    apart from file-backed (mapped GGUF pages); empty where there is no /proc."""
+    fields = {"RssAnon": "anonymous", "RssFile": "file", "VmRSS": "resident", "VmHWM": "peak"}
+    out = {}
+    try:
+        lines = open(status, encoding="ascii").read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name in fields and value.split():
+            out[fields[name]] = int(value.split()[0]) / 1024
+    return out
+
+
 def machine(target) -> dict:
     """What the numbers were measured on."""
     from importlib.metadata import version
@@ -280,6 +344,8 @@ def machine(target) -> dict:
         "specgen": __version__,
         "backend": backend_name(),
         "threads": target.threads,
+        "extra_bufts": target.kernels.on,
+        "extra_bufts_reason": target.kernels.reason,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 

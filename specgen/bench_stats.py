@@ -1,10 +1,13 @@
-"""Turn benchmark runs into the reported numbers: rates, speedups, acceptance, predictions, verdict.
+"""Turn benchmark runs into the reported numbers: rates, speedups and their intervals, predictions, verdict.
 
 Pure arithmetic over the runs' Summaries, apart from llama.cpp, so every reported figure can be
 checked by hand. Runs are grouped per prompt, per prompt kind and overall. A group's rate in one
 repeat is its tokens over its decode time; the reported rate is the median over repeats (with
-min and max); a speedup is always the ratio of two reported medians. The predicted speedup is
-Leviathan et al.'s (1 - a^(K+1)) / ((1 - a)(K c + v)) with a, K, c and v measured (docs/bench-json.md).
+min and max); a speedup is always the ratio of two reported medians. Its 95% interval comes from
+a seeded bootstrap over prompts and repeats, and a configuration is called faster (or slower)
+only when that interval excludes 1. The predicted speedup is the paper's formula with isolated
+step costs (a calibration outside the loop) and the measured acceptance by position, so that its
+gap to the measured speedup is the loop's own overhead (docs/bench-json.md).
 """
 
 from __future__ import annotations
@@ -12,7 +15,12 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+import numpy as np
+
 BASELINE = "target"
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+BOOTSTRAP_SEED = 2023  # fixed: the same runs always give the same interval
 
 
 @dataclass(frozen=True)
@@ -27,15 +35,26 @@ class Spread:
 
 
 @dataclass(frozen=True)
-class Prediction:
-    """Leviathan et al.'s speedup from the measured acceptance and step costs (docs/bench-json.md)."""
+class Interval:
+    low: float
+    high: float
 
-    alpha: float  # per-token acceptance: accepted / (accepted + rounds that ended in a rejection)
-    mean_draft: float  # K-bar: tokens drafted per round
-    draft_cost: float  # c: seconds per drafted token / seconds per target-alone token
-    round_cost: float  # v: verify + other seconds per round / seconds per target-alone token
-    expected_tokens_per_round: float  # (1 - alpha^(K-bar + 1)) / (1 - alpha)
-    speedup: float  # expected_tokens_per_round / (K-bar c + v)
+
+@dataclass(frozen=True)
+class Prediction:
+    """The speedup the paper's formula gives from isolated step costs and measured acceptance.
+
+    Costs are in single-token target passes, v(1), all from the calibration. A round that drafts
+    m tokens makes 1 + sum_{i<m} s_i tokens (s_i: the share kept at draft position i) and costs
+    m c + v(m + 1); both are averaged over the measured mix of draft lengths (docs/bench-json.md).
+    """
+
+    mean_draft: float  # tokens drafted per round
+    draft_cost: float  # c: one draft step / v(1) (0 for prompt lookup)
+    round_cost: float  # mean of m c + v(m + 1) over rounds, in v(1)
+    expected_tokens_per_round: float
+    speedup: float  # expected_tokens_per_round / round_cost
+    realized: float | None  # measured speedup / this: below 1 is the loop's own overhead
 
 
 @dataclass(frozen=True)
@@ -55,7 +74,9 @@ class Stats:
     accepted: int
     tokens_per_second: Spread
     speedup: float | None
-    prediction: Prediction | None  # None for the target alone
+    speedup_interval: Interval | None  # 95% bootstrap interval; None for the target, or a single run
+    outcome: str | None  # "faster", "slower" or "unclear" (the interval holds 1); None for the target
+    prediction: Prediction | None  # None for the target alone, or without step costs
     acceptance_rate: float  # accepted / drafted
     tokens_per_round: float
     acceptance_by_position: tuple[float, ...]
@@ -72,17 +93,21 @@ class Stats:
 
 @dataclass(frozen=True)
 class Verdict:
-    """The best configuration overall, and whether it beats the target alone in every repeat."""
+    """The best configuration overall, and what its speedup's interval says."""
 
     best: str
     speedup: float | None
+    interval: Interval | None
     outcome: str  # "pays", "noise" or "costs"
     best_rate: float
     baseline_rate: float
 
 
-def summarize(records, configs, prompts) -> list[Stats]:
-    """Stats per prompt, per kind and overall, for each configuration (bench.Config)."""
+def summarize(records, configs, prompts, costs=None) -> list[Stats]:
+    """Stats per prompt, per kind and overall, for each configuration (bench.Config).
+
+    `costs` (a costs.StepCosts: isolated pass times) feeds the predicted speedups; None leaves them out.
+    """
     kinds = [p.kind for p in prompts]
     groups = [("prompt", p.name, {i}) for i, p in enumerate(prompts)]
     groups += [("kind", kind, {i for i, k in enumerate(kinds) if k == kind}) for kind in dict.fromkeys(kinds)]
@@ -93,7 +118,7 @@ def summarize(records, configs, prompts) -> list[Stats]:
         base = _Totals([r for r in chosen if r.config == BASELINE])
         for config in configs:
             runs = _Totals([r for r in chosen if r.config == config.name])
-            stats.append(runs.stats(group, key, config, base))
+            stats.append(runs.stats(group, key, config, base, costs))
     return stats
 
 
@@ -102,24 +127,28 @@ class _Totals:
 
     def __init__(self, runs):
         summaries = [r.summary for r in runs]
+        self.records = runs
         self.runs = len(runs)
-        for name in ("tokens", "rounds", "drafted", "accepted", "decode_s", "draft_s", "verify_s", "other_s"):
+        for name in ("tokens", "rounds", "drafted", "accepted", "decode_s", "draft_s", "verify_s", "other_s",
+                     "lookup_rounds"):
             setattr(self, name, sum(getattr(s, name) for s in summaries))
-        self.rejections = sum(r.rejections for r in runs)
         width = max((len(s.drafted_by_position) for s in summaries), default=0)
         self.drafted_at = [sum(_at(s.drafted_by_position, i) for s in summaries) for i in range(width)]
         self.accepted_at = [sum(_at(s.accepted_by_position, i) for s in summaries) for i in range(width)]
         self.rate = Spread.of(_rates_by_repeat(runs))
         self.prefill = Spread.of([s.prefill_s for s in summaries])
 
-    def stats(self, group: str, key: str, config, base: _Totals) -> Stats:
+    def stats(self, group: str, key: str, config, base: _Totals, costs) -> Stats:
+        drafting = config.name != BASELINE
+        speedup = self.rate.median / base.rate.median if base.rate.median else None
+        interval = speedup_interval(self.records, base.records) if drafting else None
         return Stats(
             group=group, key=key, config=config.name, drafter=config.drafter, k=config.k,
             adaptive=config.adaptive, runs=self.runs,
             tokens=self.tokens, rounds=self.rounds, drafted=self.drafted, accepted=self.accepted,
-            tokens_per_second=self.rate,
-            speedup=self.rate.median / base.rate.median if base.rate.median else None,
-            prediction=self._predicted(base) if config.k else None,
+            tokens_per_second=self.rate, speedup=speedup, speedup_interval=interval,
+            outcome=outcome(interval) if drafting else None,
+            prediction=self._predicted(config, costs, speedup) if drafting and costs is not None else None,
             acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
             tokens_per_round=self.tokens / self.rounds if self.rounds else 0.0,
             acceptance_by_position=tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at)),
@@ -127,23 +156,96 @@ class _Totals:
             prefill_s=self.prefill,
         )
 
-    def _predicted(self, base: _Totals) -> Prediction | None:
-        """Expected tokens per round over the round's cost, both in target-alone steps."""
-        if not (base.tokens and self.rounds):
+    def _predicted(self, config, costs, measured: float | None) -> Prediction | None:
+        """Expected tokens per round over the round's cost, both in single target passes v(1)."""
+        uses_model = config.drafter == "model"
+        if not self.rounds or (uses_model and costs.draft_step is None):
             return None
-        step = base.decode_s / base.tokens
-        tested = self.accepted + self.rejections
-        alpha = self.accepted / tested if tested else 0.0
-        k = self.drafted / self.rounds
-        c = (self.draft_s / self.drafted) / step if self.drafted else 0.0
-        v = (self.verify_s + self.other_s) / self.rounds / step
-        expected = expected_tokens_per_round(alpha, k)
-        return Prediction(alpha, k, c, v, expected, expected / (k * c + v))
+        model_share = 1.0 - self.lookup_rounds / self.rounds if uses_model else 0.0
+        step = costs.verify_cost(1)
+        c = (costs.draft_step or 0.0) / step
+        kept = survival(self.drafted_at, self.accepted_at)
+        tokens = cost = 0.0
+        for m, rounds in enumerate(length_mix(self.rounds, self.drafted_at)):
+            tokens += rounds * expected_tokens_per_round(kept, m)
+            cost += rounds * (m * c * model_share + costs.verify_cost(m + 1) / step)
+        speedup = tokens / cost
+        realized = measured / speedup if measured is not None else None
+        return Prediction(self.drafted / self.rounds, c * model_share, cost / self.rounds, tokens / self.rounds,
+                          speedup, realized)
 
 
-def expected_tokens_per_round(alpha: float, k: float) -> float:
-    """Leviathan et al. (2023), eq. 1: (1 - alpha^(k+1)) / (1 - alpha), k + 1 at alpha = 1."""
-    return k + 1 if alpha >= 1.0 else (1 - alpha ** (k + 1)) / (1 - alpha)
+def survival(drafted_at: list[int], accepted_at: list[int]) -> list[float]:
+    """s_i = prod_{j<=i} a_j: the share of tokens drafted at position i that were kept (every
+    earlier one was kept too), made non-increasing, as a product of acceptances must be."""
+    out: list[float] = []
+    for drafted, accepted in zip(drafted_at, accepted_at):
+        share = accepted / drafted if drafted else 0.0
+        out.append(min(share, out[-1]) if out else share)
+    return out
+
+
+def length_mix(rounds: int, drafted_at: list[int]) -> list[int]:
+    """Rounds that drafted exactly m tokens, m = 0, 1, ...; drafted_at[i] counts rounds drafting more than i."""
+    at = [rounds, *drafted_at, 0]
+    return [at[m] - at[m + 1] for m in range(len(at) - 1)]
+
+
+def expected_tokens_per_round(kept: list[float], m: int) -> float:
+    """E(tokens per round) of an m-token draft: 1 + sum_{i<m} prod_{j<=i} a_j, with kept[i] the products."""
+    return 1.0 + sum(kept[:m])
+
+
+def speedup_interval(runs, base_runs, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Interval | None:
+    """95% percentile-bootstrap interval of the speedup (the ratio of median rates over repeats).
+
+    Each resample draws prompts with replacement, the same for the configuration and the baseline
+    (prompts differ far more than runs do), then repeats with replacement for each side apart:
+    pairing repeats too would make three repeats look like more evidence than they are.
+    None when there is only one run: nothing to resample.
+    """
+    cells = _cells(runs, base_runs)
+    if cells is None:
+        return None
+    tokens, seconds = cells  # shape (2, prompts, repeats): [configuration, baseline]
+    rng = np.random.default_rng(seed)
+    n_prompts, n_repeats = tokens.shape[1:]
+    side = np.arange(2).reshape(2, 1, 1, 1)
+    prompts = rng.integers(n_prompts, size=(1, resamples, n_prompts, 1))
+    repeats = rng.integers(n_repeats, size=(2, resamples, n_prompts, n_repeats))
+    rates = tokens[side, prompts, repeats].sum(axis=2) / seconds[side, prompts, repeats].sum(axis=2)
+    medians = np.median(rates, axis=2)
+    usable = medians[1] > 0  # a resample of runs that all ended at once has no baseline rate
+    if not usable.any():
+        return None
+    tail = (1 - CONFIDENCE) / 2
+    low, high = np.quantile(medians[0][usable] / medians[1][usable], [tail, 1 - tail])
+    return Interval(float(low), float(high))
+
+
+def _cells(runs, base_runs) -> tuple[np.ndarray, np.ndarray] | None:
+    """Tokens and decode seconds by [configuration/baseline, prompt, repeat], over the cells both ran."""
+    mine = {(r.prompt, r.repeat): r.summary for r in runs}
+    theirs = {(r.prompt, r.repeat): r.summary for r in base_runs}
+    shared = mine.keys() & theirs.keys()
+    prompts = sorted({p for p, _ in shared})
+    repeats = sorted({r for _, r in shared})
+    if len(prompts) * len(repeats) < 2 or len(shared) < len(prompts) * len(repeats):
+        return None
+    tokens = np.array([[[side[p, r].tokens for r in repeats] for p in prompts] for side in (mine, theirs)], float)
+    seconds = np.array([[[side[p, r].decode_s for r in repeats] for p in prompts] for side in (mine, theirs)])
+    if (tokens.sum(axis=(1, 2)) == 0).any():
+        return None
+    return tokens, seconds
+
+
+def outcome(interval: Interval | None) -> str:
+    """"faster" or "slower" only when the interval excludes 1; else "unclear"."""
+    if interval is not None and interval.low > 1.0:
+        return "faster"
+    if interval is not None and interval.high < 1.0:
+        return "slower"
+    return "unclear"
 
 
 def _rates_by_repeat(runs) -> list[float]:
@@ -161,32 +263,37 @@ def _at(values: tuple[int, ...], i: int) -> int:
 
 
 def verdict(stats: list[Stats]) -> Verdict:
-    """Best overall speedup; it pays only if each of its repeats beats the baseline's median rate."""
+    """Speculation pays when some configuration is faster (its interval above 1): the fastest such
+    one is named; it costs when every configuration is slower; otherwise it is noise."""
     overall = [s for s in stats if s.group == "overall"]
     base = next(s for s in overall if s.config == BASELINE)
-    best = max((s for s in overall if s.config != BASELINE), key=lambda s: s.speedup or 0.0)
-    if best.tokens_per_second.min > base.tokens_per_second.median:
-        outcome = "pays"
-    elif best.tokens_per_second.max < base.tokens_per_second.median:
-        outcome = "costs"
+    others = [s for s in overall if s.config != BASELINE]
+    faster = [s for s in others if s.outcome == "faster"]
+    best = max(faster or others, key=lambda s: s.speedup or 0.0)
+    if faster:
+        result = "pays"
+    elif all(s.outcome == "slower" for s in others):
+        result = "costs"
     else:
-        outcome = "noise"
-    return Verdict(best.config, best.speedup, outcome, best.tokens_per_second.median, base.tokens_per_second.median)
+        result = "noise"
+    return Verdict(best.config, best.speedup, best.speedup_interval, result, best.tokens_per_second.median,
+                   base.tokens_per_second.median)
 
 
 def csv_rows(stats: list[Stats]) -> list[dict]:
     """One flat row per Stats for --csv."""
     rows = []
     for s in stats:
-        split, p = s.time_split(), s.prediction
+        split, p, ci = s.time_split(), s.prediction, s.speedup_interval
         rows.append({
             "group": s.group, "key": s.key,
             "config": s.config, "drafter": s.drafter, "k": s.k, "adaptive": s.adaptive, "runs": s.runs,
             "tokens": s.tokens,
             "tokens_per_second": s.tokens_per_second.median, "tokens_per_second_min": s.tokens_per_second.min,
             "tokens_per_second_max": s.tokens_per_second.max, "speedup": s.speedup,
+            "speedup_low": ci.low if ci else None, "speedup_high": ci.high if ci else None, "outcome": s.outcome,
             "predicted_speedup": p.speedup if p else None, "acceptance_rate": s.acceptance_rate,
-            "alpha": p.alpha if p else None, "expected_tokens_per_round": p.expected_tokens_per_round if p else None,
+            "expected_tokens_per_round": p.expected_tokens_per_round if p else None,
             "tokens_per_round": s.tokens_per_round,
             "acceptance_by_position": ";".join(f"{a:.4f}" for a in s.acceptance_by_position),
             "draft_fraction": split["draft"], "verify_fraction": split["verify"], "other_fraction": split["other"],

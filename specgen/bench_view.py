@@ -1,4 +1,5 @@
-"""Show a benchmark: a progress bar while it runs, then a table with speedup bars, the audit, a verdict.
+"""Show a benchmark: a progress bar while it runs, then a header, a table with speedup bars and
+their 95% intervals, the audits, a verdict.
 
 As in `specgen run`, stdout carries only the report (so it can be saved or piped) and the
 transient progress bar goes to stderr. On a terminal the table is drawn in colour; elsewhere the
@@ -31,14 +32,18 @@ EIGHTHS = " ▏▎▍▌▋▊▉"
 
 @contextmanager
 def progress(total: int, names: list[str], repeats: int):
-    """Yield the `started(index, prompt, config, repeat)` callback of bench.run_plan, drawing a bar."""
+    """Yield the `started(index, prompt, config, repeat)` callback of bench.benchmark, drawing a bar;
+    a repeat of None is the distribution audit."""
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
         task = bar.add_task("starting", total=total)
 
-        def started(index: int, prompt: int, config, repeat: int) -> None:
-            phase = "warm-up" if repeat < 0 else f"repeat {repeat + 1}/{repeats}"
+        def started(index: int, prompt: int, config, repeat: int | None) -> None:
+            if repeat is None:
+                phase = "distribution audit"
+            else:
+                phase = "warm-up" if repeat < 0 else f"repeat {repeat + 1}/{repeats}"
             bar.update(task, completed=index, description=f"{names[prompt]} · {config.name} · {phase}")
 
         yield started
@@ -47,18 +52,19 @@ def progress(total: int, names: list[str], repeats: int):
 def render(result: BenchResult, out: TextIO) -> None:
     """The report: results table, acceptance by position, audit, footer and verdict."""
     terminal = out.isatty()
-    console = Console(file=out, width=None if terminal else 200, highlight=False)
+    console = Console(file=out, width=None if terminal else 220, highlight=False)
+    console.print(header(result), soft_wrap=True, markup=False)
     console.print(results_table(result))
     if any(s.drafted for s in _overall(result)):
         console.print(positions_table(result))
-    for line in [*audit_lines(result), footer(result), verdict_line(result)]:
+    for line in [*audit_lines(result), *distribution_lines(result), footer(result), verdict_line(result)]:
         console.print(line, soft_wrap=True, markup=False)
 
 
 def results_table(result: BenchResult) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title="specgen bench: decode speed against the target alone")
     for name, justify in [("prompt", "left"), ("config", "left"), ("tok/s", "right"), ("min–max", "right"),
-                          ("speedup", "left"), ("predicted", "right"), ("accepted", "right"),
+                          ("speedup", "left"), ("95% interval", "left"), ("predicted", "right"), ("accepted", "right"),
                           ("tok/round", "right"), ("draft/verify/other", "right"), ("prefill", "right")]:
         table.add_column(name, justify=justify, no_wrap=True)
     scale = max([1.0, *(s.speedup or 0.0 for s in result.stats)])
@@ -91,6 +97,7 @@ def _cells(s: Stats, scale: float) -> list:
         f"{rate.median:.1f}",
         f"{rate.min:.1f}–{rate.max:.1f}",
         speedup_bar(s.speedup, scale),
+        interval_cell(s),
         f"{s.prediction.speedup:.2f}×" if s.prediction else "",
         f"{s.acceptance_rate:.0%}" if drafting else "",
         f"{s.tokens_per_round:.2f}",
@@ -108,6 +115,32 @@ def speedup_bar(speedup: float | None, scale: float) -> Text:
     return Text(bar, style="green" if speedup >= 1.0 else "red") + Text(f" {speedup:.2f}×")
 
 
+def interval_cell(s: Stats) -> Text:
+    """"1.12–1.31 faster" (green), "0.80–0.95 slower" (red), "0.97–1.08" (the interval holds 1)."""
+    ci = s.speedup_interval
+    if ci is None:
+        return Text("n/a" if s.config != BASELINE else "")
+    span = f"{ci.low:.2f}–{ci.high:.2f}"
+    if s.outcome == "faster":
+        return Text(f"{span} faster", style="green")
+    if s.outcome == "slower":
+        return Text(f"{span} slower", style="red")
+    return Text(span)
+
+
+def header(result: BenchResult) -> str:
+    """What the numbers were measured with: backend, threads, kernels, step costs."""
+    m, costs = result.machine, result.step_costs
+    kernels = "on" if m.get("extra_bufts") else "off"
+    line = (f"specgen bench: {m.get('backend', '?')}, {_count(m.get('threads', 0), 'thread')}, "
+            f"repacked kernels {kernels} ({m.get('extra_bufts_reason', '?')})")
+    if costs is not None:
+        verify = ", ".join(f"{n}: {costs.verify_cost(n) * 1000:.1f}" for n in sorted(costs.verify)[:6])
+        draft = f"; draft step {costs.draft_step * 1000:.1f} ms" if costs.draft_step else ""
+        line += f"; isolated target pass by batch size (ms) {verify}{draft}"
+    return line
+
+
 def positions_table(result: BenchResult) -> Table:
     rows = [s for s in _overall(result) if s.drafted]
     width = max(len(s.acceptance_by_position) for s in rows)
@@ -123,8 +156,10 @@ def positions_table(result: BenchResult) -> Table:
 
 def audit_lines(result: BenchResult) -> list[str]:
     """One line when every output matches the target alone's; else one per diverging config."""
+    if result.audits is None and result.distribution is None:
+        return ["exactness: token for token needs --temp 0; the distribution audit was off (--audit-seeds 0)"]
     if result.audits is None:
-        return ["exactness: not audited; it needs --temp 0 (sampled outputs differ from run to run by design)"]
+        return []
     bad = [a for a in result.audits if a.diverged]
     if not bad:
         runs = sum(a.runs for a in result.audits)
@@ -147,29 +182,58 @@ def footer(result: BenchResult) -> str:
     return (
         f"{_count(len(result.prompts), 'prompt')} × {_count(len(plan.configs), 'config')} × "
         f"{_count(plan.repeats, 'repeat')} (+{plan.warmup} warm-up), up to {plan.max_tokens} tokens, "
-        f"temperature {plan.sampling.temperature:g}; {m.get('backend', '?')}, {_count(m.get('threads', 0), 'thread')}; "
-        f"tok/s is decode only (prefill apart); peak memory {result.peak_rss_mib:.0f} MiB (process RSS)"
+        f"temperature {plan.sampling.temperature:g}; tok/s is decode only (prefill apart); 95% intervals: "
+        f"bootstrap over prompts and repeats; predicted: isolated step costs × acceptance by position; "
+        f"peak memory {result.peak_rss_mib:.0f} MiB (process RSS){_memory(result.memory_mib)}"
     )
+
+
+def _memory(memory: dict) -> str:
+    if "anonymous" not in memory:
+        return ""
+    return f", at the end {memory['anonymous']:.0f} MiB anonymous + {memory['file']:.0f} MiB file-backed"
 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def distribution_lines(result: BenchResult) -> list[str]:
+    """The sampling audit: one pass/fail line, and one line per check that fails it."""
+    audit = result.distribution
+    if audit is None:
+        return []
+    configs = len({c.config for c in audit.checks})
+    scope = (f"{configs} configurations × {_count(len(result.prompts), 'prompt')} against the target alone, "
+             f"{audit.seeds} seeds each, first {_count(audit.tokens, 'token')}")
+    if audit.passed:
+        return [f"distribution: PASS at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.3g})"]
+    lines = [f"distribution: FAIL at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.2g})"]
+    for check in audit.failed():
+        worst = min(check.positions, key=lambda t: t.p_value)
+        lines.append(f"distribution: {check.config} on {result.prompts[check.prompt].name} differs from the "
+                     f"target alone at token {worst.position} (chi-square {worst.statistic:.1f}, {worst.df} df, "
+                     f"p = {worst.p_value:.2g}): a bug; rerun with SPECGEN_DEBUG=1 and report it")
+    return lines
+
+
 def verdict_line(result: BenchResult) -> str:
     v = result.verdict
     speed = f"{v.speedup:.2f}×" if v.speedup is not None else "n/a"
-    rates = f"{v.best_rate:.1f} vs {v.baseline_rate:.1f} tok/s"
+    ci = f"95% interval {v.interval.low:.2f}–{v.interval.high:.2f}" if v.interval else "no interval (one run)"
+    rates = f"{v.best_rate:.1f} vs {v.baseline_rate:.1f} tok/s, {ci}"
     line = {
-        "pays": f"verdict: {v.best} is best at {speed} the target alone ({rates}, faster in every repeat); "
+        "pays": f"verdict: {v.best} is faster than the target alone at {speed} ({rates}); "
                 "speculation pays for this pair on this machine",
-        "noise": f"verdict: the best, {v.best} at {speed} ({rates}), is not faster than the target alone "
-                 "in every repeat; no clear gain on this machine (more --repeats will tell)",
-        "costs": f"verdict: even the best, {v.best} at {speed} ({rates}), is slower than the target alone; "
-                 "speculation does not pay for this pair on this machine",
+        "noise": f"verdict: no configuration is clearly faster than the target alone; the best, {v.best} at {speed} "
+                 f"({rates}), is within the noise (more --repeats or prompts will tell)",
+        "costs": f"verdict: every configuration is slower than the target alone; the best, {v.best} at {speed} "
+                 f"({rates}); speculation does not pay for this pair on this machine",
     }[v.outcome]
     if result.audits and any(a.diverged and not a.first.near_tie for a in result.audits):
         line += "; WARNING: some outputs differ from the target alone's (see exactness above)"
+    if result.distribution is not None and not result.distribution.passed:
+        line += "; WARNING: some output distributions differ from the target alone's (see distribution above)"
     return line
 
 

@@ -168,8 +168,10 @@ def run(
         drafter = ModelDrafter(draft_model) if draft_model else None
         events = generate(target_model, drafter, tokens, config)
         answer, summary = consume(events, streamer(None if json_out else sys.stdout))
+        kernels = target_model.kernels
     if json_out:
-        where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name()}
+        where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name(),
+                 "extra_bufts": kernels.on, "extra_bufts_reason": kernels.reason}
         print(json_record(answer, summary, where))
     elif sys.stdout.isatty() and answer and not answer.endswith("\n"):
         print()
@@ -432,7 +434,14 @@ def bench(
     warmup: Annotated[int, typer.Option(
         "--warmup", min=0, help="Unmeasured runs of each configuration per prompt first.")] = 1,
     temp: TempOpt = 0.0,
+    top_k: TopKOpt = 0,
+    top_p: TopPOpt = 1.0,
     seed: SeedOpt = None,
+    audit_seeds: Annotated[int, typer.Option(
+        "--audit-seeds", min=0, rich_help_panel=SAMPLING,
+        help="With --temp > 0: seeds per configuration and prompt for the distribution audit (0: none).")] = 200,
+    audit_tokens: Annotated[int, typer.Option(
+        "--audit-tokens", min=1, rich_help_panel=SAMPLING, help="Positions the distribution audit compares.")] = 6,
     raw: RawOpt = False,
     json_path: Annotated[Optional[str], typer.Option(
         "--json", metavar="PATH",
@@ -459,11 +468,12 @@ def bench(
     check_output(csv_path)
     selection = select_models(pair, target, draft, target is not None and draft is None, offline)
     configs = configurations(ks, selection.paths.draft is not None, not no_lookup, selection.draft_tokens)
-    plan = Plan(configs, max_tokens, repeats, warmup, SamplingParams(temp, seed=seed))
+    plan = Plan(configs, max_tokens, repeats, warmup, SamplingParams(temp, top_k, top_p, seed), audit_seeds, audit_tokens)
     settings = {"pair": pair, "target": str(selection.paths.target),
                 "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw, "ctx": ctx}
     with open_models(selection.paths, load_options(ctx, threads, gpu_layers)) as models:
         total = len(prompts) * (repeats + warmup) * len(plan.configs)
+        total += len(prompts) * len(plan.configs) * audit_seeds if temp > 0 else 0
         with progress(total, [p.name for p in prompts], repeats) as started:
             result = benchmark(*models, prompts, plan, raw, started, settings)
     if json_path:

@@ -228,24 +228,15 @@ def _sysctl(key: str) -> str:
 
 
 def kernel_choice(system_info: str) -> Kernels:
-    """Whether llama.cpp's repacked CPU kernels (its "extra buffer types") are on, and why.
-
-    The one place that asks the engine for its choice: swap the call here when the engine
-    reports the choice itself.
-    """
-    from .engine import _extra_buffer_types
+    """Whether llama.cpp's repacked CPU kernels (its "extra buffer types") are on, and why:
+    the same answer the engine gets from `kernels.extra_buffer_types` when it loads a model."""
+    from .kernels import extra_buffer_types
 
     compiled = "REPACK = 1" in system_info
-    enabled = _extra_buffer_types()
     if not compiled:
-        reason = "this llama.cpp build has no repacked CPU kernels (REPACK off at compile time)"
-    elif enabled:
-        reason = "SPECGEN_EXTRA_BUFTS=1 is set"
-    else:
-        reason = ("specgen's default: the extra buffer types include llama.cpp's AMX kernels, which crash at the "
-                  "first decode on CPUs (or VMs) that report AMX without enabling it; "
-                  "set SPECGEN_EXTRA_BUFTS=1 to turn them on")
-    return Kernels(compiled, compiled and enabled, reason)
+        return Kernels(False, False, "this llama.cpp build has no repacked CPU kernels (REPACK off at compile time)")
+    choice = extra_buffer_types()
+    return Kernels(True, choice.on, choice.reason)
 
 
 # -- files ------------------------------------------------------------------------------------

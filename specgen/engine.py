@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import SpecgenError
+from .kernels import extra_buffer_types
 
 _lib = None
 _log_callback = None
@@ -75,10 +76,10 @@ def backend_name() -> str:
     return "GPU"
 
 
-def _extra_buffer_types() -> bool:
-    # llama.cpp's extra CPU buffer types include the AMX kernels, which crash at the first
-    # decode on CPUs (or VMs) that report AMX without enabling it; opt in with SPECGEN_EXTRA_BUFTS=1.
-    return os.environ.get("SPECGEN_EXTRA_BUFTS") == "1"
+def build_info() -> tuple[str, str]:
+    """(llama-cpp-python version, llama.cpp's system info: the CPU features it was built for)."""
+    lib = llama()
+    return lib.__version__, lib.llama_print_system_info().decode("utf-8", errors="replace")
 
 
 class Model:
@@ -99,7 +100,8 @@ class Model:
         mparams = lib.llama_model_default_params()
         offload = lib.llama_supports_gpu_offload()
         mparams.n_gpu_layers = (999 if offload else 0) if options.n_gpu_layers is None else options.n_gpu_layers
-        mparams.use_extra_bufts = _extra_buffer_types()
+        self.kernels = extra_buffer_types(self.path)
+        mparams.use_extra_bufts = self.kernels.on
         model = lib.llama_model_load_from_file(str(self.path).encode(), mparams)
         if not model:
             raise SpecgenError(f"llama.cpp could not load {self.path}; run with SPECGEN_DEBUG=1 to see why")

@@ -34,6 +34,12 @@ def draft_model(tiny_models):
         yield model
 
 
+@pytest.fixture(scope="session", autouse=True)
+def isolated_cache_dir(tmp_path_factory):
+    """Models loaded by session fixtures must not read or write the user's kernel verdicts either."""
+    os.environ["SPECGEN_CACHE_DIR"] = str(tmp_path_factory.mktemp("cache"))
+
+
 @pytest.fixture(autouse=True)
 def isolated_user_dirs(tmp_path, monkeypatch):
     """No test reads or writes the real user's config or Hugging Face cache."""

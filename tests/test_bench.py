@@ -7,7 +7,9 @@ import csv
 import importlib.util
 import io
 import json
+from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,7 +18,8 @@ import specgen.speculative
 from specgen import bench as bench_mod
 from specgen.bench import Plan, benchmark, configurations, divergence, parse_draft_tokens, run_once
 from specgen.bench_prompts import read_prompt_files
-from specgen.bench_stats import Spread, Stats, expected_tokens_per_round, verdict
+from specgen.bench_stats import (Interval, Spread, Stats, expected_tokens_per_round, length_mix, outcome,
+                                 speedup_interval, summarize, survival, verdict)
 from specgen.bench_view import audit_lines, render, verdict_line
 from specgen.cli import main
 from specgen.engine import LoadOptions, Model
@@ -99,14 +102,25 @@ def test_bench_reports_consistent_numbers(report):
         assert rate["min"] <= rate["median"] <= rate["max"]
         if r["drafted"]:
             assert r["acceptance_rate"] == pytest.approx(r["accepted"] / r["drafted"])
-            assert 0 < r["prediction"]["speedup"] and 0 <= r["prediction"]["alpha"] <= 1
+            p = r["prediction"]
+            assert 0 < p["speedup"] == pytest.approx(p["expected_tokens_per_round"] / p["round_cost"])
+            assert p["realized"] == pytest.approx(r["speedup"] / p["speedup"])
+        if r["config"] == "target":
+            assert r["speedup_interval"] is None and r["outcome"] is None
+        else:
+            ci = r["speedup_interval"]
+            assert ci["low"] <= ci["high"] and r["outcome"] in ("faster", "slower", "unclear")
         assert sum(r["time_split"].values()) == pytest.approx(1.0, abs=1e-6)
     for run in doc["runs"]:
         assert run["tokens_per_second"] == pytest.approx(run["tokens"] / run["decode_s"])
-    assert doc["audit"]["identical"] is True
+    assert doc["audit"]["identical"] is True and doc["distribution_audit"] is None
+    costs = doc["step_costs"]
+    assert costs["verify"]["1"] > 0 and costs["draft_step"] > 0
     assert doc["peak_rss_mib"] > 0 and doc["verdict"]["best"] in names[1:]
+    assert doc["memory_mib"]["anonymous"] > 0 and doc["memory_mib"]["file"] > 0
     assert len(rows) == len(results) and rows[0]["config"] == "target"
     assert "speedup" in stdout and "verdict:" in stdout and "all 48 runs give the target alone's tokens" in stdout
+    assert "95% interval" in stdout and "repacked kernels on" in stdout.splitlines()[0]
 
 
 def test_figure_script_draws_one_line_per_kind_and_drafter(report):
@@ -131,11 +145,24 @@ def test_json_to_stdout_with_prompts_on_stdin_and_no_draft_model(tiny_models):
     assert "verdict:" in stderr
 
 
-def test_sampled_bench_skips_the_audit(tiny_models, tmp_path):
+def test_sampled_bench_audits_distributions(tiny_models, tmp_path):
     (tmp_path / "p.txt").write_text("the print of self")
     code, stdout, _ = call(["bench", str(tmp_path / "p.txt"), *models(tiny_models), "-k", "2", "-r", "1",
-                            "--warmup", "0", "--no-lookup", "--temp", "0.8", "--seed", "3"])
-    assert code == 0 and "not audited" in stdout
+                            "--warmup", "0", "--temp", "0.8", "--top-p", "0.95", "--seed", "3",
+                            "--audit-seeds", "60", "--audit-tokens", "3", "--json", str(tmp_path / "o.json")])
+    assert code == 0 and "distribution: PASS at the 0.001 level" in stdout and "exactness" not in stdout
+    doc = json.loads((tmp_path / "o.json").read_text())
+    audit = doc["distribution_audit"]
+    assert audit["passed"] and audit["seeds"] == 60 and audit["tokens"] == 3
+    assert [c["config"] for c in audit["checks"]] == ["draft-k2", "lookup-k2"]
+    assert doc["settings"]["top_p"] == 0.95 and doc["settings"]["audit_seeds"] == 60
+
+
+def test_sampled_bench_without_audit_seeds_says_so(tiny_models, tmp_path):
+    (tmp_path / "p.txt").write_text("the print of self")
+    code, stdout, _ = call(["bench", str(tmp_path / "p.txt"), *models(tiny_models), "-k", "2", "-r", "1",
+                            "--warmup", "0", "--no-lookup", "--temp", "0.8", "--audit-seeds", "0"])
+    assert code == 0 and "distribution audit was off" in stdout
 
 
 def test_audit_flags_a_planted_divergence(pair, monkeypatch):
@@ -276,19 +303,80 @@ def test_an_output_file_in_a_missing_folder_is_refused_before_the_runs(tmp_path)
 
 
 def _overall(config: str, median: float, low: float, high: float) -> Stats:
-    return Stats("overall", "all", config, "model", 2, False, 3, 0, 0, 0, 0, Spread(median, low, high), median / 10,
+    drafting = config != "target"
+    interval = Interval(low, high) if drafting else None
+    return Stats("overall", "all", config, "model", 2, False, 3, 0, 0, 0, 0, Spread(median, median, median),
+                 median / 10, interval, outcome(interval) if drafting else None,
                  None, 0.0, 0.0, (), 0.0, 0.0, 0.0, 0.0, Spread(0.0, 0.0, 0.0))
 
 
-@pytest.mark.parametrize("rates, outcome", [((14, 11, 16), "pays"), ((8, 6, 9), "costs"), ((12, 9, 13), "noise")])
-def test_verdict_weighs_every_repeat_against_the_baseline_median(rates, outcome):
-    """The baseline's one slow repeat (5 tok/s) must not turn a clear loss into noise."""
-    stats = [_overall("target", 10, 5, 15), _overall("draft-k2", *rates), _overall("draft-k4", 1, 1, 1)]
-    result = verdict(stats)
-    assert (result.best, result.outcome) == ("draft-k2", outcome)
+@pytest.mark.parametrize("others, result", [
+    ([(14, 1.1, 1.6), (16, 0.9, 2.2)], ("draft-k2", "pays")),
+    ([(8, 0.6, 0.9), (9, 0.7, 0.95)], ("draft-k4", "costs")),
+    ([(12, 0.9, 1.3), (8, 0.7, 0.9)], ("draft-k2", "noise")),
+])
+def test_verdict_calls_faster_only_an_interval_above_one(others, result):
+    """The fastest point estimate (16, interval 0.9-2.2) is not the one named when only another is clearly faster."""
+    stats = [_overall("target", 10, 1, 1), _overall("draft-k2", *others[0]), _overall("draft-k4", *others[1])]
+    found = verdict(stats)
+    assert (found.best, found.outcome) == result
 
 
-def test_expected_tokens_per_round():
-    assert expected_tokens_per_round(0.5, 3) == pytest.approx((1 - 0.5**4) / 0.5)
-    assert expected_tokens_per_round(1.0, 4) == 5
-    assert expected_tokens_per_round(0.0, 4) == 1
+def _runs(config: str, rates: np.ndarray) -> list:
+    """Records with the given rates by [prompt, repeat] (128 tokens each)."""
+    return [SimpleNamespace(prompt=p, repeat=r, config=config,
+                            summary=SimpleNamespace(tokens=128, decode_s=128 / rates[p, r]))
+            for p in range(rates.shape[0]) for r in range(rates.shape[1])]
+
+
+def _outcomes(speedup: float, prompts: int, repeats: int = 3, noise: float = 0.05, trials: int = 200) -> Counter:
+    found = Counter()
+    for seed in range(trials):
+        rng = np.random.default_rng(seed)
+        scale = rng.uniform(0.7, 1.3, size=(prompts, 1)) * 20  # prompts differ in speed
+        base = scale * (1 + noise * rng.standard_normal((prompts, repeats)))
+        other = speedup * scale * (1 + noise * rng.standard_normal((prompts, repeats)))
+        found[outcome(speedup_interval(_runs("x", other), _runs("target", base)))] += 1
+    return found
+
+
+@pytest.mark.parametrize("prompts", [1, 4, 24])
+def test_identical_configurations_with_noise_are_rarely_called_faster(prompts):
+    found = _outcomes(1.0, prompts)
+    assert found["faster"] <= 10 + (prompts == 1) * 6, found  # 200 trials: at most 5% (8% for one prompt)
+    assert found["unclear"] >= 170, found
+
+
+@pytest.mark.parametrize("prompts", [1, 4, 24])
+def test_a_real_speedup_of_1_3_is_called_faster(prompts):
+    assert _outcomes(1.3, prompts)["faster"] >= 198
+
+
+def test_the_interval_is_deterministic_and_needs_two_runs():
+    rates = np.array([[20.0, 21.0, 19.0]])
+    first = speedup_interval(_runs("x", rates * 1.1), _runs("target", rates))
+    assert first == speedup_interval(_runs("x", rates * 1.1), _runs("target", rates))
+    assert first.low <= 1.1 <= first.high
+    assert speedup_interval(_runs("x", rates[:, :1]), _runs("target", rates[:, :1])) is None
+
+
+def test_predicted_speedup_uses_isolated_costs_and_acceptance_by_position():
+    """K = 2, every round drafts 2; position 1 kept 80%, position 2 kept 60% (of all drafted there)."""
+    costs = SimpleNamespace(verify={1: 0.05, 2: 0.06, 3: 0.08}, draft_step=0.01,
+                            verify_cost=lambda n: {1: 0.05, 2: 0.06, 3: 0.08}[n])
+    summary = SimpleNamespace(tokens=240, rounds=100, drafted=200, accepted=140, decode_s=1.0, draft_s=0.2,
+                              verify_s=0.7, other_s=0.1, lookup_rounds=0, drafted_by_position=(100, 100),
+                              accepted_by_position=(80, 60), prefill_s=0.0)
+    record = SimpleNamespace(prompt=0, repeat=0, config="draft-k2", summary=summary)
+    base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
+        **{**vars(summary), "rounds": 240, "drafted": 0, "accepted": 0, "drafted_by_position": ()}))
+    config = SimpleNamespace(name="draft-k2", drafter="model", k=2, adaptive=False)
+    baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
+    stats = summarize([base, record], [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
+    p = next(s for s in stats if s.config == "draft-k2" and s.group == "overall").prediction
+    assert p.expected_tokens_per_round == pytest.approx(1 + 0.8 + 0.6)
+    assert p.round_cost == pytest.approx(2 * 0.2 + 0.08 / 0.05)
+    assert p.speedup == pytest.approx(2.4 / 2.0)
+    assert survival([10, 10, 5], [8, 9, 1]) == [0.8, 0.8, 0.2]
+    assert length_mix(10, [8, 3]) == [2, 5, 3]
+    assert expected_tokens_per_round([0.9, 0.8, 0.5], 2) == pytest.approx(2.7)
