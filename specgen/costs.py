@@ -84,8 +84,19 @@ def cache_dir() -> Path:
 
 
 def calibrate(target, draft=None) -> StepCosts:
-    """Time both models now (about 30 single-token passes of the target in all)."""
-    return StepCosts(time_passes(target), time_passes(draft) if draft is not None else {})
+    """Time both models now (about 30 single-token passes of the target in all). A larger
+    batch never costs less than a smaller one, so a pass slowed by a hiccup cannot make a
+    longer draft look cheaper than a shorter one."""
+    return StepCosts(_monotone(time_passes(target)), _monotone(time_passes(draft)) if draft is not None else {})
+
+
+def _monotone(table: dict[int, float]) -> dict[int, float]:
+    """Each size's cost lowered to the cheapest of the sizes at or above it."""
+    out, floor = {}, float("inf")
+    for size in sorted(table, reverse=True):
+        floor = min(floor, table[size])
+        out[size] = floor
+    return dict(sorted(out.items()))
 
 
 def cached_costs(target, draft) -> StepCosts:
