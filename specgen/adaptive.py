@@ -144,7 +144,7 @@ class Policy:
         if not self.costs.draft:
             return False
         plain = 1.0 / self.costs.verify_cost(1)
-        return any((k + 1) / self.round_cost(Choice(MODEL, k)) > 1.05 * plain for k in range(1, self.k_max + 1))
+        return any((k + 1) / self.round_cost(Choice(MODEL, k)) > 1.15 * plain for k in range(1, self.k_max + 1))
 
     # -- the choice ---------------------------------------------------------------------------
 
