@@ -69,18 +69,21 @@ class Acceptance:
     kept: list[float] = field(default_factory=list)
     reached: list[float] = field(default_factory=list)
     pool: list[float] = field(default_factory=list)  # [kept, reached] over all positions
+    _rates: dict = field(default_factory=dict)  # rates(optimistic) until the counts change
 
     def __post_init__(self) -> None:
         self.kept, self.reached = [0.0] * self.size, [0.0] * self.size
         self.pool = [self.prior * 2.0, 2.0]
 
     def forget(self, factor: float) -> None:
+        self._rates.clear()
         self.kept = [x * factor for x in self.kept]
         self.reached = [x * factor for x in self.reached]
         self.pool = [x * factor for x in self.pool]
 
     def add(self, judged: int, kept: int) -> None:
         """Positions 0..judged-1 were judged; the first `kept` of them were kept."""
+        self._rates.clear()
         for i in range(min(judged, self.size)):
             self.reached[i] += 1.0
             self.kept[i] += i < kept
@@ -91,6 +94,12 @@ class Acceptance:
         return (self.pool[0] + 0.1) / (self.pool[1] + 0.2)
 
     def rates(self, optimistic: bool = False) -> list[float]:
+        """Keep rate by position (with `optimistic`, an upper bound); computed once per round."""
+        if optimistic not in self._rates:
+            self._rates[optimistic] = self._compute(optimistic)
+        return self._rates[optimistic]
+
+    def _compute(self, optimistic: bool) -> list[float]:
         base = self.pooled()
         out = []
         for kept, reached in zip(self.kept, self.reached):
