@@ -1,5 +1,5 @@
 """Allow `python -m specgen`."""
 
-from .cli import main
+from specgen.cli import main
 
 main()

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from . import __version__
+from specgen import __version__
 
 # CPU features that decide which llama.cpp kernels run: /proc/cpuinfo flag -> name shown
 X86_FEATURES = {
@@ -120,7 +120,7 @@ def gather() -> Report:
 
 
 def build_info() -> Build:
-    from .engine import backend_name, llama
+    from specgen.llama.library import backend_name, llama
 
     lib = llama()
     llama_version = _call_text(lib, "llama_version") or "?"
@@ -183,7 +183,7 @@ def _package_version(name: str) -> str:
 
 
 def cpu_info() -> Cpu:
-    from .engine import default_threads
+    from specgen.llama.library import default_threads
 
     machine = platform.machine()
     if sys.platform == "darwin":
@@ -230,7 +230,7 @@ def _sysctl(key: str) -> str:
 def kernel_choice(system_info: str) -> Kernels:
     """Whether llama.cpp's repacked CPU kernels (its "extra buffer types") are on, and why:
     the same answer the engine gets from `kernels.extra_buffer_types` when it loads a model."""
-    from .kernels import extra_buffer_types
+    from specgen.llama.kernels import extra_buffer_types
 
     compiled = "REPACK = 1" in system_info
     if not compiled:
@@ -244,7 +244,7 @@ def kernel_choice(system_info: str) -> Kernels:
 
 def model_folders() -> list[Folder]:
     """Every folder specgen looks in for models, with what it holds."""
-    from .discover import default_folders
+    from specgen.models.local import default_folders
 
     return [_measure(label, path) for label, path in default_folders()]
 
@@ -265,7 +265,7 @@ def _measure(label: str, path: Path) -> Folder:
 
 
 def registry_files() -> list[RegistryFile]:
-    from .registry import shipped_path, user_path
+    from specgen.models.registry import shipped_path, user_path
 
     user = user_path()
     return [RegistryFile(str(shipped_path()), "shipped", True), RegistryFile(str(user), "user", user.is_file())]
@@ -273,8 +273,8 @@ def registry_files() -> list[RegistryFile]:
 
 def pair_states() -> list[PairState]:
     """Each registry pair and where its files lie, if downloaded (no network)."""
-    from .hub import cached_path
-    from .registry import load_registry
+    from specgen.models.hub import cached_path
+    from specgen.models.registry import load_registry
 
     states = []
     for pair in load_registry().pairs.values():

@@ -20,7 +20,7 @@ def tiny_models(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def target_model(tiny_models):
-    from specgen.engine import LoadOptions, Model
+    from specgen.llama.model import LoadOptions, Model
 
     with Model(tiny_models["target"], LoadOptions(n_ctx=2048, n_threads=2)) as model:
         yield model
@@ -28,7 +28,7 @@ def target_model(tiny_models):
 
 @pytest.fixture(scope="session")
 def draft_model(tiny_models):
-    from specgen.engine import LoadOptions, Model
+    from specgen.llama.model import LoadOptions, Model
 
     with Model(tiny_models["draft"], LoadOptions(n_ctx=2048, n_threads=2)) as model:
         yield model

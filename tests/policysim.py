@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specgen.adaptive import LOOKUP, LOOKUP_MAX, MODEL, PLAIN, Choice, Outcome, Policy, expected_tokens
-from specgen.costs import StepCosts
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
+from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, expected_tokens
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,120 @@
+"""Read `specgen bench` prompts from files: one prompt, several split by `---` lines, or JSONL.
+
+A benchmark is only as honest as its prompts, so they live in plain files a user can read and
+keep under version control. A file is JSONL when it ends in .jsonl or its first non-blank line
+is a JSON object with a "prompt" string (optional "name" and "kind" strings); otherwise it is
+text holding one prompt, or several separated by lines of `---`. A prompt's kind (results are
+also grouped by kind) is the file's stem unless its JSONL line names one. Every mistake in a
+file becomes one line naming the file, the line and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from specgen.errors import UsageError
+
+SEPARATOR = "---"
+
+
+class PromptFileError(UsageError):
+    """A prompt file cannot be read or holds no usable prompt."""
+
+
+@dataclass(frozen=True)
+class BenchPrompt:
+    name: str
+    kind: str
+    text: str
+
+
+def read_prompt_files(sources: list[str], stdin: TextIO | None) -> list[BenchPrompt]:
+    """Every prompt of every source, in order; '-' is stdin (once)."""
+    if sources.count("-") > 1:
+        raise PromptFileError("stdin ('-') can be read only once; name it once among the prompt files")
+    prompts: list[BenchPrompt] = []
+    for source in sources:
+        label, kind, text = _read_source(source, stdin)
+        prompts += parse_prompts(text, label, kind, jsonl=source.endswith(".jsonl"))
+    names = [p.name for p in prompts]
+    for name in names:
+        if names.count(name) > 1:
+            raise PromptFileError(f"two prompts are named '{name}'; give them distinct names (or files distinct stems)")
+    return prompts
+
+
+def _read_source(source: str, stdin: TextIO | None) -> tuple[str, str, str]:
+    """(label for messages, default kind, text) of a file or of stdin."""
+    if source == "-":
+        if stdin is None or stdin.isatty():
+            raise PromptFileError("no prompts on stdin: pipe a prompt file in, or name the file instead of '-'")
+        return "stdin", "stdin", stdin.read()
+    path = Path(source)
+    try:
+        return source, path.stem, path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PromptFileError(f"prompt file {source} is not UTF-8 text") from None
+    except IsADirectoryError:
+        raise PromptFileError(f"{source} is a folder; name the prompt files inside it") from None
+    except OSError as error:
+        raise PromptFileError(f"cannot read prompt file {source}: {error.strerror or error}") from None
+
+
+def parse_prompts(text: str, label: str, kind: str, jsonl: bool = False) -> list[BenchPrompt]:
+    """The prompts in one file's text (see the module docstring for the formats)."""
+    if not text.strip():
+        raise PromptFileError(f"prompt file {label} is empty; put a prompt in it")
+    if jsonl or _looks_like_jsonl(text):
+        return _jsonl(text, label, kind)
+    return _separated(text, label, kind)
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    first = next(line for line in text.splitlines() if line.strip())
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and "prompt" in record
+
+
+def _jsonl(text: str, label: str, kind: str) -> list[BenchPrompt]:
+    prompts = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{label} line {number}"
+        try:
+            record = json.loads(line)
+        except ValueError as error:
+            raise PromptFileError(f"{where} is not valid JSON ({error.msg}); write one JSON object per line") from None
+        if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
+            raise PromptFileError(f'{where} has no "prompt" string; write {{"prompt": "..."}}')
+        if not record["prompt"].strip():
+            raise PromptFileError(f'{where} has an empty "prompt"')
+        for key in ("name", "kind"):
+            if key in record and not isinstance(record[key], str):
+                raise PromptFileError(f'{where}: "{key}" must be a string')
+        name = record.get("name") or f"{kind}:{len(prompts) + 1}"
+        prompts.append(BenchPrompt(name, record.get("kind") or kind, record["prompt"]))
+    return prompts
+
+
+def _separated(text: str, label: str, kind: str) -> list[BenchPrompt]:
+    """Prompts between `---` lines; blank lines around each prompt are dropped."""
+    prompts, lines, start = [], [], 1
+    for number, line in enumerate([*text.splitlines(), SEPARATOR], start=1):
+        if line.strip() != SEPARATOR:
+            lines.append(line)
+            continue
+        body = "\n".join(lines).strip("\n")
+        if not body.strip():
+            raise PromptFileError(
+                f"{label}: prompt {len(prompts) + 1} (line {start}) is empty; remove the extra '{SEPARATOR}'"
+            )
+        prompts.append(BenchPrompt(f"{kind}:{len(prompts) + 1}", kind, body))
+        lines, start = [], number + 1
+    return prompts

@@ -1,0 +1,356 @@
+"""Measure speculative decoding against the target alone, honestly: same engine, interleaved.
+
+For each prompt every configuration (the target alone, the draft model at each K, prompt lookup
+at each K) runs once per repeat, in turn (A B C A B C ...), so slow drift of the machine (heat,
+other load) hits all of them alike; warm-up repeats run the same way and are dropped. Every run
+starts from an empty KV cache, so prefill is measured alike too. At temperature 0 an audit
+checks that each output equals the target alone's token for token and, where it does not,
+reads the target's top-2 logit margin at the first difference: a near-tie from batched
+arithmetic is told apart from a bug; when sampling, `bench_audit` compares the distributions of
+the first tokens over many seeds instead. After the runs, isolated passes of both models are
+timed (`costs.calibrate`) for the predicted speedups. `bench_stats` turns the runs into the
+reported numbers.
+"""
+
+from __future__ import annotations
+
+import platform
+import resource
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from specgen import __version__
+from specgen.bench.audit import DistributionAudit, distribution_audit
+from specgen.bench.prompts import BenchPrompt
+from specgen.bench.stats import BASELINE, Stats, Verdict, summarize, verdict
+from specgen.decoding.drafters.lookup import PromptLookupDrafter
+from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.events import Summary, consume
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.sampling import SamplingParams
+from specgen.errors import UsageError
+from specgen.llama.calibrate import calibrate, drafter_for
+from specgen.llama.pair import encode_prompt
+from specgen.models.registry import DEFAULT_DRAFT_TOKENS, MAX_DRAFT_TOKENS
+
+AUTO = "auto"
+NEAR_TIE = 0.05  # logits: a top-2 margin this small can flip between batched and single-token passes
+SCHEMA = "specgen-bench/1"
+
+
+@dataclass(frozen=True)
+class Config:
+    """One way to decode: drafter "none" (the target alone), "model" or "lookup", with K.
+
+    `adaptive`: the loop picks each round's K (up to `k`), and may take prompt lookup's proposal.
+    """
+
+    name: str
+    drafter: str
+    k: int
+    adaptive: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    configs: tuple[Config, ...]
+    max_tokens: int
+    repeats: int
+    warmup: int
+    sampling: SamplingParams
+    audit_seeds: int = 0  # sampled runs per configuration and prompt for the distribution audit
+    audit_tokens: int = 6  # positions (first generated tokens) whose distributions it compares
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One measured run: its Summary, its output ids, and how many rounds ended in a rejection."""
+
+    prompt: int
+    config: str
+    repeat: int
+    summary: Summary
+    rejections: int
+    output: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where an output (position 0: its first generated token) first leaves the target alone's.
+
+    A token of None means that output ended there (at -n, say) without the target choosing an end token.
+    """
+
+    position: int
+    baseline_token: int | None
+    other_token: int | None
+    baseline_text: str
+    other_text: str
+    top2_margin: float
+    near_tie: bool
+
+
+@dataclass(frozen=True)
+class Audit:
+    prompt: int
+    config: str
+    runs: int
+    diverged: int
+    first: Divergence | None
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Everything one benchmark measured; `to_dict` is the --json document (docs/bench-json.md)."""
+
+    plan: Plan
+    prompts: tuple[BenchPrompt, ...]
+    prompt_tokens: tuple[int, ...]
+    runs: tuple[RunRecord, ...]
+    stats: tuple[Stats, ...]
+    audits: tuple[Audit, ...] | None  # None when sampling (temperature > 0)
+    distribution: DistributionAudit | None  # when sampling with audit seeds
+    verdict: Verdict
+    peak_rss_mib: float
+    step_costs: object | None  # costs.StepCosts from the calibration
+    memory_mib: dict = field(default_factory=dict)  # resident memory at the end, by kind (Linux)
+    machine: dict = field(default_factory=dict)
+    settings: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        names = [p.name for p in self.prompts]
+        audit = None
+        if self.audits is not None:
+            checks = [{**asdict(a), "prompt": names[a.prompt]} for a in self.audits]
+            audit = {"identical": not any(a.diverged for a in self.audits),
+                     "suspect": sum(1 for a in self.audits if a.first and not a.first.near_tie),
+                     "near_tie_margin": NEAR_TIE, "checks": checks}
+        return {
+            "schema": SCHEMA,
+            "settings": {**self.settings, **_plan_dict(self.plan)},
+            "machine": self.machine,
+            "peak_rss_mib": self.peak_rss_mib,
+            "memory_mib": self.memory_mib,
+            "step_costs": _costs_dict(self.step_costs),
+            "prompts": [{"name": p.name, "kind": p.kind, "prompt_tokens": n, "text": p.text}
+                        for p, n in zip(self.prompts, self.prompt_tokens)],
+            "configs": [asdict(c) for c in self.plan.configs],
+            "results": [{**asdict(s), "time_split": s.time_split()} for s in self.stats],
+            "audit": audit,
+            "distribution_audit": self.distribution.to_dict(names) if self.distribution else None,
+            "verdict": asdict(self.verdict),
+            "runs": [{"prompt": names[r.prompt], "config": r.config, "repeat": r.repeat, "rejections": r.rejections,
+                      **asdict(r.summary)} for r in self.runs],
+        }
+
+
+def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, started=None,
+              settings: dict | None = None) -> BenchResult:
+    """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
+    tokens = encode_all(target, prompts, raw)
+    records = run_plan(target, draft, tokens, plan, started)
+    costs = isolated_costs(target, draft)
+    audits = tuple(audit(target, tokens, records)) if plan.sampling.greedy else None
+    sampled = sampled_audit(target, draft, tokens, plan, started)
+    stats = summarize(records, plan.configs, prompts, costs)
+    return BenchResult(plan, tuple(prompts), tuple(len(t) for t in tokens), tuple(records), tuple(stats),
+                       audits, sampled, verdict(stats), peak_rss_mib(), costs, memory_mib(), machine(target),
+                       settings or {})
+
+
+def isolated_costs(target, draft):
+    """Time passes of both models outside the loop, from empty caches, after the runs have warmed
+    them up (the first passes after loading fault the weights in and would inflate the unit)."""
+    target.truncate(0)
+    if draft is not None:
+        draft.truncate(0)
+    return calibrate(target, draft)
+
+
+def sampled_audit(target, draft, tokens: list[list[int]], plan: Plan, started=None) -> DistributionAudit | None:
+    """The distribution audit when sampling with audit seeds; its progress continues the runs' count."""
+    if plan.sampling.greedy or not plan.audit_seeds:
+        return None
+    timed = len(tokens) * (plan.warmup + plan.repeats) * len(plan.configs)
+    progress = None if started is None else lambda done, p, config: started(timed + done, p, config, None)
+    return distribution_audit(target, draft, tokens, plan, make_drafter, progress)
+
+
+def _costs_dict(costs) -> dict | None:
+    if costs is None:
+        return None
+    return {"verify": {str(n): s for n, s in sorted(costs.verify.items())}, "draft_step": costs.draft_step}
+
+
+def _plan_dict(plan: Plan) -> dict:
+    ks = sorted({c.k for c in plan.configs if c.k and not c.adaptive})
+    auto = [AUTO] if any(c.adaptive for c in plan.configs) else []
+    sampling = plan.sampling
+    return {"max_tokens": plan.max_tokens, "draft_tokens": [*ks, *auto],
+            "repeats": plan.repeats, "warmup": plan.warmup, "temperature": sampling.temperature,
+            "top_k": sampling.top_k, "top_p": sampling.top_p, "seed": sampling.seed,
+            "audit_seeds": plan.audit_seeds, "audit_tokens": plan.audit_tokens}
+
+
+def parse_draft_tokens(text: str) -> tuple[int | str, ...]:
+    """'2,4,8,auto' -> (2, 4, 8, 'auto'): the K values to compare; 'auto' is adaptive K."""
+    values: list[int | str] = []
+    for item in (part.strip().lower() for part in text.split(",")):
+        if item != AUTO and (not item.isdigit() or not 1 <= int(item) <= MAX_DRAFT_TOKENS):
+            raise UsageError(
+                f"--draft-tokens wants numbers from 1 to {MAX_DRAFT_TOKENS} or 'auto', "
+                f"separated by commas, not '{text}'"
+            )
+        values.append(item if item == AUTO else int(item))
+    return tuple(dict.fromkeys(values))
+
+
+def configurations(ks: tuple[int | str, ...], draft_model: bool, lookup: bool,
+                   auto_cap: int = DEFAULT_DRAFT_TOKENS) -> tuple[Config, ...]:
+    """The target alone first, the draft model at each K (and auto, up to auto_cap), prompt lookup at each K."""
+    numbers = [k for k in ks if k != AUTO]
+    configs = [Config(BASELINE, "none", 0)]
+    if draft_model:
+        configs += [Config(f"draft-k{k}", "model", k) for k in numbers]
+        configs += [Config("draft-auto", "model", auto_cap, adaptive=True)] if AUTO in ks else []
+    configs += [Config(f"lookup-k{k}", "lookup", k) for k in numbers if lookup]
+    if len(configs) == 1:
+        raise UsageError(
+            "nothing to compare with the target alone: give a draft model (needed for 'auto'), "
+            "or numbers in --draft-tokens without --no-lookup"
+        )
+    return tuple(configs)
+
+
+def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None) -> list[RunRecord]:
+    """All runs, interleaved per prompt; `started(index, prompt, config, repeat)` before each."""
+    records, index = [], 0
+    for p, tokens in enumerate(prompts):
+        for repeat in range(-plan.warmup, plan.repeats):
+            for config in plan.configs:
+                if started is not None:
+                    started(index, p, config, repeat)
+                index += 1
+                summary, rejections, output = run_once(target, draft, tokens, config, plan)
+                if repeat >= 0:
+                    records.append(RunRecord(p, config.name, repeat, summary, rejections, output))
+    return records
+
+
+def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
+    """Decode one prompt from an empty cache, consuming the loop's events as `run` does;
+    (Summary, rounds that ended in a rejection, output ids)."""
+    target.truncate(0)
+    if draft is not None:
+        draft.truncate(0)
+    drafter = make_drafter(config, target, draft)
+    output: list[int] = []
+    settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling, adaptive=config.adaptive)
+    _, summary = consume(generate(target, drafter_for(target, drafter, settings), prompt, settings), lambda event: output.extend(event.tokens))
+    if summary.stop_reason == "interrupted":
+        raise KeyboardInterrupt
+    return summary, summary.rejected_rounds, tuple(output)
+
+
+def make_drafter(config: Config, target, draft):
+    """A fresh drafter for a configuration (None for the target alone)."""
+    if config.drafter == "model":
+        return ModelDrafter(draft)
+    if config.drafter == "lookup":
+        return PromptLookupDrafter()
+    return None
+
+
+def audit(target, prompts: list[list[int]], records: list[RunRecord]) -> list[Audit]:
+    """Compare every run with the target alone's first run on the same prompt (greedy runs only)."""
+    reference = {r.prompt: r.output for r in records if r.config == BASELINE and r.repeat == 0}
+    groups: dict[tuple[int, str], list[RunRecord]] = {}
+    for record in records:
+        groups.setdefault((record.prompt, record.config), []).append(record)
+    audits = []
+    for (p, config), runs in groups.items():
+        bad = [r for r in runs if r.output != reference[p]]
+        first = divergence(target, prompts[p], reference[p], bad[0].output) if bad else None
+        audits.append(Audit(p, config, len(runs), len(bad), first))
+    return audits
+
+
+def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...]) -> Divergence:
+    """The first position where `got` leaves `expected`, and the target's top-2 margin there."""
+    position = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), min(len(expected), len(got)))
+    logits = logits_after(target, [*prompt, *expected[:position]])
+    second, first = np.partition(logits, -2)[-2:]
+    base, other = _token_at(target, expected, position, logits), _token_at(target, got, position, logits)
+    top2 = set(np.argsort(logits)[-2:].tolist())
+    near = float(first - second) <= NEAR_TIE and {base, other} <= top2
+    return Divergence(position, base, other, _piece(target, base), _piece(target, other), float(first - second), near)
+
+
+def _token_at(target, output: tuple[int, ...], position: int, logits: np.ndarray) -> int | None:
+    """The output's token there; where it ended, the end token the target chose, else None."""
+    if position < len(output):
+        return output[position]
+    top = int(np.argmax(logits))
+    return top if target.is_eog(top) else None
+
+
+def logits_after(target, tokens: list[int]) -> np.ndarray:
+    """The target's next-token logits after `tokens`, as the target alone computes them."""
+    target.sync(tokens[:-1])
+    return target.forward([tokens[-1]], all_logits=False)[0].copy()
+
+
+def _piece(target, token: int | None) -> str:
+    if token is None or target.is_eog(token):
+        return "(end)"
+    return target.piece(token).decode("utf-8", errors="replace")
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory (ru_maxrss is KiB on Linux, bytes on macOS)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def memory_mib(status: str = "/proc/self/status") -> dict:
+    """Resident memory now, with both models loaded: anonymous (repacked weights, KV caches, Python)
+    apart from file-backed (mapped GGUF pages); empty where there is no /proc."""
+    fields = {"RssAnon": "anonymous", "RssFile": "file", "VmRSS": "resident", "VmHWM": "peak"}
+    out = {}
+    try:
+        lines = open(status, encoding="ascii").read().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        name, _, value = line.partition(":")
+        if name in fields and value.split():
+            out[fields[name]] = int(value.split()[0]) / 1024
+    return out
+
+
+def machine(target) -> dict:
+    """What the numbers were measured on."""
+    from importlib.metadata import version
+
+    from specgen.llama.library import backend_name
+
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "llama_cpp_python": version("llama-cpp-python"),
+        "specgen": __version__,
+        "backend": backend_name(),
+        "threads": target.threads,
+        "extra_bufts": target.kernels.on,
+        "extra_bufts_reason": target.kernels.reason,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def encode_all(target, prompts: list[BenchPrompt], raw: bool) -> list[list[int]]:
+    """Token ids of every prompt, chat-templated unless raw (as `specgen run` does)."""
+    return [encode_prompt(target, prompt.text, raw) for prompt in prompts]

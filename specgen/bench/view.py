@@ -1,0 +1,270 @@
+"""Show a benchmark: a progress bar while it runs, then a header, a table with speedup bars and
+their 95% intervals, the audits, a verdict.
+
+As in `specgen run`, stdout carries only the report (so it can be saved or piped) and the
+transient progress bar goes to stderr. On a terminal the table is drawn in colour; elsewhere the
+same table comes out as plain text, wide enough not to wrap. --json and --csv files are
+written here too, so every output format of `specgen bench` lives in one place.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+from rich import box
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from specgen.bench.runner import BenchResult
+from specgen.bench.stats import BASELINE, Stats, csv_rows
+from specgen.errors import UsageError
+
+BAR_WIDTH = 16
+EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+@contextmanager
+def progress(total: int, names: list[str], repeats: int):
+    """Yield the `started(index, prompt, config, repeat)` callback of bench.benchmark, drawing a bar;
+    a repeat of None is the distribution audit."""
+    console = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task("starting", total=total)
+
+        def started(index: int, prompt: int, config, repeat: int | None) -> None:
+            if repeat is None:
+                phase = "distribution audit"
+            else:
+                phase = "warm-up" if repeat < 0 else f"repeat {repeat + 1}/{repeats}"
+            bar.update(task, completed=index, description=f"{names[prompt]} · {config.name} · {phase}")
+
+        yield started
+
+
+def render(result: BenchResult, out: TextIO) -> None:
+    """The report: results table, acceptance by position, audit, footer and verdict."""
+    terminal = out.isatty()
+    console = Console(file=out, width=None if terminal else 220, highlight=False)
+    console.print(header(result), soft_wrap=True, markup=False)
+    console.print(results_table(result))
+    if any(s.drafted for s in _overall(result)):
+        console.print(positions_table(result))
+    for line in [*audit_lines(result), *distribution_lines(result), footer(result), verdict_line(result)]:
+        console.print(line, soft_wrap=True, markup=False)
+
+
+def results_table(result: BenchResult) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, title="specgen bench: decode speed against the target alone")
+    for name, justify in [("prompt", "left"), ("config", "left"), ("tok/s", "right"), ("min–max", "right"),
+                          ("speedup", "left"), ("95% interval", "left"), ("predicted", "right"), ("accepted", "right"),
+                          ("tok/round", "right"), ("draft/verify/other", "right"), ("prefill", "right")]:
+        table.add_column(name, justify=justify, no_wrap=True)
+    scale = max([1.0, *(s.speedup or 0.0 for s in result.stats)])
+    for section in _sections(result):
+        for i, s in enumerate(section):
+            table.add_row(Text(s.key if i == 0 else ""), *_cells(s, scale), end_section=i == len(section) - 1)
+    return table
+
+
+def _sections(result: BenchResult) -> list[list[Stats]]:
+    """Rows grouped per prompt (if several), per kind (if several), then overall."""
+    groups = ["overall"]
+    if len({p.kind for p in result.prompts}) > 1:
+        groups.insert(0, "kind")
+    if len(result.prompts) > 1:
+        groups.insert(0, "prompt")
+    sections: dict[tuple[str, str], list[Stats]] = {}
+    for s in result.stats:
+        if s.group in groups:
+            sections.setdefault((s.group, s.key), []).append(s)
+    return sorted(sections.values(), key=lambda rows: groups.index(rows[0].group))
+
+
+def _cells(s: Stats, scale: float) -> list:
+    rate = s.tokens_per_second
+    split = s.time_split()
+    drafting = s.config != BASELINE
+    return [
+        s.config,
+        f"{rate.median:.1f}",
+        f"{rate.min:.1f}–{rate.max:.1f}",
+        speedup_bar(s.speedup, scale),
+        interval_cell(s),
+        f"{s.prediction.speedup:.2f}×" if s.prediction else "",
+        f"{s.acceptance_rate:.0%}" if drafting else "",
+        f"{s.tokens_per_round:.2f}",
+        f"{split['draft']:.0%}/{split['verify']:.0%}/{split['other']:.0%}",
+        f"{s.prefill_s.median * 1000:.0f} ms",
+    ]
+
+
+def speedup_bar(speedup: float | None, scale: float) -> Text:
+    """A bar of eighth-blocks, BAR_WIDTH long at `scale`, green at or above 1×, red below."""
+    if speedup is None:
+        return Text("n/a")
+    full, part = divmod(round(speedup / scale * BAR_WIDTH * 8), 8)
+    bar = ("█" * full + (EIGHTHS[part] if part else "")).ljust(BAR_WIDTH)
+    return Text(bar, style="green" if speedup >= 1.0 else "red") + Text(f" {speedup:.2f}×")
+
+
+def interval_cell(s: Stats) -> Text:
+    """"1.12–1.31 faster" (green), "0.80–0.95 slower" (red), "0.97–1.08" (the interval holds 1)."""
+    ci = s.speedup_interval
+    if ci is None:
+        return Text("n/a" if s.config != BASELINE else "")
+    span = f"{ci.low:.2f}–{ci.high:.2f}"
+    if s.outcome == "faster":
+        return Text(f"{span} faster", style="green")
+    if s.outcome == "slower":
+        return Text(f"{span} slower", style="red")
+    return Text(span)
+
+
+def header(result: BenchResult) -> str:
+    """What the numbers were measured with: backend, threads, kernels, step costs."""
+    m, costs = result.machine, result.step_costs
+    kernels = "on" if m.get("extra_bufts") else "off"
+    line = (f"specgen bench: {m.get('backend', '?')}, {_count(m.get('threads', 0), 'thread')}, "
+            f"repacked kernels {kernels} ({m.get('extra_bufts_reason', '?')})")
+    if costs is not None:
+        verify = ", ".join(f"{n}: {costs.verify_cost(n) * 1000:.1f}" for n in sorted(costs.verify)[:6])
+        draft = f"; draft step {costs.draft_step * 1000:.1f} ms" if costs.draft_step else ""
+        line += f"; isolated target pass by batch size (ms) {verify}{draft}"
+    return line
+
+
+def positions_table(result: BenchResult) -> Table:
+    rows = [s for s in _overall(result) if s.drafted]
+    width = max(len(s.acceptance_by_position) for s in rows)
+    table = Table(box=box.SIMPLE_HEAD, title="acceptance by draft position (all prompts)", min_width=48)
+    table.add_column("config", no_wrap=True)
+    for i in range(width):
+        table.add_column(f"#{i + 1}", justify="right")
+    for s in rows:
+        cells = [f"{a:.0%}" for a in s.acceptance_by_position]
+        table.add_row(s.config, *cells, *[""] * (width - len(cells)))
+    return table
+
+
+def audit_lines(result: BenchResult) -> list[str]:
+    """One line when every output matches the target alone's; else one per diverging config."""
+    if result.audits is None and result.distribution is None:
+        return ["exactness: token for token needs --temp 0; the distribution audit was off (--audit-seeds 0)"]
+    if result.audits is None:
+        return []
+    bad = [a for a in result.audits if a.diverged]
+    if not bad:
+        runs = sum(a.runs for a in result.audits)
+        return [f"exactness: all {runs} runs give the target alone's tokens exactly (temperature 0)"]
+    lines = []
+    for a in bad:
+        d = a.first
+        cause = ("a near-tie, batched arithmetic" if d.near_tie
+                 else "not a near-tie: a bug; rerun with SPECGEN_DEBUG=1 and report it")
+        lines.append(
+            f"exactness: {a.config} on {result.prompts[a.prompt].name} differs in {a.diverged}/{a.runs} runs; "
+            f"first at token {d.position}: target alone {d.baseline_text!r}, {a.config} {d.other_text!r}; "
+            f"top-2 margin {d.top2_margin:.4f}: {cause}"
+        )
+    return lines
+
+
+def footer(result: BenchResult) -> str:
+    plan, m = result.plan, result.machine
+    return (
+        f"{_count(len(result.prompts), 'prompt')} × {_count(len(plan.configs), 'config')} × "
+        f"{_count(plan.repeats, 'repeat')} (+{plan.warmup} warm-up), up to {plan.max_tokens} tokens, "
+        f"temperature {plan.sampling.temperature:g}; tok/s is decode only (prefill apart); 95% intervals: "
+        f"bootstrap over prompts and repeats; predicted: isolated step costs × acceptance by position; "
+        f"peak memory {result.peak_rss_mib:.0f} MiB (process RSS){_memory(result.memory_mib)}"
+    )
+
+
+def _memory(memory: dict) -> str:
+    if "anonymous" not in memory:
+        return ""
+    return f", at the end {memory['anonymous']:.0f} MiB anonymous + {memory['file']:.0f} MiB file-backed"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def distribution_lines(result: BenchResult) -> list[str]:
+    """The sampling audit: one pass/fail line, and one line per check that fails it."""
+    audit = result.distribution
+    if audit is None:
+        return []
+    configs = len({c.config for c in audit.checks})
+    scope = (f"{configs} configurations × {_count(len(result.prompts), 'prompt')} against the target alone, "
+             f"{audit.seeds} seeds each, first {_count(audit.tokens, 'token')}")
+    if audit.passed:
+        return [f"distribution: PASS at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.3g})"]
+    lines = [f"distribution: FAIL at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.2g})"]
+    for check in audit.failed():
+        worst = min(check.positions, key=lambda t: t.p_value)
+        lines.append(f"distribution: {check.config} on {result.prompts[check.prompt].name} differs from the "
+                     f"target alone at token {worst.position} (chi-square {worst.statistic:.1f}, {worst.df} df, "
+                     f"p = {worst.p_value:.2g}): a bug; rerun with SPECGEN_DEBUG=1 and report it")
+    return lines
+
+
+def verdict_line(result: BenchResult) -> str:
+    v = result.verdict
+    speed = f"{v.speedup:.2f}×" if v.speedup is not None else "n/a"
+    ci = f"95% interval {v.interval.low:.2f}–{v.interval.high:.2f}" if v.interval else "no interval (one run)"
+    rates = f"{v.best_rate:.1f} vs {v.baseline_rate:.1f} tok/s, {ci}"
+    line = {
+        "pays": f"verdict: {v.best} is faster than the target alone at {speed} ({rates}); "
+                "speculation pays for this pair on this machine",
+        "noise": f"verdict: no configuration is clearly faster than the target alone; the best, {v.best} at {speed} "
+                 f"({rates}), is within the noise (more --repeats or prompts will tell)",
+        "costs": f"verdict: every configuration is slower than the target alone; the best, {v.best} at {speed} "
+                 f"({rates}); speculation does not pay for this pair on this machine",
+    }[v.outcome]
+    if result.audits and any(a.diverged and not a.first.near_tie for a in result.audits):
+        line += "; WARNING: some outputs differ from the target alone's (see exactness above)"
+    if result.distribution is not None and not result.distribution.passed:
+        line += "; WARNING: some output distributions differ from the target alone's (see distribution above)"
+    return line
+
+
+def _overall(result: BenchResult) -> list[Stats]:
+    return [s for s in result.stats if s.group == "overall"]
+
+
+def check_output(path: str | Path | None) -> None:
+    """Refuse an output file whose folder is missing before the benchmark runs, not after."""
+    if path is not None and str(path) != "-" and not Path(path).expanduser().parent.is_dir():
+        raise UsageError(f"cannot write {path}: its folder does not exist")
+
+
+def write_json(result: BenchResult, path: str) -> None:
+    """The full JSON document to a file, or to stdout for '-'."""
+    text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+    else:
+        Path(path).write_text(text, encoding="utf-8")
+
+
+def write_csv(result: BenchResult, path: Path) -> None:
+    rows = csv_rows(list(result.stats))
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)

@@ -1,0 +1,70 @@
+"""specgen's command line: thin commands that parse options, call the library, render results.
+
+`main()` runs the Typer app and applies one table that maps exceptions to the single line a
+user reads (no traceback unless SPECGEN_DEBUG=1). Heavy modules (llama_cpp, numpy,
+huggingface_hub) are imported inside the commands so `specgen --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+import traceback
+
+import typer
+
+from specgen.cli import bench, generate, models, serve  # noqa: F401 - each registers its commands on the app
+from specgen.cli.app import ClickException, app
+from specgen.errors import SpecgenError
+
+
+def _usage(error) -> tuple[str, int]:
+    hint = ""
+    ctx = getattr(error, "ctx", None)
+    if ctx is not None:
+        hint = f" (see '{ctx.command_path} --help')"
+    return error.format_message().replace("\n", " ") + hint, error.exit_code
+
+
+def _os_error(error: OSError) -> tuple[str, int]:
+    if error.errno == errno.ENOSPC:
+        return f"the disk is full ({error.filename or 'writing'}); free some space and try again", 1
+    return f"{error.strerror or error} ({error.filename})" if error.filename else str(error), 1
+
+
+# exception type -> (message, exit code); the first matching row wins
+ERRORS = [
+    (SpecgenError, lambda e: (str(e), e.exit_code)),
+    (ClickException, _usage),
+    (typer.Abort, lambda e: ("interrupted", 130)),
+    (KeyboardInterrupt, lambda e: ("interrupted", 130)),
+    (MemoryError, lambda e: ("out of memory; try a smaller model, a smaller --ctx or fewer GPU layers", 1)),
+    (OSError, _os_error),
+]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the app; turn any exception into one line on stderr and an exit code."""
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=argv, prog_name="specgen", standalone_mode=False)
+    except Exception as error:  # noqa: BLE001 - every error becomes one line
+        sys.exit(_report(error))
+    except KeyboardInterrupt as error:
+        sys.exit(_report(error))
+    sys.exit(result if isinstance(result, int) else 0)
+
+
+def _report(error: BaseException) -> int:
+    if os.environ.get("SPECGEN_DEBUG") == "1":
+        traceback.print_exception(error)
+    for kind, explain in ERRORS:
+        if isinstance(error, kind):
+            message, code = explain(error)
+            break
+    else:
+        message = f"internal error: {type(error).__name__}: {error}; rerun with SPECGEN_DEBUG=1 and report it"
+        code = 1
+    print(f"specgen: error: {message}", file=sys.stderr)
+    return code

@@ -1,0 +1,134 @@
+"""`specgen run` and `specgen chat`: generate text for a prompt, or in turns."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from specgen.cli.app import app, examples
+from specgen.cli.options import (
+    CtxOpt,
+    DraftOpt,
+    DraftTokensOpt,
+    GpuLayersOpt,
+    MaxTokensOpt,
+    NoDraftOpt,
+    OfflineOpt,
+    PairOpt,
+    RawOpt,
+    SeedOpt,
+    TargetOpt,
+    TempOpt,
+    ThreadsOpt,
+    TopKOpt,
+    TopPOpt,
+    generation_config,
+    load_options,
+    select_models,
+)
+from specgen.errors import UsageError
+
+
+@app.command(epilog=examples(
+    "specgen run --raw -n 64 'def fibonacci(n: int) -> int:'",
+    "cat task.txt | specgen run --pair qwen2.5-coder-1.5b:0.5b > out.txt",
+    "specgen run --target big.gguf --draft small.gguf --json 'Explain KV caches'",
+))
+def run(
+    prompt: Annotated[Optional[str], typer.Argument(help="Prompt text; read from stdin when omitted or '-'.")] = None,
+    pair: PairOpt = None,
+    target: TargetOpt = None,
+    draft: DraftOpt = None,
+    offline: OfflineOpt = False,
+    max_tokens: MaxTokensOpt = 256,
+    temp: TempOpt = 0.0,
+    top_k: TopKOpt = 0,
+    top_p: TopPOpt = 1.0,
+    seed: SeedOpt = None,
+    draft_tokens: DraftTokensOpt = "auto",
+    no_draft: NoDraftOpt = False,
+    raw: RawOpt = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the text and all statistics.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
+    ctx: CtxOpt = 4096,
+    threads: ThreadsOpt = None,
+    gpu_layers: GpuLayersOpt = None,
+) -> None:
+    """Generate text for one prompt; stdout gets only the text (shell pipelines welcome)."""
+    from specgen.decoding.drafters.model import ModelDrafter
+    from specgen.decoding.events import consume
+    from specgen.decoding.loop import generate
+    from specgen.llama.calibrate import drafter_for
+    from specgen.llama.library import backend_name
+    from specgen.llama.pair import encode_prompt, open_models
+    from specgen.terminal.run_view import json_record, streamer, summary_line
+
+    text = read_prompt(prompt)
+    selection = select_models(pair, target, draft, no_draft, offline)
+    paths = selection.paths
+    config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
+    with open_models(paths, load_options(ctx, threads, gpu_layers)) as (target_model, draft_model):
+        tokens = encode_prompt(target_model, text, raw)
+        drafter = ModelDrafter(draft_model) if draft_model else None
+        events = generate(target_model, drafter_for(target_model, drafter, config), tokens, config)
+        answer, summary = consume(events, streamer(None if json_out else sys.stdout))
+        kernels = target_model.kernels
+    if json_out:
+        where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name(),
+                 "extra_bufts": kernels.on, "extra_bufts_reason": kernels.reason}
+        print(json_record(answer, summary, where))
+    elif sys.stdout.isatty() and answer and not answer.endswith("\n"):
+        print()
+    if not quiet and not json_out:
+        print(summary_line(summary), file=sys.stderr)
+    if summary.stop_reason == "interrupted":
+        raise typer.Exit(130)
+
+
+def read_prompt(prompt: str | None) -> str:
+    """The prompt argument, or all of stdin for none or '-'."""
+    if prompt is not None and prompt != "-":
+        return prompt
+    if sys.stdin is None or sys.stdin.isatty():
+        raise UsageError("no prompt: pass it as an argument or pipe it on stdin")
+    return sys.stdin.read()
+
+
+@app.command(epilog=examples(
+    "specgen chat",
+    "specgen chat --pair llama3-8b:1b --show-rejected",
+    "specgen chat --target big.gguf --draft small.gguf --temp 0.7 --seed 1",
+))
+def chat(
+    pair: PairOpt = None,
+    target: TargetOpt = None,
+    draft: DraftOpt = None,
+    offline: OfflineOpt = False,
+    system: Annotated[Optional[str], typer.Option("--system", help="System prompt for the whole chat.")] = None,
+    max_tokens: MaxTokensOpt = 512,
+    temp: TempOpt = 0.0,
+    top_k: TopKOpt = 0,
+    top_p: TopPOpt = 1.0,
+    seed: SeedOpt = None,
+    draft_tokens: DraftTokensOpt = "auto",
+    no_draft: NoDraftOpt = False,
+    show_rejected: Annotated[bool, typer.Option(
+        "--show-rejected", help="Also show the rejected draft tokens, struck through.")] = False,
+    plain: Annotated[bool, typer.Option(
+        "--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe).")] = False,
+    ctx: CtxOpt = 4096,
+    threads: ThreadsOpt = None,
+    gpu_layers: GpuLayersOpt = None,
+) -> None:
+    """Chat in turns, and watch which tokens the draft model got right as each reply streams.
+
+    --ctx holds the whole conversation; /temp changes the temperature during the chat.
+    """
+    from specgen.terminal.chat import ChatOptions, run_chat
+
+    selection = select_models(pair, target, draft, no_draft, offline)
+    config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
+    load = load_options(ctx, threads, gpu_layers)
+    run_chat(selection.paths, load, ChatOptions(config, system, show_rejected, plain))

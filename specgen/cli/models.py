@@ -1,0 +1,159 @@
+"""`specgen pairs`, `pull`, `check` and `doctor`: the models there are, and what this machine can do."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from specgen.cli.app import app, examples, print_table
+from specgen.cli.options import OfflineOpt
+from specgen.errors import UsageError
+
+pairs_app = typer.Typer(no_args_is_help=False)
+app.add_typer(pairs_app, name="pairs")
+
+
+@pairs_app.callback(invoke_without_command=True, epilog=examples(
+    "specgen pairs",
+    "specgen pairs --local",
+    "specgen pairs --local --dir ~/models --dir /mnt/gguf",
+))
+def pairs(
+    ctx: typer.Context,
+    local: Annotated[bool, typer.Option(
+        "--local", help="Pair the GGUF files already on disk ($SPECGEN_MODELS, Hugging Face cache, LM Studio, "
+        "Ollama) instead of listing the registry.")] = False,
+    dirs: Annotated[Optional[list[Path]], typer.Option(
+        "--dir", file_okay=False, help="Also look in this folder (repeatable; implies --local).")] = None,
+) -> None:
+    """List the matched target/draft pairs: sizes, draft length K, whether they are downloaded.
+
+    Add or override pairs in a models.toml in specgen's config directory
+    ($SPECGEN_CONFIG_DIR, else the platform's user config folder for 'specgen').
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if local or dirs:
+        local_pairs(dirs or [])
+        return
+    from specgen.models.hub import cached_path
+    from specgen.models.registry import load_registry
+
+    registry = load_registry()
+    rows = []
+    for pair in registry.pairs.values():
+        have = [cached_path(pair.target) is not None, cached_path(pair.draft) is not None]
+        state = "yes" if all(have) else ("target" if have[0] else "draft" if have[1] else "no")
+        mark = "*" if pair.name == registry.default else ""
+        models = [f"{model.quant} {_size(model.size_gb)}" for model in (pair.target, pair.draft)]
+        rows.append([pair.name + mark, *models, str(pair.draft_tokens), state])
+    print_table(["pair", "target", "draft", "K", "downloaded"], rows)
+    print("* the default pair; 'specgen pairs show NAME' for repos and files, 'specgen pull NAME' to download", file=sys.stderr)
+
+
+def local_pairs(dirs: list[Path]) -> None:
+    """The table of pairs among the files on disk; what was scanned and skipped goes to stderr."""
+    from specgen.doctor import human_size
+    from specgen.models.local import scan
+
+    for folder in dirs:
+        if not folder.expanduser().is_dir():
+            raise UsageError(f"--dir {folder}: no such folder")
+    found = scan(dirs)
+    rows = [[pair.target.name, pair.draft.name, human_size(pair.target.size), human_size(pair.draft.size),
+             f"{pair.ratio:.1f}x", str(pair.target.path), str(pair.draft.path)] for pair in found.pairs]
+    if sys.stdout.isatty():  # paths are too long for table cells: one ready-to-run line per pair
+        for target, draft, target_size, draft_size, ratio, target_path, draft_path in rows:
+            print(f"{target} ({target_size})  <-  {draft} ({draft_size}), {ratio}")
+            print(f"  specgen run --target {shlex.quote(target_path)} --draft {shlex.quote(draft_path)}")
+    else:
+        print_table(["target", "draft", "target size", "draft size", "ratio", "target path", "draft path"], rows)
+    searched = sum(1 for _, folder in found.folders if folder.is_dir())
+    print(f"{len(found.models)} models in {searched} folders, {len(found.pairs)} pairs; "
+          "use one with 'specgen run --target PATH --draft PATH'", file=sys.stderr)
+    if found.skipped:
+        print(f"skipped {len(found.skipped)} files that are not usable GGUF models:", file=sys.stderr)
+        for skipped in found.skipped[:5]:
+            print(f"  {skipped.path}: {skipped.reason}", file=sys.stderr)
+        if len(found.skipped) > 5:
+            print(f"  ... and {len(found.skipped) - 5} more", file=sys.stderr)
+
+
+def _size(gigabytes: float) -> str:
+    return f"{gigabytes:.1f} GB" if gigabytes >= 1 else f"{gigabytes * 1000:.0f} MB"
+
+
+@pairs_app.command("show")
+def pairs_show(name: str = typer.Argument(..., help="Pair name, e.g. llama3-8b:1b.")) -> None:
+    """Everything about one pair: repos, files, quantization, size, license, cache paths."""
+    from specgen.models.hub import cached_path
+    from specgen.models.registry import load_registry
+
+    pair = load_registry().get(name)
+    print(f"pair: {pair.name}\ndescription: {pair.description}\ndraft tokens: {pair.draft_tokens}\nfrom: {pair.source}")
+    for role, model in (("target", pair.target), ("draft", pair.draft)):
+        gated = "gated (set HF_TOKEN)" if model.gated else "not gated"
+        print(f"{role}: {model.repo} / {model.file}")
+        print(f"  {model.quant}, {_size(model.size_gb)}, license {model.license or '?'}, {gated}")
+        print(f"  cached: {cached_path(model) or 'no'}")
+
+
+@pairs_app.command("check")
+def pairs_check(
+    name: str = typer.Argument(..., help="Pair name, e.g. llama3-8b:1b."), offline: OfflineOpt = False
+) -> None:
+    """Check from the GGUF headers that the pair's draft can speak for its target (downloads if needed)."""
+    from specgen.models.hub import fetch_pair
+    from specgen.models.registry import load_registry
+
+    paths = fetch_pair(load_registry().get(name), offline=offline)
+    report_verdict(paths["target"], paths["draft"])
+
+
+@app.command()
+def pull(name: str = typer.Argument(..., help="Pair name from 'specgen pairs'.")) -> None:
+    """Download both files of a pair into the Hugging Face cache; print their paths."""
+    from specgen.llama.pair import preflight
+    from specgen.models.hub import fetch_pair
+    from specgen.models.paths import ModelPaths
+    from specgen.models.registry import load_registry
+
+    paths = fetch_pair(load_registry().get(name))
+    print(f"{paths['target']}\n{paths['draft']}")
+    preflight(ModelPaths(paths["target"], paths["draft"]))
+
+
+@app.command()
+def check(
+    target: Path = typer.Option(..., "--target", help="Target model (GGUF file).", dir_okay=False),
+    draft: Path = typer.Option(..., "--draft", help="Draft model (GGUF file).", dir_okay=False),
+) -> None:
+    """Can this draft speak for this target? Compares the GGUF headers; loads no weights."""
+    report_verdict(target, draft)
+
+
+def report_verdict(target: Path, draft: Path) -> None:
+    """Print the compatibility verdict on stdout; exit 1 when the pair is incompatible."""
+    from specgen.models.gguf import read_info
+    from specgen.models.vocab import check_vocabularies
+
+    verdict = check_vocabularies(read_info(target), read_info(draft))
+    print(f"{'compatible' if verdict.compatible else 'incompatible'}: {verdict.reason}")
+    if not verdict.compatible:
+        raise typer.Exit(1)
+
+
+@app.command(epilog=examples("specgen doctor", "specgen doctor --json > doctor.json"))
+def doctor(
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of text.")] = False,
+) -> None:
+    """What this build and machine can do: versions, backend, GPU offload, CPU features, kernels,
+    threads, model folders, registry files, downloaded pairs, and how to rebuild for your GPU."""
+    from specgen.doctor import as_json, gather, render
+
+    report = gather()
+    print(as_json(report) if json_out else render(report))

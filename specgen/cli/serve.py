@@ -1,0 +1,72 @@
+"""`specgen serve`: the pair behind an OpenAI-compatible HTTP API."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from specgen.cli.app import app, examples
+from specgen.cli.options import (
+    CtxOpt,
+    DraftOpt,
+    DraftTokensOpt,
+    GpuLayersOpt,
+    MaxTokensOpt,
+    NoDraftOpt,
+    OfflineOpt,
+    PairOpt,
+    SeedOpt,
+    TargetOpt,
+    TempOpt,
+    ThreadsOpt,
+    TopKOpt,
+    TopPOpt,
+    generation_config,
+    load_options,
+    select_models,
+)
+
+
+@app.command(epilog=examples(
+    "specgen serve --pair qwen2.5-coder-1.5b:0.5b",
+    "specgen serve --target big.gguf --draft small.gguf --port 8081 --temp 0.7",
+    "SPECGEN_API_KEY=secret specgen serve --host 0.0.0.0",
+))
+def serve(
+    pair: PairOpt = None,
+    target: TargetOpt = None,
+    draft: DraftOpt = None,
+    offline: OfflineOpt = False,
+    host: Annotated[str, typer.Option(
+        "--host", help="Address to listen on; anything but loopback needs --api-key.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")] = 8080,
+    api_key: Annotated[Optional[str], typer.Option(
+        "--api-key", envvar="SPECGEN_API_KEY", help="Key every request must send as 'Authorization: Bearer KEY'.")] = None,
+    queue: Annotated[int, typer.Option(
+        "--queue", min=0, help="Requests that may wait while one generates; more get 503.")] = 8,
+    max_tokens: MaxTokensOpt = 512,
+    temp: TempOpt = 0.0,
+    top_k: TopKOpt = 0,
+    top_p: TopPOpt = 1.0,
+    seed: SeedOpt = None,
+    draft_tokens: DraftTokensOpt = "auto",
+    no_draft: NoDraftOpt = False,
+    ctx: CtxOpt = 4096,
+    max_prompt_tokens: Annotated[Optional[int], typer.Option(
+        "--max-prompt-tokens", min=1, help="Longest prompt accepted, in tokens (default: what the context holds).")] = None,
+    threads: ThreadsOpt = None,
+    gpu_layers: GpuLayersOpt = None,
+) -> None:
+    """Serve the pair behind an OpenAI-compatible API: /v1/chat/completions, /v1/completions, /v1/models.
+
+    The sampling options are defaults that each request may override.
+    """
+    from specgen.serve.http import ServeOptions, check_binding, model_id
+    from specgen.serve.http import serve as run_server
+
+    check_binding(host, api_key)
+    selection = select_models(pair, target, draft, no_draft, offline)
+    config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
+    options = ServeOptions(host, port, api_key, queue, model_id=model_id(pair, target), max_prompt_tokens=max_prompt_tokens)
+    run_server(selection.paths, load_options(ctx, threads, gpu_layers), config, options)

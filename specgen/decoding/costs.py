@@ -1,0 +1,45 @@
+"""What one forward pass costs, as the policy and the bench's predictions read it.
+
+Whether speculation pays depends on the shape of the target's verify cost over batch size
+(nearly flat on a GPU, close to linear on two CPU cores, with plateaus where the kernels tile)
+and on what a draft step costs next to it. `StepCosts` holds the measured seconds by batch size
+(measured by `specgen.llama.calibrate`) and interpolates between them. Pure Python: no timing
+and no files here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """Seconds of one target pass by batch size, and of the draft model's passes likewise."""
+
+    verify: dict[int, float]
+    draft: dict[int, float]
+
+    @property
+    def draft_step(self) -> float | None:
+        return self.draft.get(1)
+
+    def verify_cost(self, n: int) -> float:
+        return _interpolate(self.verify, n)
+
+    def draft_cost(self, n: int) -> float:
+        """A draft pass over n tokens (n > 1 when it catches up on tokens it skipped)."""
+        return _interpolate(self.draft, n) if self.draft else 0.0
+
+
+def _interpolate(table: dict[int, float], n: int) -> float:
+    """Piecewise linear between measured sizes; past the largest, its cost per token."""
+    if n in table:
+        return table[n]
+    sizes = sorted(table)
+    if n > sizes[-1]:
+        return table[sizes[-1]] * n / sizes[-1]
+    if n < sizes[0]:
+        return table[sizes[0]]
+    hi = next(s for s in sizes if s > n)
+    lo = max(s for s in sizes if s < n)
+    return table[lo] + (table[hi] - table[lo]) * (n - lo) / (hi - lo)

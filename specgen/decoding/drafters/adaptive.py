@@ -1,0 +1,69 @@
+"""`--draft-tokens auto` as a drafter: each round the policy picks plain decoding, the draft
+model at some K, or a copy from the text so far, and learns from what the round showed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specgen.decoding.drafters.base import (
+    LOOKUP,
+    MODEL,
+    NO_DRAFT,
+    PLAIN,
+    Draft,
+    Gate,
+    copied,
+)
+from specgen.decoding.drafters.lookup import PromptLookupDrafter
+from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
+from specgen.decoding.sampling import SamplingParams
+
+
+class AdaptiveDrafter:
+    """`--draft-tokens auto`: each round a `Policy` picks plain decoding, the draft model at some
+    K, or prompt lookup; `observe` feeds it what the round showed and how long it took."""
+
+    def __init__(self, model: ModelDrafter | None, policy: Policy):
+        self.model, self.policy = model, policy
+        self.lookup = PromptLookupDrafter()
+        self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
+        self._pending: tuple[Choice, list[int]] = (Choice(PLAIN), [])
+
+    def reach(self, k: int) -> int:
+        """The policy holds the draft model to k; a long copy may go further."""
+        return max(k, LOOKUP_MAX)
+
+    def prepare(self, prefix: list[int]) -> None:
+        """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
+        if self.model is not None:
+            self.model.prepare(prefix, prefill=self.policy.model_can_pay())
+
+    def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
+                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
+        offer = self.lookup.lookup([*history, last], LOOKUP_MAX)
+        lag = self.model.lag(history) if self.model is not None else 0
+        choice = self.policy.choose(k, len(offer), lag)
+        self._pending = (choice, offer)
+        if choice.source == LOOKUP:
+            return copied(offer[: choice.k], params)
+        if choice.source == MODEL:
+            return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
+        return NO_DRAFT
+
+    def observe(self, draft: Draft, emitted: list[int], seconds: float | None) -> None:
+        choice, offer = self._pending
+        judged = min(len(offer), len(emitted))
+        hits = next((i for i in range(judged) if offer[i] != emitted[i]), judged)
+        dropped = None
+        if draft.dropped is not None and draft.dropped[1] >= 0 and len(emitted) > len(draft.tokens):
+            dropped = (draft.dropped[0], emitted[len(draft.tokens)] == draft.dropped[1])
+        self.policy.observe(Outcome(
+            choice, len(draft.tokens), len(emitted) - 1, tuple(draft.confidences),
+            draft.lag, judged, hits, dropped, seconds))
+
+    def rollback(self, history: list[int]) -> None:
+        if self.model is not None:
+            self.model.rollback(history)
+

@@ -1,0 +1,89 @@
+"""A draft model sharing the target's vocabulary: it drafts k tokens one pass at a time.
+
+Its KV cache trails the target's accepted history; it catches up on what it has not seen when
+it next drafts, and forgets the drafted positions the target did not keep.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from specgen.decoding.drafters.base import MODEL, Draft, Gate
+from specgen.decoding.sampling import Dist, SamplingParams, distribution, sample
+from specgen.decoding.tokens import common_prefix
+
+
+def confidence(logits: np.ndarray) -> float:
+    """The draft's top probability at temperature 1: 1 / sum(exp(logits - max))."""
+    return float(1.0 / np.exp(logits - logits.max()).sum())
+
+
+class ModelDrafter:
+    """A draft model sharing the target's vocabulary; its KV cache trails the target's history."""
+
+    name = "speculative"
+
+    def __init__(self, model):
+        self.model = model
+
+    def reach(self, k: int) -> int:
+        """The most tokens one round may draft when the user allows K = k."""
+        return k
+
+    def prepare(self, prefix: list[int], prefill: bool = True) -> None:
+        """Make the draft's cache hold `prefix`, or (without `prefill`) only what it shares with it."""
+        if prefill:
+            self.model.sync(prefix)
+        else:
+            self.model.sync(prefix[: self.lag_free(prefix)])
+
+    def lag_free(self, prefix: list[int]) -> int:
+        """How many leading tokens of `prefix` the draft's cache already holds."""
+        return common_prefix(self.model.tokens, prefix)
+
+    def lag(self, history: list[int]) -> int:
+        """Accepted tokens the draft model has not seen yet."""
+        return max(len(history) - len(self.model.tokens), 0)
+
+    def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
+                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
+        """Feed the accepted tokens the draft has not seen, then draft up to k tokens.
+
+        `draws[i][0]` samples position i; `keep(position, top probability)` may end the draft
+        before a token is drawn.
+        """
+        model = self.model
+        feed = [*history[len(model.tokens) :], last]
+        lag = len(feed) - 1
+        if len(feed) > model.n_batch:
+            model.prefill(feed[:-1])
+            feed = feed[-1:]
+        tokens: list[int] = []
+        q_rows: list[Dist] = []
+        confidences: list[float] = []
+        for position in range(k):
+            logits = model.forward(feed, all_logits=False)[0]
+            q = None if params.greedy else distribution(logits, params)
+            if keep is not None:
+                sure = confidence(logits) if q is None else q.top
+                if not keep(position, sure):
+                    top = int(np.argmax(logits)) if q is None else -1
+                    return Draft(tokens, q_rows, confidences, position + 1, lag, (sure, top), MODEL)
+                confidences.append(sure)
+            token = int(np.argmax(logits)) if q is None else sample(q, draws[position][0])
+            tokens.append(token)
+            if q is not None:
+                q_rows.append(q)
+            if model.is_eog(token):
+                break
+            feed = [token]
+        return Draft(tokens, q_rows, confidences, len(tokens), lag, None, MODEL)
+
+    def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
+        """Nothing to learn: K is fixed."""
+
+    def rollback(self, history: list[int]) -> None:
+        """Forget drafted positions the target did not keep."""
+        self.model.truncate(min(len(self.model.tokens), len(history)))
+
+

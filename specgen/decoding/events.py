@@ -1,0 +1,129 @@
+"""The events the loop yields, the running count every consumer keeps, and the one driver.
+
+`generate` yields a `Round` per verification round and one `Summary` at the end; run, chat,
+bench and serve all read them through `consume` and count them in a `Tally`, so every front end
+reports the same numbers the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from specgen.decoding.drafters.base import LOOKUP
+
+
+@dataclass(frozen=True)
+class Round:
+    """One verification round: drafted ids, how many the target kept, and the text they make."""
+
+    drafted: tuple[int, ...]
+    accepted: int
+    token: int | None  # produced by the target itself (correction or bonus); None if it ended generation
+    accepted_text: str
+    target_text: str
+    rejected_text: str
+    source: str = ""  # who drafted: MODEL, LOOKUP, or "" for nobody
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return self.accepted_text + self.target_text
+
+    @property
+    def tokens(self) -> list[int]:
+        """The tokens this round added to the output: kept draft tokens, then the target's own."""
+        return [*self.drafted[: self.accepted], *([] if self.token is None else [self.token])]
+
+    @property
+    def emitted(self) -> int:
+        return self.accepted + (self.token is not None)
+
+
+@dataclass
+class Tally:
+    """Running counts over rounds. The loop's Summary, the live status line, chat's /stats and
+    bench all read one of these, fed the same Round events."""
+
+    rounds: int = 0
+    tokens: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    rejected_rounds: int = 0
+    lookup_rounds: int = 0
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+    drafted_at: list[int] = field(default_factory=list)
+    accepted_at: list[int] = field(default_factory=list)
+
+    def add(self, event: Round) -> None:
+        drafted = len(event.drafted)
+        self.rounds += 1
+        self.tokens += event.emitted
+        self.drafted += drafted
+        self.accepted += event.accepted
+        self.rejected_rounds += event.accepted < drafted
+        self.lookup_rounds += event.source == LOOKUP
+        self.draft_s += event.draft_s
+        self.verify_s += event.verify_s
+        grow = drafted - len(self.drafted_at)
+        if grow > 0:
+            self.drafted_at += [0] * grow
+            self.accepted_at += [0] * grow
+        for i in range(drafted):
+            self.drafted_at[i] += 1
+            self.accepted_at[i] += i < event.accepted
+
+    @property
+    def acceptance_rate(self) -> float:
+        return self.accepted / self.drafted if self.drafted else 0.0
+
+    @property
+    def tokens_per_round(self) -> float:
+        return self.tokens / self.rounds if self.rounds else 0.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Totals for one generation; times in seconds, `decode_s` excludes the prompt's prefill."""
+
+    mode: str
+    draft_tokens: int
+    prompt_tokens: int
+    prefilled_tokens: int
+    tokens: int
+    rounds: int
+    drafted: int
+    accepted: int
+    acceptance_rate: float
+    tokens_per_round: float
+    tokens_per_second: float
+    prefill_s: float
+    decode_s: float
+    draft_s: float
+    verify_s: float
+    other_s: float
+    stop_reason: str
+    lookup_rounds: int = 0
+    rejected_rounds: int = 0
+    drafted_by_position: tuple[int, ...] = field(default=())
+    accepted_by_position: tuple[int, ...] = field(default=())
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def consume(events, on_round: Callable[[Round], None]) -> tuple[str, Summary]:
+    """Call on_round for each Round as it arrives; return the whole text and the Summary."""
+    parts: list[str] = []
+    try:
+        for event in events:
+            if isinstance(event, Summary):
+                return "".join(parts), event
+            parts.append(event.text)
+            on_round(event)
+    except KeyboardInterrupt:
+        summary = events.throw(KeyboardInterrupt())
+        return "".join(parts), summary
+    raise RuntimeError("the generation loop ended without a summary")

@@ -1,0 +1,149 @@
+"""The speculative decoding loop, as a generator of small frozen events.
+
+Each round a drafter proposes up to K tokens, the target checks them all in one batched forward
+pass, and the sampling rules in `sampling` decide how many are kept. The loop yields a `Round`
+per round and a `Summary` at the end (see `events`). With no drafter (or K = 0) the same loop is
+plain target decoding, so baselines measure the same engine. The loop does no I/O and imports
+no model library: `target` and the drafters are handed in.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from specgen.decoding.drafters.base import NO_DRAFT, Draft
+from specgen.decoding.events import Round, Summary, Tally
+from specgen.decoding.sampling import (
+    SamplingParams,
+    Verdict,
+    distribution,
+    uniforms,
+    verify_greedy,
+    verify_sampled,
+)
+from specgen.decoding.tokens import Utf8Stream
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """`draft_tokens` is K, or with `adaptive` the most K a round may choose."""
+
+    max_tokens: int = 256
+    draft_tokens: int = 4
+    sampling: SamplingParams = SamplingParams()
+    adaptive: bool = False
+
+
+def generate(target, drafter, prompt: list[int], config: GenerationConfig):
+    """Yield a Round per verification round, then one Summary (also after Ctrl-C).
+
+    `drafter` is any drafter (a draft model, a copy drafter, the auto policy over them), or None
+    for the target alone; it may draft up to `drafter.reach(config.draft_tokens)` tokens a round.
+    """
+    if not prompt:
+        raise ValueError("generate needs at least one prompt token")
+    k = config.draft_tokens if drafter is not None else 0
+    room = drafter.reach(k) if k > 0 else 0
+    tally = Tally()
+    start = time.perf_counter()
+    prefilled, prefill_s = 0, 0.0
+    try:
+        prefilled = target.sync(prompt[:-1])
+        if k > 0:
+            drafter.prepare(prompt[:-1])
+        prefill_s = time.perf_counter() - start
+        stop_reason = yield from _rounds(target, drafter if k > 0 else None, prompt[-1], config, room, tally)
+    except KeyboardInterrupt:
+        stop_reason = "interrupted"
+    wall = time.perf_counter() - start
+    name = drafter.name if k > 0 else "target-only"
+    yield _summarize(tally, name, k, len(prompt), prefilled, prefill_s, wall, stop_reason)
+
+
+def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally: Tally):
+    """The loop proper: yields Rounds; returns why it stopped ("eog", "length" or "context")."""
+    params = config.sampling
+    seed = params.seed if params.seed is not None else secrets.randbits(63)
+    text = Utf8Stream()
+    clock = time.perf_counter
+    while True:
+        room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - len(target.tokens) - 1)
+        if room < 0:
+            return "length" if tally.tokens >= config.max_tokens else "context"
+        draws = None if params.greedy else [uniforms(seed, tally.tokens + i) for i in range(room + 1)]
+        t0 = clock()
+        proposing = drafter is not None and room > 0
+        draft = drafter.propose(target.tokens, last, room, params, draws) if proposing else NO_DRAFT
+        t1 = clock()
+        n_past = len(target.tokens)
+        rows = target.forward([last, *draft.tokens], all_logits=True)
+        verdict = _verify(rows, draft, params, draws)
+        target.truncate(n_past + 1 + verdict.accepted)
+        if drafter is not None:
+            drafter.rollback(target.tokens)
+        t2 = clock()
+        if proposing:
+            drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], t2 - t0)
+        event, ended = _round_event(target, draft, verdict, text, (t1 - t0) * proposing, t2 - t1)
+        tally.add(event)
+        yield event
+        if ended:
+            return "eog"
+        last = verdict.token
+
+
+def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, draws) -> Verdict:
+    """The target's verdict on the draft: greedy comparison, or speculative sampling."""
+    if params.greedy:
+        return verify_greedy(np.argmax(rows, axis=1), draft.tokens)
+    return verify_sampled(lambda i: distribution(rows[i], params), draft.q, draft.tokens, draws)
+
+
+def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream, draft_s: float, verify_s: float):
+    """Build the Round for the kept tokens, cut at the first end-of-generation token."""
+    drafted, accepted, token = draft.tokens, verdict.accepted, verdict.token
+    kept = [*drafted[:accepted], token]
+    for i, tok in enumerate(kept):
+        if target.is_eog(tok):
+            kept = kept[:i]
+            break
+    ended = len(kept) < accepted + 1
+    n_draft = min(accepted, len(kept))
+    accepted_text = text.feed(b"".join(target.piece(t) for t in kept[:n_draft]))
+    own = None if ended else token
+    target_text = text.feed(target.piece(token)) if own is not None else ""
+    rejected = b"".join(target.piece(t) for t in drafted[accepted:])
+    return Round(tuple(drafted), n_draft, own, accepted_text, target_text,
+                 rejected.decode("utf-8", errors="replace"), draft.source, draft_s, verify_s), ended
+
+
+def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: int,
+               prefill_s: float, wall: float, stop_reason: str) -> Summary:
+    decode_s = max(wall - prefill_s, 1e-9)
+    return Summary(
+        mode=mode,
+        draft_tokens=k,
+        prompt_tokens=prompt_tokens,
+        prefilled_tokens=prefilled,
+        tokens=tally.tokens,
+        rounds=tally.rounds,
+        drafted=tally.drafted,
+        accepted=tally.accepted,
+        acceptance_rate=tally.acceptance_rate,
+        tokens_per_round=tally.tokens_per_round,
+        tokens_per_second=tally.tokens / decode_s,
+        prefill_s=prefill_s,
+        decode_s=decode_s,
+        draft_s=tally.draft_s,
+        verify_s=tally.verify_s,
+        other_s=max(decode_s - tally.draft_s - tally.verify_s, 0.0),
+        stop_reason=stop_reason,
+        lookup_rounds=tally.lookup_rounds,
+        rejected_rounds=tally.rejected_rounds,
+        drafted_by_position=tuple(tally.drafted_at),
+        accepted_by_position=tuple(tally.accepted_at),
+    )

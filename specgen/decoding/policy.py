@@ -1,0 +1,224 @@
+"""Choose each round between plain decoding, the draft model at some K, and prompt lookup.
+
+The policy predicts each choice's tokens per second and takes the best. Tokens: a round that
+drafts k tokens yields E(k) = 1 + sum_{i<k} prod_{j<=i} a_j (a_j: the chance that draft
+position j is kept once every earlier one was; Leviathan et al. 2023). Seconds: the step costs
+measured by `costs.calibrate` (k draft steps, the draft model's catch-up on tokens it skipped,
+one target pass over k + 1 tokens), times a factor per choice learnt from the wall time its
+rounds really took, so in-loop slowdowns, rollbacks and catch-ups are charged to the choice
+that caused them. Every estimate forgets at a fixed rate per round, so the policy follows text
+that changes character; a one-off slow round moves a factor only a little.
+
+Prompt lookup is judged every round for free: what it would have proposed is compared with the
+tokens the target then emitted, which has the same expectation as verifying it (a copied token
+x is kept with probability p(x), the chance that the target emits x). The draft model is only
+judged when used, so trying it while another choice looks better is exploration, allowed only
+while its predicted cost stays under 3% of the time spent so far and only when it could win.
+Pure Python: no llama.cpp here, so the decisions are testable on given numbers
+(tests/policysim.py replays cost profiles and acceptance traces through this code).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
+
+K_MAX = 8
+LOOKUP_MAX = 16
+_FORGET = 0.96  # per round: evidence from 25 rounds ago weighs a third
+_SHRINK = 3.0  # pseudo-observations pulling a thin position toward the pooled rate
+_EXPLORE_SHARE = 0.03  # most of the time spent so far that exploration may take
+_FACTOR_STEP = 0.15  # weight of one round in a choice's time factor
+_FACTOR_CLIP = (0.5, 3.0)  # one round's measured/predicted ratio is clipped to this
+_BINS = 10
+
+
+@dataclass(frozen=True)
+class Choice:
+    source: str  # PLAIN, MODEL or LOOKUP
+    k: int = 0
+    explore: bool = False
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one round showed. `lookup_hits`: how many of lookup's proposal (made at the round's
+    start, `lookup_judged` long at most) matched the emitted tokens. `dropped`: the confidence of
+    a draft token the gate refused and, where known, whether the target then emitted it."""
+
+    choice: Choice
+    drafted: int
+    accepted: int
+    confidences: tuple[float, ...] = ()
+    lag: int = 0
+    lookup_judged: int = 0
+    lookup_hits: int = 0
+    dropped: tuple[float, bool] | None = None
+    seconds: float | None = None  # wall time of drafting and verifying; None when untimed
+
+
+@dataclass
+class Acceptance:
+    """Per-position keep rates with forgetting, shrunk toward the pooled rate where data are thin."""
+
+    size: int
+    prior: float = 0.5
+    kept: list[float] = field(default_factory=list)
+    reached: list[float] = field(default_factory=list)
+    pool: list[float] = field(default_factory=list)  # [kept, reached] over all positions
+    _rates: dict = field(default_factory=dict)  # rates(optimistic) until the counts change
+
+    def __post_init__(self) -> None:
+        self.kept, self.reached = [0.0] * self.size, [0.0] * self.size
+        self.pool = [self.prior * 2.0, 2.0]
+
+    def forget(self, factor: float) -> None:
+        self._rates.clear()
+        self.kept = [x * factor for x in self.kept]
+        self.reached = [x * factor for x in self.reached]
+        self.pool = [x * factor for x in self.pool]
+
+    def add(self, judged: int, kept: int) -> None:
+        """Positions 0..judged-1 were judged; the first `kept` of them were kept."""
+        self._rates.clear()
+        for i in range(min(judged, self.size)):
+            self.reached[i] += 1.0
+            self.kept[i] += i < kept
+        self.pool[0] += min(kept, judged)
+        self.pool[1] += judged
+
+    def pooled(self) -> float:
+        return (self.pool[0] + 0.1) / (self.pool[1] + 0.2)
+
+    def rates(self, optimistic: bool = False) -> list[float]:
+        """Keep rate by position (with `optimistic`, an upper bound); computed once per round."""
+        if optimistic not in self._rates:
+            self._rates[optimistic] = self._compute(optimistic)
+        return self._rates[optimistic]
+
+    def _compute(self, optimistic: bool) -> list[float]:
+        base = self.pooled()
+        out = []
+        for kept, reached in zip(self.kept, self.reached):
+            rate = (kept + _SHRINK * base) / (reached + _SHRINK)
+            if optimistic:
+                rate = min(1.0, rate + 2.0 * math.sqrt(rate * (1 - rate) / (reached + _SHRINK)) + 1.0 / (reached + 2.0))
+            out.append(rate)
+        return out
+
+
+def expected_tokens(rates: list[float], k: int) -> float:
+    """Tokens a round drafting k yields on average: 1 + sum of the chances to keep each prefix."""
+    total, reach = 1.0, 1.0
+    for rate in rates[:k]:
+        reach *= rate
+        total += reach
+    return total
+
+
+class Policy:
+    """Running estimates of costs and acceptance, and the per-round choice drawn from them."""
+
+    def __init__(self, costs: StepCosts, k_max: int = K_MAX, timed: bool = True):
+        self.costs, self.k_max, self.timed = costs, k_max, timed
+        self.model = Acceptance(k_max)
+        self.lookup = Acceptance(LOOKUP_MAX, prior=0.3)
+        self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
+        self.calibration = [[(i + 0.5) / _BINS * 2.0, 2.0] for i in range(_BINS)]  # per confidence bin
+        self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
+        self._round: tuple[float, float, float] = (1.0, 1.0, 0.0)  # gate state: reach, tokens, seconds
+
+    # -- predictions --------------------------------------------------------------------------
+
+    def round_cost(self, choice: Choice, lag: int = 0) -> float:
+        """Predicted seconds of one round, before the choice's learnt time factor."""
+        verify = self.costs.verify_cost(choice.k + 1)
+        if choice.source != MODEL:
+            return verify
+        return verify + self.costs.draft_cost(lag + 1) + (choice.k - 1) * self.costs.draft_cost(1)
+
+    def speed(self, choice: Choice, lag: int = 0, optimistic: bool = False) -> float:
+        if choice.source == PLAIN:
+            tokens = 1.0
+        else:
+            table = self.model if choice.source == MODEL else self.lookup
+            tokens = expected_tokens(table.rates(optimistic), choice.k)
+        return tokens / (self.round_cost(choice, lag) * self.factor[choice.source])
+
+    def model_can_pay(self) -> bool:
+        """Could the draft model beat plain decoding even if every draft token were kept?"""
+        if not self.costs.draft:
+            return False
+        plain = 1.0 / self.costs.verify_cost(1)
+        return any((k + 1) / self.round_cost(Choice(MODEL, k)) > 1.15 * plain for k in range(1, self.k_max + 1))
+
+    # -- the choice ---------------------------------------------------------------------------
+
+    def choose(self, room: int, lookup: int, lag: int) -> Choice:
+        """The best choice for a round with `room` tokens to draft (the draft model at most its
+        k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer, the draft model `lag`
+        tokens behind; or a bounded exploration of the draft model."""
+        self._round = (1.0, 1.0, self.costs.verify_cost(1))
+        options = [Choice(PLAIN)]
+        options += [Choice(LOOKUP, k) for k in range(1, min(lookup, room, LOOKUP_MAX) + 1)]
+        models = [Choice(MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
+        amortized = max(lag - 1, 0) // 8  # a catch-up is paid once, then serves the rounds after it
+        best = max(options + models, key=lambda c: self.speed(c, amortized))
+        if best.source == MODEL or not models:
+            return best
+        probe = max(models, key=lambda c: self.speed(c, lag, optimistic=True))
+        cost = self.round_cost(probe, lag) * self.factor[MODEL]
+        if self.speed(probe, lag, optimistic=True) > self.speed(best) and \
+                self.explored + cost <= _EXPLORE_SHARE * self.spent:
+            return Choice(MODEL, probe.k, explore=True)
+        return best
+
+    def keep(self, position: int, confidence: float) -> bool:
+        """Keep the draft token at `position` (0-based) if its expected gain pays its extra verify."""
+        reach, tokens, seconds = self._round
+        gain = reach * self._calibrated(confidence)
+        seconds += self.costs.draft_cost(1)
+        extra = self.costs.verify_cost(position + 2) - self.costs.verify_cost(position + 1)
+        if gain * seconds < tokens * extra:
+            return False
+        self._round = (gain, tokens + gain, seconds + extra)
+        return True
+
+    def _calibrated(self, confidence: float) -> float:
+        kept, seen = self.calibration[_bin(confidence)]
+        return kept / seen
+
+    # -- learning -----------------------------------------------------------------------------
+
+    def observe(self, outcome: Outcome) -> None:
+        choice = outcome.choice
+        for table in (self.model, self.lookup):
+            table.forget(_FORGET)
+        if choice.source == MODEL:
+            self.model.add(min(outcome.drafted, outcome.accepted + 1), outcome.accepted)
+            judged = [(c, i < outcome.accepted) for i, c in enumerate(outcome.confidences[: outcome.accepted + 1])]
+            if outcome.dropped is not None:
+                judged.append(outcome.dropped)
+            for confidence, kept in judged:
+                self._calibrate(confidence, kept)
+        if outcome.lookup_judged:
+            self.lookup.add(min(outcome.lookup_judged, outcome.lookup_hits + 1), outcome.lookup_hits)
+        predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
+        if self.timed and outcome.seconds is not None:
+            ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
+            self.factor[choice.source] += _FACTOR_STEP * (ratio - self.factor[choice.source])
+        charged = predicted * self.factor[choice.source]
+        self.spent += charged
+        self.explored += charged if choice.explore else 0.0
+
+    def _calibrate(self, confidence: float, kept: bool) -> None:
+        cell = self.calibration[_bin(confidence)]
+        cell[0] = cell[0] * _FORGET + kept
+        cell[1] = cell[1] * _FORGET + 1.0
+
+
+def _bin(confidence: float) -> int:
+    return min(max(int(confidence * _BINS), 0), _BINS - 1)

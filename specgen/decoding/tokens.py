@@ -1,0 +1,26 @@
+"""Small facts about token sequences that the loop, the drafters and the engine all need."""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Sequence
+
+
+def common_prefix(have: Sequence[int], want: Sequence[int]) -> int:
+    """How many leading tokens the two sequences share."""
+    common = 0
+    for a, b in zip(have, want):
+        if a != b:
+            break
+        common += 1
+    return common
+
+
+class Utf8Stream:
+    """Turns token bytes into text without ever splitting a multi-byte character."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, data: bytes) -> str:
+        return self._decoder.decode(data)

@@ -1,0 +1,125 @@
+"""Decide whether llama.cpp may use its extra CPU buffer types (repacked weights, fast kernels).
+
+Repacked kernels make plain decoding about a third faster on CPUs, so they are on by default.
+They are off only where they are known to crash: the AMX kernels of builds that have them die
+with a signal at the first decode on some CPUs (and VMs) that report AMX without enabling it.
+On such a CPU a child process (`python -m specgen.llama.probe MODEL`) loads the model with extra
+buffer types on and decodes a few tokens once; death by a signal means "off". The verdict is
+cached per llama.cpp build and CPU in specgen's cache folder ($SPECGEN_CACHE_DIR, else the
+platform's user cache folder for "specgen"). SPECGEN_EXTRA_BUFTS=0 or 1 forces the choice.
+`extra_buffer_types()` is the one question the engine (and `specgen doctor`) asks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from specgen.errors import UsageError
+from specgen.llama.library import build_info
+from specgen.storage import cache_dir, write_atomically
+
+ENV = "SPECGEN_EXTRA_BUFTS"
+PROBE_TIMEOUT_S = 300
+
+
+class KernelChoice(NamedTuple):
+    """Whether models load with extra buffer types, and why (one short phrase)."""
+
+    on: bool
+    reason: str
+
+
+def extra_buffer_types(model_path: str | Path | None = None) -> KernelChoice:
+    """The choice for this machine; probes (once, cached) with `model_path` where AMX may crash.
+
+    Without a model path and without a cached verdict, an AMX machine reports "off, not yet probed".
+    """
+    forced = os.environ.get(ENV, "").strip()
+    if forced not in ("", "0", "1"):
+        raise UsageError(f"{ENV} must be 0 or 1, not {forced!r}; unset it to let specgen decide")
+    if forced:
+        return KernelChoice(forced == "1", f"forced by {ENV}={forced}")
+    model_name, flags = cpu_info()
+    if "amx_tile" not in flags:
+        return KernelChoice(True, "no AMX on this CPU")
+    version, system = build_info()
+    if "AMX" not in system:
+        return KernelChoice(True, "this llama.cpp build has no AMX kernels")
+    key = cache_key(version, system, model_name, flags)
+    cached = read_verdicts().get(key)
+    if cached is not None:
+        return KernelChoice(bool(cached["on"]), f"{cached['reason']} (cached)")
+    if model_path is None:
+        return KernelChoice(False, "AMX CPU not probed yet; the next model load probes it")
+    choice, final = probe(probe_command(model_path))
+    if final:
+        write_verdict(key, choice, {"llama_cpp": version, "cpu": model_name})
+    return choice
+
+
+def probe(command: list[str], timeout: float = PROBE_TIMEOUT_S) -> tuple[KernelChoice, bool]:
+    """Run the probe child: (choice, whether the verdict is final and may be cached)."""
+    env = {**os.environ, ENV: "1"}
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return KernelChoice(False, f"AMX probe did not finish in {timeout:g} s; off to be safe"), False
+    if os.environ.get("SPECGEN_DEBUG") == "1":
+        sys.stderr.write(done.stderr.decode("utf-8", errors="replace"))
+    if done.returncode < 0:
+        name = signal.Signals(-done.returncode).name
+        return KernelChoice(False, f"AMX probe died with {name}"), True
+    if done.returncode == 0:
+        return KernelChoice(True, "AMX probe passed"), True
+    return KernelChoice(False, f"AMX probe failed (exit {done.returncode}); off to be safe"), False
+
+
+def probe_command(model_path: str | Path) -> list[str]:
+    return [sys.executable, "-m", "specgen.llama.probe", str(model_path)]
+
+
+def cpu_info(path: str = "/proc/cpuinfo") -> tuple[str, frozenset[str]]:
+    """The CPU's model name and feature flags (empty where there is no /proc/cpuinfo)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "", frozenset()
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        fields.setdefault(name.strip(), value.strip())
+    return fields.get("model name", ""), frozenset(fields.get("flags", "").split())
+
+
+def cache_key(version: str, system: str, model_name: str, flags: frozenset[str]) -> str:
+    text = "\n".join([version, system, model_name, " ".join(sorted(flags))])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def verdicts_path() -> Path:
+    return cache_dir() / "kernels.json"
+
+
+def read_verdicts() -> dict:
+    """Cached probe verdicts by key; an unreadable file counts as none (the probe runs again)."""
+    try:
+        data = json.loads(verdicts_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_verdict(key: str, choice: KernelChoice, about: dict) -> None:
+    """Add one verdict, atomically; a cache that cannot be written only costs a probe next time."""
+    path = verdicts_path()
+    data = {**read_verdicts(), key: {"on": choice.on, "reason": choice.reason, **about,
+                                     "date": time.strftime("%Y-%m-%d")}}
+    write_atomically(path, json.dumps(data, indent=2) + "\n")

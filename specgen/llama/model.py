@@ -1,0 +1,215 @@
+"""A loaded GGUF model over llama.cpp's C API: decode, read logits, roll back.
+
+It stays on llama.cpp's low-level C API so that the speculative loop pays for nothing it does
+not use: logits are read only for the rows asked for, as zero-copy numpy views of llama.cpp's
+own buffer; rejected draft positions are removed from the KV cache; the native model,
+context and batch are freed by an ExitStack when the Model is closed, never by __del__.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from specgen.decoding.tokens import common_prefix
+from specgen.errors import SpecgenError
+from specgen.llama.kernels import extra_buffer_types
+from specgen.llama.library import default_threads, llama
+
+
+class ContextFull(SpecgenError):
+    """The prompt (or the conversation) does not fit in the context window."""
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """How to load a model: context size, CPU threads, layers to offload (None = all on GPU builds)."""
+
+    n_ctx: int = 4096
+    n_threads: int | None = None
+    n_gpu_layers: int | None = None
+    n_batch: int = 512
+
+
+class Model:
+    """A loaded model, its context and a reusable batch; `tokens` mirrors its KV cache."""
+
+    def __init__(self, path: str | Path, options: LoadOptions = LoadOptions()):
+        lib = llama()
+        self.path = Path(path)
+        self._stack = ExitStack()
+        try:
+            self._load(lib, options)
+        except BaseException:
+            self._stack.close()
+            raise
+        self.tokens: list[int] = []
+
+    def _load(self, lib, options: LoadOptions) -> None:
+        mparams = lib.llama_model_default_params()
+        offload = lib.llama_supports_gpu_offload()
+        mparams.n_gpu_layers = (999 if offload else 0) if options.n_gpu_layers is None else options.n_gpu_layers
+        self.kernels = extra_buffer_types(self.path)
+        mparams.use_extra_bufts = self.kernels.on
+        model = lib.llama_model_load_from_file(str(self.path).encode(), mparams)
+        if not model:
+            raise SpecgenError(f"llama.cpp could not load {self.path}; run with SPECGEN_DEBUG=1 to see why")
+        self._stack.callback(lib.llama_model_free, model)
+        threads = options.n_threads or default_threads()
+        cparams = lib.llama_context_default_params()
+        cparams.n_ctx = options.n_ctx
+        cparams.n_batch = cparams.n_ubatch = options.n_batch
+        cparams.n_threads = cparams.n_threads_batch = threads
+        cparams.no_perf = True
+        ctx = lib.llama_init_from_model(model, cparams)
+        if not ctx:
+            raise SpecgenError(f"llama.cpp could not create a context for {self.path}; try a smaller --ctx")
+        self._stack.callback(lib.llama_free, ctx)
+        batch = lib.llama_batch_init(options.n_batch, 0, 1)
+        self._stack.callback(lib.llama_batch_free, batch)
+        for i in range(options.n_batch):
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+        self._lib, self._model, self._ctx, self._batch = lib, model, ctx, batch
+        self._vocab = lib.llama_model_get_vocab(model)
+        self._memory = lib.llama_get_memory(ctx)
+        self.n_vocab = lib.llama_vocab_n_tokens(self._vocab)
+        self.n_ctx = lib.llama_n_ctx(ctx)
+        self.n_batch = options.n_batch
+        self.bos = lib.llama_vocab_bos(self._vocab)
+        self.threads = threads
+        stat = self.path.stat()
+        self.identity = "|".join(map(str, (
+            self.path.resolve(), stat.st_size, stat.st_mtime_ns, mparams.n_gpu_layers, mparams.use_extra_bufts,
+            options.n_batch, lib.__version__)))
+        self._piece_buf = ctypes.create_string_buffer(256)
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- decoding ---------------------------------------------------------------------------
+
+    def forward(self, tokens: list[int], all_logits: bool) -> np.ndarray:
+        """Decode up to n_batch tokens; return logits rows (all, or only the last) as a view.
+
+        The view is valid until the next decode of this model.
+        """
+        if len(tokens) > self.n_batch:
+            raise ValueError(f"forward takes at most {self.n_batch} tokens; use prefill for more")
+        self._check_room(len(tokens))
+        rows = len(tokens) if all_logits else 1
+        self._fill(tokens, logits_from=len(tokens) - rows)
+        self._decode(len(tokens))
+        pointer = self._lib.llama_get_logits(self._ctx)
+        return np.ctypeslib.as_array(pointer, shape=(rows, self.n_vocab))
+
+    def prefill(self, tokens: list[int]) -> None:
+        """Decode tokens in n_batch chunks without computing any logits."""
+        self._check_room(len(tokens))
+        for start in range(0, len(tokens), self.n_batch):
+            chunk = tokens[start : start + self.n_batch]
+            self._fill(chunk, logits_from=len(chunk))
+            self._decode(len(chunk))
+
+    def sync(self, tokens: list[int]) -> int:
+        """Make the KV cache hold exactly `tokens`, reusing the common prefix; return tokens decoded."""
+        common = common_prefix(self.tokens, tokens)
+        self.truncate(common)
+        self.prefill(tokens[common:])
+        return len(tokens) - common
+
+    def truncate(self, n_keep: int) -> None:
+        """Drop every cached position from n_keep on (also any an interrupted decode left behind)."""
+        if not self._lib.llama_memory_seq_rm(self._memory, 0, n_keep, -1):
+            raise SpecgenError(
+                f"{self.path.name} cannot roll back its cache; speculative decoding needs a transformer model"
+            )
+        del self.tokens[n_keep:]
+
+    def _check_room(self, count: int) -> None:
+        if len(self.tokens) + count > self.n_ctx:
+            raise ContextFull(
+                f"{len(self.tokens) + count} tokens do not fit in the {self.n_ctx}-token context; "
+                "shorten the prompt or raise --ctx"
+            )
+
+    def _fill(self, tokens: list[int], logits_from: int) -> None:
+        """Put tokens in the batch; rows from index logits_from on get logits."""
+        batch, start = self._batch, len(self.tokens)
+        for i, token in enumerate(tokens):
+            batch.token[i] = token
+            batch.pos[i] = start + i
+            batch.logits[i] = i >= logits_from
+        batch.n_tokens = len(tokens)
+
+    def _decode(self, count: int) -> None:
+        status = self._lib.llama_decode(self._ctx, self._batch)
+        if status != 0:
+            raise SpecgenError(f"llama_decode failed with status {status} on {self.path.name}")
+        self.tokens.extend(self._batch.token[:count])
+
+    # -- vocabulary -------------------------------------------------------------------------
+
+    def tokenize(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
+        data = text.encode("utf-8")
+        size = len(data) + 16
+        while True:
+            buf = (self._lib.llama_token * size)()
+            count = self._lib.llama_tokenize(self._vocab, data, len(data), buf, size, add_special, parse_special)
+            if count >= 0:
+                return list(buf[:count])
+            size = -count
+
+    def piece(self, token: int) -> bytes:
+        """The bytes a token stands for (special tokens render as nothing)."""
+        buf = self._piece_buf
+        count = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+        if count < 0:
+            buf = ctypes.create_string_buffer(-count)
+            count = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
+        return buf.raw[:count]
+
+    def is_eog(self, token: int) -> bool:
+        return bool(self._lib.llama_vocab_is_eog(self._vocab, token))
+
+    def chat_template(self) -> str | None:
+        raw = self._lib.llama_model_chat_template(self._model, None)
+        return raw.decode("utf-8", errors="replace") if raw else None
+
+    def apply_chat_template(self, messages: list[tuple[str, str]]) -> str:
+        """Render (role, content) messages with the GGUF's template, ending with the assistant's turn."""
+        template = self._lib.llama_model_chat_template(self._model, None)
+        if not template:
+            raise SpecgenError(f"{self.path.name} has no chat template; use --raw to send the text as is")
+        keep = [(role.encode(), content.encode()) for role, content in messages]
+        chat = (self._lib.llama_chat_message * len(keep))()
+        for slot, (role, content) in zip(chat, keep):
+            slot.role, slot.content = role, content
+        size = 1024 + 2 * sum(len(c) for _, c in keep)
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            count = self._lib.llama_chat_apply_template(template, chat, len(keep), True, buf, size)
+            if count < 0:
+                raise SpecgenError(
+                    f"llama.cpp does not know the chat template of {self.path.name}; use --raw"
+                )
+            if count <= size:
+                return buf.raw[:count].decode("utf-8", errors="replace")
+            size = count
+
+    def encode_chat(self, messages: list[tuple[str, str]]) -> list[int]:
+        """Tokens of a templated conversation; a BOS written by the template is not doubled."""
+        tokens = self.tokenize(self.apply_chat_template(messages), add_special=True, parse_special=True)
+        if len(tokens) > 1 and tokens[0] == tokens[1] == self.bos:
+            del tokens[0]
+        return tokens

@@ -1,0 +1,64 @@
+"""Open a target/draft pair safely and turn user text into prompt tokens.
+
+Every front end (run, chat, bench) starts the same way: check both GGUF headers, refuse a pair
+whose vocabularies differ before any weights are loaded, load both models under one ExitStack,
+and encode the prompt with the model's chat template (or as raw text).
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack, contextmanager
+
+from specgen.errors import SpecgenError
+from specgen.llama.model import ContextFull, LoadOptions, Model
+from specgen.models.gguf import read_info
+from specgen.models.paths import ModelPaths
+from specgen.models.vocab import check_vocabularies
+
+
+class IncompatiblePair(SpecgenError):
+    """The draft model does not share the target's vocabulary."""
+
+
+def preflight(paths: ModelPaths) -> None:
+    """Validate both files and their shared vocabulary from the headers alone."""
+    target = read_info(paths.target)
+    if paths.draft is None:
+        return
+    draft = read_info(paths.draft)
+    verdict = check_vocabularies(target, draft)
+    if not verdict.compatible:
+        raise IncompatiblePair(
+            f"{paths.draft.name} cannot draft for {paths.target.name}: {verdict.reason}; "
+            "pick a draft model from the same family"
+        )
+
+
+@contextmanager
+def open_models(paths: ModelPaths, options: LoadOptions):
+    """Yield (target, draft or None), loaded after a successful pre-flight; free both on exit."""
+    preflight(paths)
+    with ExitStack() as stack:
+        target = stack.enter_context(Model(paths.target, options))
+        draft = stack.enter_context(Model(paths.draft, options)) if paths.draft else None
+        yield target, draft
+
+
+def encode_prompt(target: Model, text: str, raw: bool) -> list[int]:
+    """Tokens for one user message: chat-templated, or the text as is with `raw`."""
+    if not text.strip():
+        raise SpecgenError("the prompt is empty; pass text as an argument or on stdin")
+    if raw:
+        tokens = target.tokenize(text, add_special=True, parse_special=False)
+    else:
+        tokens = target.encode_chat([("user", text)])
+    check_fits(target, tokens)
+    return tokens
+
+
+def check_fits(target: Model, tokens: list[int]) -> None:
+    if len(tokens) >= target.n_ctx:
+        raise ContextFull(
+            f"the prompt is {len(tokens)} tokens but the context holds {target.n_ctx}; "
+            "shorten the prompt or raise --ctx"
+        )

@@ -1,0 +1,432 @@
+"""`specgen serve`: an OpenAI-compatible HTTP server over one loaded target/draft pair.
+
+Starlette routes read and check requests on uvicorn's event loop (its own thread, so that the
+main thread keeps the signals: Ctrl-C drains, a second stops at once); generation runs on the
+single worker thread of serve_worker, whose events come back here and go out as server-sent
+events or as one JSON body. A watcher per request notices a client that hangs up and cancels
+its job.
+
+Safe by default: loopback unless an API key guards the port, a cap on body size, every error an
+OpenAI-style JSON body (never a traceback), and one access-log line per request on stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from specgen.decoding.loop import GenerationConfig
+from specgen.errors import SpecgenError, UsageError
+from specgen.llama.model import LoadOptions
+from specgen.models.paths import ModelPaths
+from specgen.serve.wire import ApiError, Outcome, Reply, parse_request
+from specgen.serve.worker import Delta, Failed, Finished, Gone, Job, Worker
+
+LOG = "specgen.log"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    api_key: str | None = None
+    queue: int = 8
+    max_body: int = 2 * 1024 * 1024
+    model_id: str = "specgen"
+    max_prompt_tokens: int | None = None  # None: the context size
+
+
+@dataclass
+class Record:
+    """What the access-log line says about one request; the handlers fill it in."""
+
+    start: float = field(default_factory=time.perf_counter)
+    status: int = 0
+    stream: bool = False
+    outcome: Outcome | None = None
+    note: str = ""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(host: str, api_key: str | None) -> None:
+    """Refuse to listen beyond this machine without an API key."""
+    if not is_loopback(host) and not api_key:
+        raise UsageError(
+            f"--host {host} lets other machines reach the models; pass --api-key KEY (or set SPECGEN_API_KEY) "
+            "so that only clients with the key are served, or keep the default --host 127.0.0.1"
+        )
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound now so that a taken port is one clear error (port 0: any free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1" if host == "localhost" else host, port))
+    except OSError as error:
+        sock.close()
+        raise SpecgenError(f"cannot listen on {host}:{port}: {error.strerror or error}; pick another --port or --host")
+    sock.listen(128)
+    return sock
+
+
+def url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+# -- the application -------------------------------------------------------------------------
+
+
+def build_app(worker: Worker, options: ServeOptions, draft_name: str | None):
+    """The ASGI app: OpenAI routes, JSON errors for everything, the key check and the access log."""
+    api = Api(worker, options, draft_name)
+    routes = [
+        Route("/health", api.health, methods=["GET"]),
+        Route("/v1/models", api.models, methods=["GET"]),
+        Route("/v1/models/{model:path}", api.model, methods=["GET"]),
+        Route("/v1/chat/completions", api.chat, methods=["POST"]),
+        Route("/v1/completions", api.completion, methods=["POST"]),
+    ]
+    handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
+    return Front(Starlette(routes=routes, exception_handlers=handlers), options.api_key)
+
+
+class Api:
+    """The endpoints, over one worker."""
+
+    def __init__(self, worker: Worker, options: ServeOptions, draft_name: str | None):
+        self.worker, self.options, self.draft_name = worker, options, draft_name
+        self.created = int(time.time())
+
+    def card(self) -> dict:
+        return {"id": self.options.model_id, "object": "model", "created": self.created, "owned_by": "specgen"}
+
+    async def health(self, request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "model": self.options.model_id, "busy": self.worker.busy,
+                             "waiting": self.worker.waiting})
+
+    async def models(self, request: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [self.card()]})
+
+    async def model(self, request: Request) -> JSONResponse:
+        name = request.path_params["model"]
+        if name != self.options.model_id:
+            raise ApiError(404, f"The model '{name}' does not exist; this server serves '{self.options.model_id}'",
+                           param="model", code="model_not_found")
+        return JSONResponse(self.card())
+
+    async def chat(self, request: Request):
+        return await self._generate(request, "chat")
+
+    async def completion(self, request: Request):
+        return await self._generate(request, "completion")
+
+    async def _generate(self, request: Request, kind: str):
+        body = await read_json(request, self.options.max_body)
+        spec = parse_request(body, kind, (self.options.model_id,))
+        record: Record = request.scope[LOG]
+        record.stream = spec.stream
+        job = Job(spec)
+        self.worker.submit(job)
+        watcher = asyncio.create_task(self._watch(request.receive, job, record))
+        try:
+            first = await job.next()
+            if isinstance(first, Failed):
+                raise first.error
+            if isinstance(first, Gone):
+                return JSONResponse({}, status_code=499)
+            prefix = "cmpl" if kind == "completion" else "chatcmpl"
+            reply = Reply(kind, f"{prefix}-{uuid.uuid4().hex[:24]}", int(time.time()), self.options.model_id,
+                          self.draft_name)
+            if spec.stream:
+                stream = EventStream(_events(job, reply, spec.include_usage, record), watcher)
+                watcher = None
+                return stream
+            return await _whole(job, reply, record)
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    async def _watch(self, receive, job: Job, record: Record) -> None:
+        """Wait for the client to hang up, then cancel its job (unless it has already ended)."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        if not job.done:
+            record.note = "client gone"
+            self.worker.cancel(job)
+
+
+async def read_json(request: Request, limit: int) -> dict:
+    """The body as a JSON object; 413 past `limit` bytes, 400 when it is not a JSON object."""
+    declared = request.headers.get("content-length", "")
+    too_big = ApiError(413, f"the request body is over the {limit // 1024} KiB limit", code="body_too_large")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_big
+    data = bytearray()
+    try:
+        async for part in request.stream():
+            data += part
+            if len(data) > limit:
+                raise too_big
+    except ClientDisconnect:
+        raise ApiError(400, "the client hung up before sending the whole body") from None
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError) as error:
+        raise ApiError(400, f"the body is not valid JSON ({error}); send a JSON object", code="invalid_json")
+    if not isinstance(body, dict):
+        raise ApiError(400, "the body must be a JSON object", code="invalid_json")
+    return body
+
+
+async def _whole(job: Job, reply: Reply, record: Record) -> JSONResponse:
+    """Wait for the whole generation and answer with one body."""
+    texts = []
+    while True:
+        event = await job.next()
+        if isinstance(event, Delta):
+            texts.append(event.text)
+        elif isinstance(event, Finished):
+            record.outcome = event.outcome
+            return JSONResponse(reply.body("".join(texts), event.outcome))
+        elif isinstance(event, Failed):
+            raise event.error
+        elif isinstance(event, Gone):
+            return JSONResponse({}, status_code=499)
+
+
+async def _events(job: Job, reply: Reply, include_usage: bool, record: Record):
+    """Server-sent events: the OpenAI chunks as the worker sends text, then `data: [DONE]`."""
+    if reply.kind == "chat":
+        yield _sse(reply.chunk(None, role=True))
+    while True:
+        event = await job.next()
+        if isinstance(event, Delta):
+            yield _sse(reply.chunk(event.text))
+        elif isinstance(event, Finished):
+            record.outcome = event.outcome
+            for chunk in reply.last_chunks(event.outcome, include_usage):
+                yield _sse(chunk)
+            yield b"data: [DONE]\n\n"
+            return
+        elif isinstance(event, Failed):
+            record.note = event.error.message
+            yield _sse(event.error.body())
+            return
+        elif isinstance(event, Gone):
+            return
+
+
+def _sse(payload: dict) -> bytes:
+    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+
+class EventStream:
+    """A text/event-stream response from an async iterator of chunks; cancels the watcher at the end."""
+
+    headers = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
+               (b"x-accel-buffering", b"no")]
+
+    def __init__(self, chunks, watcher: asyncio.Task):
+        self.chunks, self.watcher = chunks, watcher
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": self.headers})
+            async for chunk in self.chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:  # the client hung up while we wrote
+            pass
+        finally:
+            self.watcher.cancel()
+            await self.chunks.aclose()
+
+
+# -- errors, the key check and the access log ------------------------------------------------
+
+
+def error_response(error: ApiError, request: Request | None = None) -> JSONResponse:
+    """OpenAI's error body; the message also goes into the request's access-log line."""
+    if request is not None and LOG in request.scope:
+        request.scope[LOG].note = error.message
+    return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+
+
+async def _api_error(request: Request, error: ApiError) -> JSONResponse:
+    return error_response(error, request)
+
+
+async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
+    if error.status_code == 404:
+        message = f"no route {request.url.path}; this server has /v1/models, /v1/chat/completions, /v1/completions, /health"
+    else:
+        message = f"{request.method} is not allowed on {request.url.path}" if error.status_code == 405 else error.detail
+    return error_response(ApiError(error.status_code, message, headers=dict(error.headers or {})), request)
+
+
+async def _internal_error(request: Request, error: Exception) -> JSONResponse:
+    return error_response(ApiError(500, f"internal error: {type(error).__name__}: {error}", kind="server_error"), request)
+
+
+class Front:
+    """Outermost ASGI layer: the Bearer key check, the last guard against tracebacks, the access log."""
+
+    def __init__(self, app, api_key: str | None):
+        self.app = app
+        self.key = api_key.encode() if api_key else None
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        record = Record()
+        scope[LOG] = record
+
+        async def sending(message) -> None:
+            if message["type"] == "http.response.start":
+                record.status = message["status"]
+            await send(message)
+
+        try:
+            if self.key is not None and not self._authorized(scope):
+                record.note = "no valid API key"
+                await error_response(ApiError(401, "a valid API key is needed: send 'Authorization: Bearer KEY'",
+                                              code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"}))(
+                    scope, receive, sending)
+            else:
+                await self.app(scope, receive, sending)
+        except Exception as error:  # noqa: BLE001 - logged in one line; the response was already sent
+            record.note = f"internal error: {type(error).__name__}: {error}"
+            if os.environ.get("SPECGEN_DEBUG") == "1":
+                traceback.print_exception(error)
+        finally:
+            print(access_line(scope, record), file=sys.stderr, flush=True)
+
+    def _authorized(self, scope) -> bool:
+        given = dict(scope["headers"]).get(b"authorization", b"")
+        scheme, _, token = given.partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key)
+
+
+def access_line(scope, record: Record) -> str:
+    """One line: who, what, status, time, and for a generation its tokens and speculative stats."""
+    client = (scope.get("client") or ("-",))[0]
+    line = f"specgen: {client} {scope['method']} {scope['path']} {record.status or '-'} " \
+           f"{time.perf_counter() - record.start:.2f}s"
+    outcome = record.outcome
+    if outcome is not None:
+        s = outcome.summary
+        cached = max(s.prompt_tokens - 1 - s.prefilled_tokens, 0)
+        line += f" {'stream' if record.stream else 'whole'}: prompt {s.prompt_tokens} (cached {cached}), " \
+                f"{s.tokens} tokens at {s.tokens_per_second:.1f} tok/s"
+        if s.draft_tokens:
+            line += f", {s.mode} accepted {s.accepted}/{s.drafted} ({s.acceptance_rate:.0%}), " \
+                    f"{s.tokens_per_round:.2f} tokens/round"
+        first = "-" if outcome.first_token_s is None else f"{outcome.first_token_s:.3f}s"
+        line += f", first token {first}, waited {outcome.queued_s:.2f}s, finish {outcome.finish_reason}" \
+                f" ({s.stop_reason})"
+    if record.note:
+        line += f" [{record.note}]"
+    return line
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, options: ServeOptions) -> None:
+    """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one worker thread generates."""
+    from specgen.decoding.drafters.model import ModelDrafter
+    from specgen.llama.pair import open_models
+
+    check_binding(options.host, options.api_key)
+    sock = bind(options.host, options.port)
+    with open_models(paths, load) as (target, draft):
+        drafter = ModelDrafter(draft) if draft else None
+        worker = Worker(target, drafter, config, options.queue, options.max_prompt_tokens or target.n_ctx)
+        app = build_app(worker, options, paths.draft.name if paths.draft else None)
+        settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
+        server = uvicorn.Server(settings)
+        print(f"specgen: serving {options.model_id} at {url(sock)}/v1 (OpenAI API; Ctrl-C stops)",
+              file=sys.stderr, flush=True)
+        with worker:
+            _run_until_stopped(server, sock, worker)
+    print("specgen: stopped", file=sys.stderr, flush=True)
+
+
+def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Worker) -> None:
+    """Run uvicorn on a thread and keep signals here: the first Ctrl-C (or SIGTERM) stops accepting
+    and lets running and waiting requests finish; the second stops the running one after its round."""
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            server.run(sockets=[sock])
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=run, name="specgen-http")
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        thread.start()
+        while not done.is_set():
+            try:
+                done.wait(0.5)  # an Event, not Thread.join: a join cut by Ctrl-C can lose track of the thread
+            except KeyboardInterrupt:
+                _stop(server, worker)
+        thread.join()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(server: uvicorn.Server, worker: Worker) -> None:
+    if server.should_exit:
+        print("specgen: stopping now", file=sys.stderr, flush=True)
+        worker.cancel_all()
+        server.force_exit = True
+        return
+    busy = worker.busy + worker.waiting
+    print(f"specgen: finishing {busy} request(s), then exiting (Ctrl-C again stops at once)" if busy
+          else "specgen: exiting", file=sys.stderr, flush=True)
+    server.should_exit = True
+
+
+def _interrupt(sig, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def model_id(pair: str | None, target: Path | None) -> str:
+    """The name clients ask for: the pair's, or the target file's stem."""
+    if target is not None:
+        return target.stem
+    from specgen.models.registry import load_registry
+
+    return pair or load_registry().default

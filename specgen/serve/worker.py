@@ -1,0 +1,318 @@
+"""One generation at a time: the worker thread that owns both models, and its bounded queue.
+
+A llama.cpp context serves one sequence here, and the device runs one generation best, so every
+request becomes a Job that the single worker thread runs in turn while the event loop keeps
+answering. The worker consumes the speculative loop's events, cuts the text at stop strings
+(which may span tokens), and sends each piece back to the job's event loop. A job whose client
+has gone is skipped if still waiting, or stopped after the current round if running. Chats keep
+their exact tokens between requests (conversation.Conversation), so the next turn of a chat
+finds both models' KV caches filled and prefills only the new message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, replace
+
+from specgen.decoding.events import Summary
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.errors import SpecgenError
+from specgen.llama.calibrate import drafter_for
+from specgen.llama.conversation import Conversation, Prompt
+from specgen.llama.model import ContextFull
+from specgen.serve.wire import ApiError, GenRequest, Outcome, finish_reason
+
+
+@dataclass(frozen=True)
+class Started:
+    """The prompt is encoded and generation begins: the reply's status is 200 from here on."""
+
+
+@dataclass(frozen=True)
+class Delta:
+    text: str
+
+
+@dataclass(frozen=True)
+class Finished:
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: ApiError
+
+
+@dataclass(frozen=True)
+class Gone:
+    """The client disconnected; nothing more will come."""
+
+
+class Job:
+    """One request's generation: a GenRequest in, Started/Delta/Finished/Failed events out.
+
+    Events are sent from the worker thread and read on the event loop that made the job.
+    """
+
+    def __init__(self, request: GenRequest):
+        self.request = request
+        self.cancelled = threading.Event()
+        self.submitted = time.perf_counter()
+        self._loop = asyncio.get_running_loop()
+        self._events: asyncio.Queue = asyncio.Queue()
+        self.done = False  # the last event (Finished, Failed or Gone) has been read
+
+    def send(self, event) -> None:
+        """Hand an event to the job's event loop (called on the worker thread)."""
+        try:
+            self._loop.call_soon_threadsafe(self._events.put_nowait, event)
+        except RuntimeError:  # the event loop has closed: nobody is listening
+            self.cancelled.set()
+
+    async def next(self):
+        event = await self._events.get()
+        self.done = isinstance(event, (Finished, Failed, Gone))
+        return event
+
+
+class StopMatcher:
+    """Cuts streamed text at the first stop string, holding back text that may begin one."""
+
+    def __init__(self, stops: tuple[str, ...]):
+        self.stops = stops
+        self.pending = ""
+
+    def feed(self, text: str) -> tuple[str, bool]:
+        """The text safe to send now, and whether a stop string was found (text ends before it)."""
+        self.pending += text
+        cuts = [i for i in (self.pending.find(s) for s in self.stops) if i >= 0]
+        if cuts:
+            out, self.pending = self.pending[: min(cuts)], ""
+            return out, True
+        keep = max((n for s in self.stops for n in range(1, len(s)) if self.pending.endswith(s[:n])), default=0)
+        out = self.pending[: len(self.pending) - keep]
+        self.pending = self.pending[len(out) :]
+        return out, False
+
+    def flush(self) -> str:
+        out, self.pending = self.pending, ""
+        return out
+
+
+class Prompts:
+    """Turns requests into prompt tokens; a chat continuing the last one reuses its exact tokens."""
+
+    def __init__(self, target, limit: int):
+        self.target = target
+        self.limit = min(limit, target.n_ctx - 1)
+        self.conversation = Conversation(target)
+
+    def encode(self, request: GenRequest) -> tuple[list[int], Prompt | None]:
+        if request.kind == "chat":
+            tokens, prompt = self._chat(request.messages)
+        else:
+            tokens, prompt = self._completion(request.prompt), None
+        if not tokens:
+            raise ApiError(400, "the prompt is empty; send some text", param="prompt")
+        self._check(len(tokens), "messages" if request.kind == "chat" else "prompt")
+        return tokens, prompt
+
+    def remember(self, prompt: Prompt | None, text: str, tokens: list[int], whole: bool) -> None:
+        """Keep a chat reply's tokens for the next turn; a reply cut inside a token is not kept."""
+        if prompt is not None and whole:
+            self.conversation.commit(prompt, text, tokens)
+        else:
+            self.conversation.reset()
+
+    def _chat(self, messages: tuple[tuple[str, str], ...]) -> tuple[list[int], Prompt | None]:
+        if self.target.chat_template() is None:
+            raise ApiError(400, f"{self.target.path.name} has no chat template, so it cannot tell chat turns "
+                           "apart; use /v1/completions with the text as is", param="messages")
+        *history, (role, text) = messages
+        conversation = self.conversation
+        try:
+            if role != "user":
+                conversation.reset()
+                return self.target.encode_chat(list(messages)), None
+            if conversation.messages != history:
+                conversation.reset()
+                conversation.messages = list(history)
+            prompt = conversation.prompt(text, 0)
+        except ContextFull:
+            prompt = None
+        if prompt is None or prompt.dropped:
+            self._check(len(self.target.encode_chat(list(messages))), "messages")
+            raise ApiError(400, "the messages do not fit in the context", param="messages",
+                           code="context_length_exceeded")
+        return list(prompt.tokens), prompt
+
+    def _completion(self, prompt: str | tuple[int, ...]) -> list[int]:
+        if isinstance(prompt, str):
+            return self.target.tokenize(prompt, add_special=True, parse_special=False)
+        bad = next((t for t in prompt if not 0 <= t < self.target.n_vocab), None)
+        if bad is not None:
+            raise ApiError(400, f"token id {bad} is not in the vocabulary (0 to {self.target.n_vocab - 1})",
+                           param="prompt")
+        return list(prompt)
+
+    def _check(self, count: int, param: str) -> None:
+        if count > self.limit:
+            raise ApiError(400, f"the prompt is {count} tokens; this server takes at most {self.limit} "
+                           f"(its context holds {self.target.n_ctx}): shorten it, or restart serve with a larger "
+                           "--ctx or --max-prompt-tokens", param=param, code="context_length_exceeded")
+
+
+class Worker:
+    """The thread that runs jobs one at a time, and the bounded queue in front of it."""
+
+    def __init__(self, target, drafter, config: GenerationConfig, queue_size: int, prompt_limit: int):
+        self.target, self.drafter, self.config = target, drafter, config
+        self.queue_size = queue_size
+        self.prompts = Prompts(target, prompt_limit)
+        self._cond = threading.Condition()
+        self._pending: deque[Job] = deque()
+        self._current: Job | None = None
+        self._closing = False
+        self._durations: deque[float] = deque(maxlen=16)
+        self._thread = threading.Thread(target=self._run, name="specgen-worker", daemon=True)
+
+    def __enter__(self) -> Worker:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        """Stop the running job after its round, turn the waiting ones away, wait for the thread."""
+        with self._cond:
+            self._closing = True
+            if self._current is not None:
+                self._current.cancelled.set()
+            for job in self._pending:
+                job.send(Failed(ApiError(503, "the server is shutting down", kind="server_error")))
+            self._pending.clear()
+            self._cond.notify()
+        self._thread.join()
+
+    @property
+    def busy(self) -> bool:
+        return self._current is not None
+
+    @property
+    def waiting(self) -> int:
+        return len(self._pending)
+
+    def submit(self, job: Job) -> None:
+        """Queue a job, or refuse with 503 when the queue is full."""
+        with self._cond:
+            if self._closing:
+                raise ApiError(503, "the server is shutting down", kind="server_error")
+            if len(self._pending) >= self.queue_size:
+                raise ApiError(503, f"the server is busy: {len(self._pending)} requests are waiting for the one "
+                               "generating; retry shortly", kind="server_error", code="queue_full",
+                               headers={"Retry-After": str(self._retry_after())})
+            self._pending.append(job)
+            self._cond.notify()
+
+    def cancel(self, job: Job) -> None:
+        """The client is gone: a waiting job leaves the queue at once, a running one stops after its round."""
+        with self._cond:
+            job.cancelled.set()
+            if job in self._pending:
+                self._pending.remove(job)
+                job.send(Gone())
+
+    def cancel_all(self) -> None:
+        """Stop the running job after its round and skip every waiting one."""
+        with self._cond:
+            for job in [self._current, *self._pending]:
+                if job is not None:
+                    job.cancelled.set()
+
+    def _retry_after(self) -> int:
+        """Seconds until a place is likely free: the average recent request time (at least 1)."""
+        average = sum(self._durations) / len(self._durations) if self._durations else 1.0
+        return max(1, round(average))
+
+    def _next(self) -> Job | None:
+        with self._cond:
+            while not self._pending and not self._closing:
+                self._cond.wait()
+            self._current = None if self._closing else self._pending.popleft()
+            return self._current
+
+    def _run(self) -> None:
+        while (job := self._next()) is not None:
+            start = time.perf_counter()
+            if job.cancelled.is_set():
+                job.send(Gone())
+            else:
+                self._serve(job)
+            with self._cond:
+                self._current = None
+                self._durations.append(time.perf_counter() - start)
+
+    def _serve(self, job: Job) -> None:
+        """Run one job; every failure becomes a Failed event, never an exception on this thread.
+
+        A SpecgenError in encoding the prompt is the client's (400); anything else is ours (500).
+        """
+        started, start = False, time.perf_counter()
+        try:
+            tokens, prompt = self.prompts.encode(job.request)
+            job.send(Started())
+            started = True
+            self._generate(job, tokens, prompt, start)
+        except ApiError as error:
+            job.send(Failed(error))
+        except Exception as error:  # noqa: BLE001 - the worker must survive any request
+            self.prompts.conversation.reset()
+            if isinstance(error, SpecgenError) and not started:
+                job.send(Failed(ApiError(400, str(error))))
+            else:
+                message = f"generation failed: {type(error).__name__}: {error}"
+                job.send(Failed(ApiError(500, message, kind="server_error")))
+
+    def _generate(self, job: Job, tokens: list[int], prompt: Prompt | None, start: float) -> None:
+        """Stream one reply's text to the job, cut at stop strings; `start`: when the worker took it."""
+        config = self._config(job.request)
+        events = generate(self.target, drafter_for(self.target, self.drafter, config), tokens, config)
+        stops = StopMatcher(job.request.stop)
+        texts: list[str] = []
+        reply: list[int] = []
+        first = None
+        stopped = False
+        for event in events:
+            if isinstance(event, Summary):
+                break
+            reply += event.tokens
+            texts.append(event.text)
+            text, stopped = stops.feed(event.text)
+            if text:
+                first = first if first is not None else time.perf_counter() - start
+                job.send(Delta(text))
+            if stopped or job.cancelled.is_set():
+                event = events.throw(KeyboardInterrupt())
+                events.close()
+                break
+        tail = stops.flush()
+        if tail:
+            job.send(Delta(tail))
+        summary: Summary = event
+        self.prompts.remember(prompt, "".join(texts), reply, whole=not stopped)
+        reason = finish_reason(summary.stop_reason, stopped)
+        job.send(Finished(Outcome(reason, summary, first, start - job.submitted)))
+
+    def _config(self, request: GenRequest) -> GenerationConfig:
+        """The server's settings, with what the request sets itself."""
+        base = self.config
+        s = base.sampling
+        sampling = replace(
+            s,
+            temperature=s.temperature if request.temperature is None else request.temperature,
+            top_k=s.top_k if request.top_k is None else request.top_k,
+            top_p=s.top_p if request.top_p is None else request.top_p,
+            seed=s.seed if request.seed is None else request.seed,
+        )
+        return replace(base, max_tokens=request.max_tokens or base.max_tokens, sampling=sampling)

@@ -1,0 +1,51 @@
+"""Plain-text front end for `specgen run`: stream the answer to stdout, the summary to stderr."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TextIO
+
+from specgen.decoding.events import Round, Summary
+
+
+def streamer(out: TextIO | None) -> Callable[[Round], None]:
+    """An on_round that writes each round's text to `out` at once (or nothing, for None)."""
+
+    def write(event: Round) -> None:
+        if out is not None and event.text:
+            out.write(event.text)
+            out.flush()
+
+    return write
+
+
+def summary_line(summary: Summary) -> str:
+    """One line for stderr: speed, acceptance, and where the time went."""
+    if summary.draft_tokens > 0:
+        spec = (
+            f", {summary.mode} K={summary.draft_tokens}, accepted {summary.accepted}/{summary.drafted} "
+            f"({summary.acceptance_rate:.0%}), {summary.tokens_per_round:.2f} tokens/round"
+        )
+    else:
+        spec = ", target only"
+    split = _split(summary)
+    return (
+        f"specgen: {summary.tokens} tokens at {summary.tokens_per_second:.1f} tok/s{spec}; "
+        f"prefill {summary.prefill_s:.2f}s ({summary.prefilled_tokens} tokens), {split}; "
+        f"stop: {summary.stop_reason}"
+    )
+
+
+def _split(summary: Summary) -> str:
+    total = summary.decode_s or 1.0
+    return (
+        f"draft {summary.draft_s / total:.0%} / verify {summary.verify_s / total:.0%} / "
+        f"other {summary.other_s / total:.0%} of {summary.decode_s:.2f}s"
+    )
+
+
+def json_record(text: str, summary: Summary, extra: dict) -> str:
+    return json.dumps({"text": text, **summary.to_dict(), **extra}, ensure_ascii=False)
+
+

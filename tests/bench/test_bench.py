@@ -1,0 +1,399 @@
+"""`specgen bench` end to end on the tiny models: JSON consistency, the audit, the prompt files."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import importlib.util
+import io
+import json
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import specgen.decoding.loop
+from specgen.bench import runner as bench_mod
+from specgen.bench.prompts import read_prompt_files
+from specgen.bench.runner import (
+    Plan,
+    benchmark,
+    configurations,
+    divergence,
+    parse_draft_tokens,
+    run_once,
+)
+from specgen.bench.stats import (
+    Interval,
+    Spread,
+    Stats,
+    expected_tokens_per_round,
+    length_mix,
+    outcome,
+    speedup_interval,
+    summarize,
+    survival,
+    verdict,
+)
+from specgen.bench.view import audit_lines, render, verdict_line
+from specgen.cli import main
+from specgen.decoding.sampling import SamplingParams
+from specgen.errors import UsageError
+from specgen.llama.model import LoadOptions, Model
+
+CODE = "def add(a, b):\n---\n\nx = 1\nfor i in\n\n"
+PROSE = '{"prompt": "the print of self", "name": "self"}\n\n{"prompt": "a b c d e f a b c d e f a b c"}\n'
+FIGURE = Path(__file__).parent.parent.parent / "docs" / "make_figure.py"
+
+
+def call(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        if stdin is not None:
+            stack.enter_context(_patched_stdin(stdin))
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+    return exit_info.value.code, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def _patched_stdin(text: str):
+    import sys
+
+    saved, sys.stdin = sys.stdin, io.StringIO(text)
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
+def models(tiny_models, draft: bool = True) -> list[str]:
+    args = ["--target", str(tiny_models["target"]), "--raw", "-t", "1", "-n", "16"]
+    return args + (["--draft", str(tiny_models["draft"])] if draft else [])
+
+
+@pytest.fixture(scope="module")
+def pair(tiny_models):
+    """Target and draft on one thread each: llama.cpp's threads spin, and test machines are busy."""
+    with Model(tiny_models["target"], LoadOptions(n_ctx=512, n_threads=1)) as target, \
+            Model(tiny_models["draft"], LoadOptions(n_ctx=512, n_threads=1)) as draft:
+        yield target, draft
+
+
+@pytest.fixture(scope="module")
+def report(tiny_models, tmp_path_factory):
+    """One bench over two prompt files: (exit code, stdout, JSON document, CSV rows, folder)."""
+    folder = tmp_path_factory.mktemp("bench")
+    (folder / "code.txt").write_text(CODE)
+    (folder / "prose.jsonl").write_text(PROSE)
+    argv = ["bench", str(folder / "code.txt"), str(folder / "prose.jsonl"), *models(tiny_models),
+            "-k", "2,4,auto", "-r", "2", "--warmup", "1",
+            "--json", str(folder / "out.json"), "--csv", str(folder / "out.csv")]
+    code, stdout, _ = call(argv)
+    document = json.loads((folder / "out.json").read_text())
+    with open(folder / "out.csv", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return code, stdout, document, rows, folder
+
+
+def test_bench_reports_consistent_numbers(report):
+    code, stdout, doc, rows, _ = report
+    assert code == 0
+    assert doc["schema"] == "specgen-bench/1"
+    names = [c["name"] for c in doc["configs"]]
+    assert names == ["target", "draft-k2", "draft-k4", "draft-auto", "lookup-k2", "lookup-k4"]
+    assert doc["settings"]["draft_tokens"] == [2, 4, "auto"]
+    assert [p["name"] for p in doc["prompts"]] == ["code:1", "code:2", "self", "prose:2"]
+    assert len(doc["runs"]) == 4 * 6 * 2
+    results = doc["results"]
+    assert {(r["group"], r["key"]) for r in results} >= {("overall", "all"), ("kind", "code"), ("prompt", "self")}
+    baseline = {(r["group"], r["key"]): r["tokens_per_second"]["median"] for r in results if r["config"] == "target"}
+    for r in results:
+        assert r["speedup"] == pytest.approx(r["tokens_per_second"]["median"] / baseline[r["group"], r["key"]])
+        rate = r["tokens_per_second"]
+        assert rate["min"] <= rate["median"] <= rate["max"]
+        if r["drafted"]:
+            assert r["acceptance_rate"] == pytest.approx(r["accepted"] / r["drafted"])
+            p = r["prediction"]
+            assert 0 < p["speedup"] == pytest.approx(p["expected_tokens_per_round"] / p["round_cost"])
+            assert p["realized"] == pytest.approx(r["speedup"] / p["speedup"])
+        if r["config"] == "target":
+            assert r["speedup_interval"] is None and r["outcome"] is None
+        else:
+            ci = r["speedup_interval"]
+            assert ci["low"] <= ci["high"] and r["outcome"] in ("faster", "slower", "unclear")
+        assert sum(r["time_split"].values()) == pytest.approx(1.0, abs=1e-6)
+    for run in doc["runs"]:
+        assert run["tokens_per_second"] == pytest.approx(run["tokens"] / run["decode_s"])
+    assert doc["audit"]["identical"] is True and doc["distribution_audit"] is None
+    costs = doc["step_costs"]
+    assert costs["verify"]["1"] > 0 and costs["draft_step"] > 0
+    assert doc["peak_rss_mib"] > 0 and doc["verdict"]["best"] in names[1:]
+    assert doc["memory_mib"]["anonymous"] > 0 and doc["memory_mib"]["file"] > 0
+    assert len(rows) == len(results) and rows[0]["config"] == "target"
+    assert "speedup" in stdout and "verdict:" in stdout and "all 48 runs give the target alone's tokens" in stdout
+    assert "95% interval" in stdout and "repacked kernels on" in stdout.splitlines()[0]
+
+
+def test_figure_script_draws_one_line_per_kind_and_drafter(report):
+    *_, folder = report
+    spec = importlib.util.spec_from_file_location("make_figure", FIGURE)
+    figure = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(figure)
+    figure.main([str(folder / "out.json"), "-o", str(folder / "speedup.svg")])
+    svg = (folder / "speedup.svg").read_text()
+    assert svg.startswith("<svg") and svg.count("<polyline") == 6
+    assert "code, draft model" in svg and "prose, prompt lookup" in svg and "code, auto K" in svg
+    assert ">auto</text>" in svg
+
+
+def test_json_to_stdout_with_prompts_on_stdin_and_no_draft_model(tiny_models):
+    code, stdout, stderr = call(["bench", "-", *models(tiny_models, draft=False), "-k", "3", "-r", "1",
+                                 "--warmup", "0", "--json", "-"], stdin=PROSE)
+    assert code == 0
+    doc = json.loads(stdout)
+    assert [c["name"] for c in doc["configs"]] == ["target", "lookup-k3"]
+    assert doc["settings"]["draft"] is None and doc["prompts"][1]["kind"] == "stdin"
+    assert "verdict:" in stderr
+
+
+def test_sampled_bench_audits_distributions(tiny_models, tmp_path):
+    (tmp_path / "p.txt").write_text("the print of self")
+    code, stdout, _ = call(["bench", str(tmp_path / "p.txt"), *models(tiny_models), "-k", "2", "-r", "1",
+                            "--warmup", "0", "--temp", "0.8", "--top-p", "0.95", "--seed", "3",
+                            "--audit-seeds", "60", "--audit-tokens", "3", "--json", str(tmp_path / "o.json")])
+    assert code == 0 and "distribution: PASS at the 0.001 level" in stdout and "exactness" not in stdout
+    doc = json.loads((tmp_path / "o.json").read_text())
+    audit = doc["distribution_audit"]
+    assert audit["passed"] and audit["seeds"] == 60 and audit["tokens"] == 3
+    assert [c["config"] for c in audit["checks"]] == ["draft-k2", "lookup-k2"]
+    assert doc["settings"]["top_p"] == 0.95 and doc["settings"]["audit_seeds"] == 60
+
+
+def test_sampled_bench_without_audit_seeds_says_so(tiny_models, tmp_path):
+    (tmp_path / "p.txt").write_text("the print of self")
+    code, stdout, _ = call(["bench", str(tmp_path / "p.txt"), *models(tiny_models), "-k", "2", "-r", "1",
+                            "--warmup", "0", "--no-lookup", "--temp", "0.8", "--audit-seeds", "0"])
+    assert code == 0 and "distribution audit was off" in stdout
+
+
+def test_audit_flags_a_planted_divergence(pair, monkeypatch):
+    """A verifier that keeps every draft token breaks exactness; the audit must say where."""
+    target_model, draft_model = pair
+    original = specgen.decoding.loop.verify_greedy
+    monkeypatch.setattr(specgen.decoding.loop, "verify_greedy",
+                        lambda argmax, drafted: original(np.array([*drafted, argmax[len(drafted)]]), drafted))
+    lines = '{"prompt": "def add(a, b):", "name": "[bold]"}\n{"prompt": "the print of self"}'
+    prompts = read_prompt_files(["-"], io.StringIO(lines))
+    plan = Plan(configurations((4,), True, False), 24, 1, 0, SamplingParams())
+    result = benchmark(target_model, draft_model, prompts, plan, raw=True)
+    bad = [a for a in result.audits if a.diverged]
+    assert bad and all(a.config == "draft-k4" for a in bad)
+    first = bad[0].first
+    assert first.baseline_token != first.other_token and not first.near_tie
+    assert first.top2_margin > bench_mod.NEAR_TIE
+    baseline = next(r.output for r in result.runs if r.config == "target" and r.prompt == bad[0].prompt)
+    prefix = target_model.tokenize(prompts[bad[0].prompt].text, True, False) + list(baseline[: first.position])
+    logits = bench_mod.logits_after(target_model, prefix)
+    assert int(np.argmax(logits)) == first.baseline_token
+    assert first.top2_margin == pytest.approx(float(np.sort(logits)[-1] - np.sort(logits)[-2]))
+    assert any(f"first at token {first.position}" in line and "a bug" in line for line in audit_lines(result))
+    shown = io.StringIO()
+    render(result, shown)
+    assert f"first at token {first.position}" in shown.getvalue() and "[bold]" in shown.getvalue()
+    assert "WARNING" in verdict_line(result)
+
+
+def test_audit_locates_an_altered_sequence(pair):
+    target_model = pair[0]
+    prompt = target_model.tokenize("x = 1\nfor i in", True, False)
+    plan = Plan(configurations((2,), False, True), 20, 1, 0, SamplingParams())
+    _, _, output = run_once(target_model, None, prompt, plan.configs[0], plan)
+    altered = (*output[:7], (output[7] + 1) % target_model.n_vocab, *output[8:])
+    found = divergence(target_model, prompt, output, altered)
+    assert (found.position, found.baseline_token, found.other_token) == (7, output[7], altered[7])
+    shorter = divergence(target_model, prompt, output, output[:5])
+    assert (shorter.position, shorter.other_token, shorter.other_text) == (5, None, "(end)")
+
+
+class _TiedTarget:
+    """Logits with a near-tie between tokens 1 and 2, and token 3 far behind."""
+
+    def sync(self, tokens):
+        pass
+
+    def forward(self, tokens, all_logits):
+        return np.array([[0.0, 5.0, 4.99, 1.0]], dtype=np.float32)
+
+    def piece(self, token):
+        return f"t{token}".encode()
+
+    def is_eog(self, token):
+        return token == 2
+
+
+def test_near_tie_is_told_apart_from_a_bug():
+    tie = divergence(_TiedTarget(), [9], (1, 1), (1, 2))
+    assert tie.position == 1 and tie.near_tie and tie.top2_margin == pytest.approx(0.01, abs=1e-5)
+    assert not divergence(_TiedTarget(), [9], (1,), (3,)).near_tie
+    assert divergence(_TiedTarget(), [9], (1,), (1, 4)).baseline_token is None
+
+
+class _EndingTarget(_TiedTarget):
+    def is_eog(self, token):
+        return token == 1
+
+
+def test_an_end_token_in_a_near_tie_counts_as_a_near_tie():
+    ended = divergence(_EndingTarget(), [9], (5,), (5, 2))
+    assert (ended.baseline_token, ended.baseline_text, ended.other_token, ended.near_tie) == (1, "(end)", 2, True)
+
+
+def test_prompt_file_formats(tmp_path):
+    (tmp_path / "one.txt").write_text("{not json} is a fine prompt\n")
+    (tmp_path / "many.txt").write_text(CODE)
+    (tmp_path / "lines.jsonl").write_text('{"prompt": "a", "kind": "qa"}\n{"prompt": "b", "name": "bee"}\n')
+    prompts = read_prompt_files([str(tmp_path / n) for n in ("one.txt", "many.txt", "lines.jsonl")], None)
+    assert [(p.name, p.kind, p.text) for p in prompts] == [
+        ("one:1", "one", "{not json} is a fine prompt"),
+        ("many:1", "many", "def add(a, b):"),
+        ("many:2", "many", "x = 1\nfor i in"),
+        ("lines:1", "qa", "a"),
+        ("bee", "lines", "b"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("missing.txt", None, "cannot read prompt file"),
+        ("empty.txt", "\n \n", "is empty"),
+        ("gap.txt", "a\n---\n\n---\nb\n", "prompt 2 (line 3) is empty"),
+        ("trailing.txt", "a\n---\n", "remove the extra '---'"),
+        ("bad.jsonl", '{"prompt": "a"}\n{"prompt": \n', "line 2 is not valid JSON"),
+        ("noprompt.jsonl", '{"prompt": "a"}\n{"text": "b"}\n', 'line 2 has no "prompt" string'),
+        ("latin1.txt", "caf\xe9".encode("latin-1"), "is not UTF-8"),
+        ("dupes.jsonl", '{"prompt": "a", "name": "x"}\n{"prompt": "b", "name": "x"}\n', "two prompts are named 'x'"),
+    ],
+)
+def test_bad_prompt_files_get_one_line_errors(tmp_path, name, content, message):
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    code, stdout, stderr = call(["bench", str(path), "--target", "t.gguf", "--draft", "d.gguf"])
+    assert code == 2 and stdout == ""
+    assert stderr.count("\n") == 1 and stderr.startswith("specgen: error: ") and message in stderr
+
+
+def test_draft_tokens_option():
+    assert parse_draft_tokens("2, 4,2,8,AUTO") == (2, 4, 8, "auto")
+    for text in ("0", "33", "two", "2,,4"):
+        with pytest.raises(UsageError, match="from 1 to 32"):
+            parse_draft_tokens(text)
+    assert [c.name for c in configurations((2, "auto"), draft_model=False, lookup=True)] == ["target", "lookup-k2"]
+    auto = configurations(("auto",), draft_model=True, lookup=True, auto_cap=6)[-1]
+    assert (auto.name, auto.k, auto.adaptive) == ("draft-auto", 6, True)
+    with pytest.raises(UsageError, match="nothing to compare"):
+        configurations((2,), draft_model=False, lookup=False)
+
+
+def test_stdin_twice_and_auto_without_a_draft_are_one_line_errors(tmp_path):
+    code, _, stderr = call(["bench", "-", "-", "--target", "t.gguf"], stdin="a")
+    assert code == 2 and "read only once" in stderr
+    (tmp_path / "p.txt").write_text("a")
+    code, _, stderr = call(["bench", str(tmp_path / "p.txt"), "--target", "t.gguf", "-k", "auto"])
+    assert code == 2 and "needed for 'auto'" in stderr and stderr.count("\n") == 1
+
+
+def test_an_output_file_in_a_missing_folder_is_refused_before_the_runs(tmp_path):
+    (tmp_path / "p.txt").write_text("a")
+    code, _, stderr = call(["bench", str(tmp_path / "p.txt"), "--target", "t.gguf",
+                            "--json", str(tmp_path / "nowhere" / "out.json")])
+    assert code == 2 and "folder does not exist" in stderr and stderr.count("\n") == 1
+
+
+def _overall(config: str, median: float, low: float, high: float) -> Stats:
+    drafting = config != "target"
+    interval = Interval(low, high) if drafting else None
+    return Stats("overall", "all", config, "model", 2, False, 3, 0, 0, 0, 0, Spread(median, median, median),
+                 median / 10, interval, outcome(interval) if drafting else None,
+                 None, 0.0, 0.0, (), 0.0, 0.0, 0.0, 0.0, Spread(0.0, 0.0, 0.0))
+
+
+@pytest.mark.parametrize("others, result", [
+    ([(14, 1.1, 1.6), (16, 0.9, 2.2)], ("draft-k2", "pays")),
+    ([(8, 0.6, 0.9), (9, 0.7, 0.95)], ("draft-k4", "costs")),
+    ([(12, 0.9, 1.3), (8, 0.7, 0.9)], ("draft-k2", "noise")),
+])
+def test_verdict_calls_faster_only_an_interval_above_one(others, result):
+    """The fastest point estimate (16, interval 0.9-2.2) is not the one named when only another is clearly faster."""
+    stats = [_overall("target", 10, 1, 1), _overall("draft-k2", *others[0]), _overall("draft-k4", *others[1])]
+    found = verdict(stats)
+    assert (found.best, found.outcome) == result
+
+
+def _runs(config: str, rates: np.ndarray) -> list:
+    """Records with the given rates by [prompt, repeat] (128 tokens each)."""
+    return [SimpleNamespace(prompt=p, repeat=r, config=config,
+                            summary=SimpleNamespace(tokens=128, decode_s=128 / rates[p, r]))
+            for p in range(rates.shape[0]) for r in range(rates.shape[1])]
+
+
+def _outcomes(speedup: float, prompts: int, repeats: int = 3, noise: float = 0.05, trials: int = 200) -> Counter:
+    found = Counter()
+    for seed in range(trials):
+        rng = np.random.default_rng(seed)
+        scale = rng.uniform(0.7, 1.3, size=(prompts, 1)) * 20  # prompts differ in speed
+        base = scale * (1 + noise * rng.standard_normal((prompts, repeats)))
+        other = speedup * scale * (1 + noise * rng.standard_normal((prompts, repeats)))
+        found[outcome(speedup_interval(_runs("x", other), _runs("target", base)))] += 1
+    return found
+
+
+@pytest.mark.parametrize("prompts", [1, 4, 24])
+def test_identical_configurations_with_noise_are_rarely_called_faster(prompts):
+    found = _outcomes(1.0, prompts)
+    assert found["faster"] <= 10 + (prompts == 1) * 6, found  # 200 trials: at most 5% (8% for one prompt)
+    assert found["unclear"] >= 170, found
+
+
+@pytest.mark.parametrize("prompts", [1, 4, 24])
+def test_a_real_speedup_of_1_3_is_called_faster(prompts):
+    assert _outcomes(1.3, prompts)["faster"] >= 198
+
+
+def test_the_interval_is_deterministic_and_needs_two_runs():
+    rates = np.array([[20.0, 21.0, 19.0]])
+    first = speedup_interval(_runs("x", rates * 1.1), _runs("target", rates))
+    assert first == speedup_interval(_runs("x", rates * 1.1), _runs("target", rates))
+    assert first.low <= 1.1 <= first.high
+    assert speedup_interval(_runs("x", rates[:, :1]), _runs("target", rates[:, :1])) is None
+
+
+def test_predicted_speedup_uses_isolated_costs_and_acceptance_by_position():
+    """K = 2, every round drafts 2; position 1 kept 80%, position 2 kept 60% (of all drafted there)."""
+    costs = SimpleNamespace(verify={1: 0.05, 2: 0.06, 3: 0.08}, draft_step=0.01,
+                            verify_cost=lambda n: {1: 0.05, 2: 0.06, 3: 0.08}[n])
+    summary = SimpleNamespace(tokens=240, rounds=100, drafted=200, accepted=140, decode_s=1.0, draft_s=0.2,
+                              verify_s=0.7, other_s=0.1, lookup_rounds=0, drafted_by_position=(100, 100),
+                              accepted_by_position=(80, 60), prefill_s=0.0)
+    record = SimpleNamespace(prompt=0, repeat=0, config="draft-k2", summary=summary)
+    base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
+        **{**vars(summary), "rounds": 240, "drafted": 0, "accepted": 0, "drafted_by_position": ()}))
+    config = SimpleNamespace(name="draft-k2", drafter="model", k=2, adaptive=False)
+    baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
+    stats = summarize([base, record], [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
+    p = next(s for s in stats if s.config == "draft-k2" and s.group == "overall").prediction
+    assert p.expected_tokens_per_round == pytest.approx(1 + 0.8 + 0.6)
+    assert p.round_cost == pytest.approx(2 * 0.2 + 0.08 / 0.05)
+    assert p.speedup == pytest.approx(2.4 / 2.0)
+    assert survival([10, 10, 5], [8, 9, 1]) == [0.8, 0.8, 0.2]
+    assert length_mix(10, [8, 3]) == [2, 5, 3]
+    assert expected_tokens_per_round([0.9, 0.8, 0.5], 2) == pytest.approx(2.7)

@@ -1,0 +1,120 @@
+"""The speculative loop on real llama.cpp with tiny GGUF models: exactness, rollback, sampling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from specgen.decoding.drafters.lookup import PromptLookupDrafter
+from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.loop import GenerationConfig, Round, Summary, Utf8Stream, generate
+from specgen.llama.calibrate import drafter_for
+from specgen.llama.model import LoadOptions, Model
+
+PROMPTS = ["def add(a, b):", "the print of self", "Hello world, this is", "x = 1\nfor i in"]
+
+
+def run(target, drafter, prompt_tokens, config):
+    rounds, summary = [], None
+    for event in generate(target, drafter_for(target, drafter, config), prompt_tokens, config):
+        if isinstance(event, Summary):
+            summary = event
+        else:
+            rounds.append(event)
+    tokens = [t for r in rounds for t in (*r.drafted[: r.accepted], *([r.token] if r.token is not None else []))]
+    return tokens, rounds, summary
+
+
+def encode(model, text):
+    return model.tokenize(text, add_special=True, parse_special=False)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 5, 8])
+def test_greedy_speculative_equals_target_alone(target_model, draft_model, k):
+    drafted = accepted = 0
+    stops = set()
+    for text in PROMPTS:
+        prompt = encode(target_model, text)
+        plain, _, base = run(target_model, None, prompt, GenerationConfig(max_tokens=40))
+        spec, rounds, summary = run(target_model, ModelDrafter(draft_model), prompt,
+                                    GenerationConfig(max_tokens=40, draft_tokens=k))
+        assert spec == plain, f"K={k} prompt={text!r}"
+        assert summary.tokens == base.tokens == len(plain)
+        assert summary.stop_reason == base.stop_reason
+        stops.add(base.stop_reason)
+        assert "".join(r.text for r in rounds) == "".join(
+            r.text for r in run(target_model, None, prompt, GenerationConfig(max_tokens=40))[1])
+        drafted += summary.drafted
+        accepted += summary.accepted
+    assert 0 < accepted < drafted, "the fixture draft should both agree and disagree with its target"
+    assert stops == {"eog", "length"}, "the prompts should end both at an end-of-generation token and at -n"
+
+
+def test_rounds_report_accepted_and_rejected_tokens(target_model, draft_model):
+    prompt = encode(target_model, PROMPTS[0])
+    _, rounds, summary = run(target_model, ModelDrafter(draft_model), prompt,
+                             GenerationConfig(max_tokens=60, draft_tokens=4))
+    assert summary.rounds == len(rounds)
+    assert summary.accepted == sum(r.accepted for r in rounds)
+    assert summary.drafted == sum(len(r.drafted) for r in rounds)
+    assert summary.acceptance_rate == pytest.approx(summary.accepted / summary.drafted)
+    assert summary.tokens_per_round == pytest.approx(summary.tokens / summary.rounds)
+    assert sum(summary.drafted_by_position) == summary.drafted
+    assert sum(summary.accepted_by_position) == summary.accepted
+    assert any(r.accepted < len(r.drafted) for r in rounds) and any(r.accepted == len(r.drafted) for r in rounds)
+    assert summary.draft_s == pytest.approx(sum(r.draft_s for r in rounds)) and summary.draft_s > 0
+    assert summary.verify_s == pytest.approx(sum(r.verify_s for r in rounds))
+    assert summary.draft_s + summary.verify_s <= summary.decode_s
+    assert summary.rejected_rounds == sum(r.accepted < len(r.drafted) for r in rounds) > 0
+    assert {r.source for r in rounds} == {"model"}
+    _, plain_rounds, plain = run(target_model, None, prompt, GenerationConfig(max_tokens=60))
+    assert plain.draft_s == 0 and plain.drafted == 0 and {r.source for r in plain_rounds} == {""}
+
+
+def test_rollback_leaves_the_cache_as_a_fresh_decode(target_model):
+    prefix = encode(target_model, PROMPTS[1])
+    target_model.sync(prefix)
+    extra = [60, 61, 62, 63]
+    target_model.forward(extra, all_logits=True)
+    target_model.truncate(len(prefix) + 2)  # keep two, reject two
+    after_rollback = target_model.forward([70], all_logits=True)[0].copy()
+    target_model.truncate(0)
+    target_model.prefill(prefix + extra[:2])
+    fresh = target_model.forward([70], all_logits=True)[0].copy()
+    np.testing.assert_allclose(after_rollback, fresh, atol=1e-4)
+    assert target_model.tokens == prefix + extra[:2] + [70]
+
+
+def test_prompt_lookup_drafter_is_exact_and_finds_repeats(target_model):
+    prompt = encode(target_model, "a b c d e f a b c d e f a b c")
+    plain, _, _ = run(target_model, None, prompt, GenerationConfig(max_tokens=30))
+    drafter = PromptLookupDrafter()
+    looked, _, summary = run(target_model, drafter, prompt, GenerationConfig(max_tokens=30, draft_tokens=4))
+    assert looked == plain
+    assert summary.mode == "prompt-lookup" and summary.drafted > 0
+    assert drafter.lookup([1, 2, 3, 9, 1, 2], 3) == [3, 9, 1]
+    assert drafter.lookup([5, 6, 7], 2) == []
+
+
+def test_generation_stops_at_the_context_limit(tiny_models):
+    with Model(tiny_models["target"], LoadOptions(n_ctx=256, n_threads=2)) as small:
+        prompt = encode(small, PROMPTS[3] * 40)[:253]  # room for three new tokens
+        tokens, _, summary = run(small, None, prompt, GenerationConfig(max_tokens=500))
+        assert summary.stop_reason == "context"
+        assert len(prompt) - 1 + summary.tokens == small.n_ctx == 256
+
+
+def test_utf8_stream_never_splits_a_character():
+    stream = Utf8Stream()
+    data = "é€😀".encode()
+    pieces = [stream.feed(data[i : i + 1]) for i in range(len(data))]
+    assert "".join(pieces) == "é€😀"
+    assert all(piece in ("", "é", "€", "😀") for piece in pieces)
+
+
+def test_interrupt_yields_a_summary(target_model, draft_model):
+    prompt = encode(target_model, PROMPTS[0])
+    events = generate(target_model, ModelDrafter(draft_model), prompt, GenerationConfig(max_tokens=100))
+    assert isinstance(next(events), Round)
+    summary = events.throw(KeyboardInterrupt())
+    assert isinstance(summary, Summary) and summary.stop_reason == "interrupted" and summary.tokens > 0

@@ -1,0 +1,149 @@
+"""The auto policy: decisions on given numbers, replays of cost profiles and acceptance traces
+against an oracle that knows the truth, and exactness end to end on real llama.cpp."""
+
+from __future__ import annotations
+
+import pytest
+from policysim import CPU, GPU, TRACES, World, simulate
+
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
+from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.events import Summary
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
+from specgen.llama.calibrate import cached_costs, calibrate, drafter_for
+
+FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.6}, {1: 0.15, 16: 0.5})
+STEEP = StepCosts({1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0, 16: 16.0}, {1: 0.6, 16: 6.0})
+
+
+def taught(costs: StepCosts, model_rate: float, rounds: int = 60) -> Policy:
+    policy = Policy(costs, 8, timed=False)
+    for _ in range(rounds):
+        kept = 0
+        while kept < 8 and (kept + 1) / 9 <= model_rate:
+            kept += 1
+        policy.observe(Outcome(Choice(MODEL, 8), 8, kept))
+    return policy
+
+
+def test_expected_tokens_follow_leviathan():
+    alpha, k = 0.8, 4
+    assert expected_tokens([alpha] * k, k) == pytest.approx((1 - alpha ** (k + 1)) / (1 - alpha))
+
+
+def test_a_flat_verify_and_good_drafts_draft_long():
+    choice = taught(FLAT, 0.9).choose(8, 0, 0)
+    assert choice.source == MODEL and choice.k >= 6
+
+
+def test_when_even_perfect_drafts_lose_the_model_is_never_tried():
+    policy = Policy(STEEP, 8)
+    assert not policy.model_can_pay()
+    for _ in range(500):
+        choice = policy.choose(8, 0, 0)
+        assert choice == Choice(PLAIN)
+        policy.observe(Outcome(choice, 0, 0, seconds=1.0))
+
+
+def test_lookup_is_judged_in_hindsight_and_taken_when_it_pays():
+    policy = Policy(StepCosts({1: 1.0, 2: 1.7, 4: 2.4, 8: 4.3, 16: 5.4}, {}), 8)  # a 2-core CPU
+    for _ in range(30):  # plain rounds; lookup's offer matched the emitted token every time
+        policy.observe(Outcome(Choice(PLAIN), 0, 0, lookup_judged=1, lookup_hits=1, seconds=1.0))
+    assert policy.lookup.rates()[0] > 0.9
+    choice = policy.choose(8, 16, 0)
+    assert choice.source == LOOKUP and choice.k >= 8  # long copies pay even where verify is steep
+
+
+def test_acceptance_forgets_old_text():
+    table = Acceptance(4)
+    for _ in range(100):
+        table.forget(0.96)
+        table.add(4, 4)
+    assert table.rates()[0] > 0.95
+    for _ in range(40):
+        table.forget(0.96)
+        table.add(1, 0)
+    assert table.rates()[0] < 0.3
+
+
+def test_unseen_positions_follow_the_pooled_rate_not_a_fixed_prior():
+    table = Acceptance(8)
+    for _ in range(50):
+        table.add(2, 2)  # only the first two positions ever judged, always kept
+    assert min(table.rates()[2:]) > 0.9
+
+
+def test_the_gate_drops_unsure_tokens_only_where_verify_is_steep():
+    steep = Policy(StepCosts({1: 1.0, 2: 1.8, 3: 2.6, 4: 3.4}, {1: 0.05}), 3)
+    steep.choose(3, 0, 0)
+    assert steep.keep(0, 0.95) and not steep.keep(1, 0.05)
+    flat = Policy(FLAT, 3)
+    flat.choose(3, 0, 0)
+    assert flat.keep(0, 0.95) and flat.keep(1, 0.3)
+
+
+def test_the_gate_learns_from_the_tokens_it_refused():
+    policy = Policy(StepCosts({1: 1.0, 2: 1.8, 3: 2.6}, {1: 0.05}), 2)
+    for _ in range(80):  # a refused 0.35-confidence token that the target then emitted anyway
+        policy.observe(Outcome(Choice(MODEL, 2), 1, 1, (0.9,), dropped=(0.35, True)))
+    policy.choose(2, 0, 0)
+    assert policy.keep(0, 0.35)
+
+
+def test_a_slow_round_moves_the_time_factor_only_a_little():
+    policy = Policy(FLAT, 8)
+    policy.observe(Outcome(Choice(PLAIN), 0, 0, seconds=10.0))
+    assert policy.factor[PLAIN] < 1.5
+
+
+def test_exploration_stays_within_its_budget():
+    policy = Policy(StepCosts({1: 1.0, 2: 1.3, 4: 1.6, 8: 2.5}, {1: 0.3}), 8)
+    for _ in range(3000):
+        choice = policy.choose(8, 0, 0)
+        policy.observe(Outcome(choice, choice.k, 0, seconds=policy.round_cost(choice)))  # drafts never kept
+    assert 0 < policy.explored <= 0.035 * policy.spent
+
+
+@pytest.mark.parametrize("profile", [CPU, GPU], ids=["cpu", "gpu"])
+@pytest.mark.parametrize("trace", sorted(TRACES))
+def test_policy_reaches_95_percent_of_the_oracle(profile, trace):
+    policy = simulate(profile, TRACES[trace], seed=1)
+    oracle = simulate(profile, TRACES[trace], seed=1, oracle=True)
+    assert policy.rate() >= 0.95 * oracle.rate(), (policy.rate() / oracle.rate(), policy.choices, oracle.choices)
+
+
+@pytest.mark.parametrize("profile", [CPU, GPU], ids=["cpu", "gpu"])
+def test_policy_recovers_from_a_ten_times_timing_hiccup(profile):
+    def good(r, n):
+        return World(0.85, 0.3, 4)
+
+    hit = simulate(profile, good, rounds=1500, seed=2, hiccup_at=3, skip=200)
+    oracle = simulate(profile, good, rounds=1500, seed=2, oracle=True, skip=200)
+    assert hit.rate() >= 0.95 * oracle.rate(), (hit.choices, oracle.choices)
+
+
+def test_calibration_measures_every_size_and_is_cached(target_model, draft_model):
+    target_model.sync(target_model.tokenize("def add(a, b):", add_special=True, parse_special=False))
+    before = list(target_model.tokens)
+    costs = calibrate(target_model, draft_model)
+    assert set(costs.verify) >= {1, 2, 4, 8, 16} and costs.draft_step > 0
+    assert costs.verify_cost(5) == pytest.approx((costs.verify[4] + costs.verify[6]) / 2)
+    assert target_model.tokens == before  # every timed pass was rolled back
+    first = cached_costs(target_model, draft_model)
+    assert cached_costs(target_model, draft_model) == first  # the second comes from the cache file
+
+
+@pytest.mark.parametrize("prompt", ["def add(a, b):", "x = 1\nfor i in", "a b c d a b c d a b"])
+def test_auto_is_exact_at_temperature_zero(target_model, draft_model, prompt):
+    tokens = target_model.tokenize(prompt, add_special=True, parse_special=False)
+
+    def run(drafter, config):
+        events = list(generate(target_model, drafter_for(target_model, drafter, config), tokens, config))
+        return [t for e in events[:-1] for t in e.tokens], events[-1]
+
+    plain, _ = run(None, GenerationConfig(max_tokens=60))
+    auto, summary = run(ModelDrafter(draft_model), GenerationConfig(max_tokens=60, draft_tokens=8, adaptive=True))
+    assert auto == plain
+    assert isinstance(summary, Summary) and summary.mode == "speculative (auto)"

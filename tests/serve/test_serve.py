@@ -1,0 +1,406 @@
+"""`specgen serve` as its clients meet it: a real server process on a loopback port with the tiny
+models, driven by the official `openai` package (streamed and not, chat and completions) and by
+raw HTTP (httpx) for the error cases, the queue, hang-ups and Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+
+from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.events import Summary
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.llama.conversation import Conversation
+from specgen.llama.model import LoadOptions, Model
+from specgen.serve.wire import ApiError, GenRequest
+from specgen.serve.worker import Prompts, StopMatcher
+
+SPECGEN = [sys.executable, "-m", "specgen"]
+KEY = "test-key-123"
+
+
+class Server:
+    """A `specgen serve` process on a free loopback port; its stderr lines are kept as they come."""
+
+    def __init__(self, *args: str):
+        env = {**os.environ, "SPECGEN_API_KEY": ""}
+        self.process = subprocess.Popen([*SPECGEN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True, env=env)
+        self.lines: list[str] = []
+        self._changed = threading.Condition()
+        threading.Thread(target=self._read, daemon=True).start()
+        self.url = re.search(r"(http://\S+)/v1 ", self.wait_for("serving")).group(1)
+
+    def _read(self) -> None:
+        for line in self.process.stderr:
+            with self._changed:
+                self.lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+
+    def wait_for(self, fragment: str, count: int = 1, timeout: float = 60) -> str:
+        """The count-th stderr line holding `fragment`, waiting for it to come."""
+        with self._changed:
+            found = self._changed.wait_for(
+                lambda: len([x for x in self.lines if fragment in x]) >= count or self.process.poll() is not None,
+                timeout)
+            hits = [x for x in self.lines if fragment in x]
+            assert found and len(hits) >= count, f"no {fragment!r} on stderr:\n" + "\n".join(self.lines)
+            return hits[count - 1]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def server(tiny_models):
+    """The tiny pair with K = 3, the session fixtures' context and threads, and an API key."""
+    running = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "-k", "3",
+                     "--ctx", "2048", "-t", "1", "--api-key", KEY, "-n", "24")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def endless(tiny_models):
+    """A target that never ends a reply, a large context, and room for one waiting request."""
+    running = Server("--target", str(tiny_models["target_endless"]), "--draft", str(tiny_models["draft"]),
+                     "-k", "3", "--ctx", "32768", "--queue", "1", "-n", "100000", "-t", "1")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def target_model(tiny_models):
+    """The server's target, in this process, for the expected outputs (one thread, as the server)."""
+    with Model(tiny_models["target"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def draft_model(tiny_models):
+    with Model(tiny_models["draft"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
+        yield model
+
+
+def client(server: Server, key: str = KEY) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0, timeout=60)
+
+
+def post(server: Server, path: str, key: str | None = KEY, **kwargs) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return httpx.post(server.url + path, headers=headers, timeout=60, **kwargs)
+
+
+def reference(target, draft, tokens: list[int], max_tokens: int = 24) -> tuple[str, list[int], Summary]:
+    """What the loop itself produces for these prompt tokens: the text, the tokens, the Summary."""
+    texts, out = [], []
+    for event in generate(target, ModelDrafter(draft), tokens, GenerationConfig(max_tokens, 3)):
+        if isinstance(event, Summary):
+            return "".join(texts), out, event
+        texts.append(event.text)
+        out += event.tokens
+    raise AssertionError("no summary")
+
+
+# -- the OpenAI client ---------------------------------------------------------------------------
+
+
+def test_models_and_health(server):
+    assert [m.id for m in client(server).models.list()] == ["tiny-target"]
+    health = httpx.get(server.url + "/health", headers={"Authorization": f"Bearer {KEY}"}).json()
+    assert health["status"] == "ok" and health["model"] == "tiny-target"
+
+
+def test_greedy_chat_and_completion_equal_the_loop(server, target_model, draft_model):
+    api = client(server)
+    chat = api.chat.completions.create(model="tiny-target", messages=[{"role": "user", "content": "def add"}])
+    text, tokens, summary = reference(target_model, draft_model, target_model.encode_chat([("user", "def add")]))
+    assert chat.choices[0].message.content == text and text
+    assert chat.usage.completion_tokens == len(tokens) == summary.tokens
+    assert chat.usage.prompt_tokens == summary.prompt_tokens
+    assert chat.choices[0].finish_reason == ("stop" if summary.stop_reason == "eog" else "length")
+
+    completion = api.completions.create(model="tiny-target", prompt="the print of self", max_tokens=30)
+    raw = target_model.tokenize("the print of self", add_special=True, parse_special=False)
+    assert completion.choices[0].text == reference(target_model, draft_model, raw, 30)[0]
+
+
+def test_streamed_replies_equal_whole_ones_and_end_with_stats(server):
+    api = client(server)
+    messages = [{"role": "user", "content": "for i in"}]
+    whole = api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=16)
+    chunks = list(api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=16, stream=True))
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks) == whole.choices[0].message.content
+    assert [c.choices[0].finish_reason for c in chunks].count(None) == len(chunks) - 1
+    last = chunks[-1].model_dump()
+    assert last["usage"]["completion_tokens"] == whole.usage.completion_tokens
+    assert last["specgen"]["drafter"] == "speculative" and last["specgen"]["draft_model"] == "tiny-draft.gguf"
+
+    pieces = list(api.completions.create(model="tiny-target", prompt="x = 1", max_tokens=12, stream=True,
+                                         stream_options={"include_usage": True}))
+    assert pieces[-1].choices == [] and pieces[-1].usage.completion_tokens == 12
+    assert pieces[-2].choices[0].finish_reason == "length"
+    text = "".join(p.choices[0].text for p in pieces[:-1])
+    assert text == api.completions.create(model="tiny-target", prompt="x = 1", max_tokens=12).choices[0].text
+
+
+def test_usage_and_specgen_stats_add_up(server):
+    reply = client(server).chat.completions.create(model="tiny-target", max_tokens=20,
+                                                   messages=[{"role": "user", "content": "print the"}])
+    stats, usage = reply.model_dump()["specgen"], reply.usage
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    assert stats["draft_tokens"] == 3 and stats["drafted"] >= stats["accepted"] > 0
+    assert stats["acceptance"] == pytest.approx(stats["accepted"] / stats["drafted"], abs=1e-4)
+    assert stats["tokens_per_round"] == pytest.approx(usage.completion_tokens / stats["rounds"], abs=1e-3)
+    assert stats["decode_tokens_per_second"] > 0 and stats["first_token_s"] is not None
+
+
+def test_sampling_is_reproducible_with_a_seed(server):
+    api = client(server)
+    args = dict(model="tiny-target", prompt="the def", max_tokens=20, temperature=1.0, top_p=0.9)
+    first, second = (api.completions.create(**args, seed=7).choices[0].text for _ in range(2))
+    assert first == second
+    texts = {api.completions.create(**args, seed=s).choices[0].text for s in (0, 1, 2, -1, -1)}
+    assert len(texts) > 1, "different seeds, different samples; -1 is a random seed"
+
+
+def test_stop_string_spanning_two_tokens_cuts_the_reply(server, target_model, draft_model):
+    tokens = target_model.tokenize("if self", add_special=True, parse_special=False)
+    text, out, _ = reference(target_model, draft_model, tokens, 24)
+    pieces = [target_model.piece(t).decode("utf-8", "replace") for t in out]
+    i = next(i for i in range(2, len(pieces) - 1) if pieces[i].isascii() and pieces[i + 1].isascii()
+             and pieces[i].strip() and pieces[i + 1].strip())
+    stop = pieces[i][-1] + pieces[i + 1][0]  # the end of one token and the start of the next
+    expected = text[: text.index(stop)]
+    api = client(server)
+    whole = api.completions.create(model="tiny-target", prompt="if self", max_tokens=24, stop=["zzz", stop])
+    assert whole.choices[0].text == expected and whole.choices[0].finish_reason == "stop"
+    streamed = list(api.completions.create(model="tiny-target", prompt="if self", max_tokens=24, stop=stop,
+                                           stream=True))
+    assert "".join(c.choices[0].text for c in streamed) == expected
+    assert streamed[-1].choices[0].finish_reason == "stop"
+
+
+def test_stop_matcher_holds_back_only_what_may_begin_a_stop():
+    matcher = StopMatcher(("END", "xy"))
+    assert matcher.feed("abcE") == ("abc", False)
+    assert matcher.feed("N") == ("", False)
+    assert matcher.feed("x") == ("EN", False), "not END after all, but x may begin xy"
+    assert matcher.feed("yz") == ("", True)
+    assert StopMatcher(()).feed("abc") == ("abc", False)
+    matcher = StopMatcher(("END",))
+    assert matcher.feed("aEN") == ("a", False) and matcher.flush() == "EN"
+
+
+def test_prompts_refuse_what_the_model_cannot_take(tiny_models, target_model):
+    with Model(tiny_models["target_no_template"], LoadOptions(n_ctx=256, n_threads=1)) as plain:
+        with pytest.raises(ApiError, match="no chat template.*/v1/completions"):
+            Prompts(plain, 1000).encode(GenRequest("chat", messages=(("user", "hi"),)))
+        assert Prompts(plain, 1000).encode(GenRequest("completion", prompt="hi"))[0][0] == plain.bos
+    prompts = Prompts(target_model, 100)
+    history = (("user", "a " * 60), ("assistant", "b " * 60), ("user", "c"))
+    with pytest.raises(ApiError, match="at most 100") as error:
+        prompts.encode(GenRequest("chat", messages=history))
+    assert error.value.code == "context_length_exceeded" and error.value.status == 400
+    with pytest.raises(ApiError, match="at most 100"):
+        prompts.encode(GenRequest("completion", prompt=tuple(range(3, 200))))
+    longer = (("user", "a " * 1500), ("assistant", "b " * 1500), ("user", "c"))  # more than the context
+    with pytest.raises(ApiError, match="at most 2047"):
+        Prompts(target_model, 10**6).encode(GenRequest("chat", messages=longer))
+
+
+def test_the_next_chat_turn_reuses_the_kv_cache(server, target_model, draft_model):
+    api = client(server)
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "def add"}]
+    first = api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=12)
+    messages += [{"role": "assistant", "content": first.choices[0].message.content},
+                 {"role": "user", "content": "and self"}]
+    second = api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=12)
+    history = first.usage.prompt_tokens + first.usage.completion_tokens
+    assert second.usage.prompt_tokens_details.cached_tokens >= history - 1
+    assert second.model_dump()["specgen"]["prefilled_tokens"] < second.usage.prompt_tokens - history + 1
+
+    conversation = Conversation(target_model, "be brief")  # what `specgen chat` sends for the same turns
+    turn = conversation.prompt("def add", 0)
+    text, tokens, _ = reference(target_model, draft_model, list(turn.tokens), 12)
+    conversation.commit(turn, text, tokens)
+    turn = conversation.prompt("and self", 0)
+    assert len(turn.tokens) == second.usage.prompt_tokens
+    assert second.choices[0].message.content == reference(target_model, draft_model, list(turn.tokens), 12)[0]
+
+
+def test_concurrent_requests_wait_their_turn_and_all_get_their_answer(server):
+    prompts = ["def add", "the print", "for i in", "return self"]
+    api = client(server)
+    alone = {p: api.completions.create(model="tiny-target", prompt=p, max_tokens=20).choices[0].text for p in prompts}
+    answers: dict[str, str] = {}
+
+    def ask(prompt: str) -> None:
+        answers[prompt] = client(server).completions.create(model="tiny-target", prompt=prompt,
+                                                            max_tokens=20).choices[0].text
+
+    threads = [threading.Thread(target=ask, args=(p,)) for p in prompts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert answers == alone
+
+
+def test_access_log_has_one_line_per_request_with_the_speculative_stats(server):
+    before = len([x for x in server.lines if "POST /v1/completions" in x])
+    client(server).completions.create(model="tiny-target", prompt="a", max_tokens=5)
+    line = server.wait_for("POST /v1/completions", before + 1)
+    assert re.search(r"POST /v1/completions 200 .*prompt \d+ .*\d tokens at .* tok/s, speculative accepted \d+/\d+",
+                     line), line
+
+
+# -- errors over raw HTTP ------------------------------------------------------------------------
+
+
+def test_a_wrong_or_missing_key_is_401(server):
+    for key in (None, "wrong"):
+        reply = post(server, "/v1/completions", key=key, json={"prompt": "a", "max_tokens": 2})
+        assert reply.status_code == 401 and reply.json()["error"]["code"] == "invalid_api_key"
+    assert httpx.get(server.url + "/v1/models").status_code == 401
+    with pytest.raises(openai.AuthenticationError):
+        client(server, key="nope").models.list()
+
+
+@pytest.mark.parametrize("body, status, fragment", [
+    (b"{not json", 400, "not valid JSON"),
+    (b"[1, 2]", 400, "JSON object"),
+    (b'{"model": "gpt-4", "prompt": "a"}', 404, "gpt-4"),
+    (b'{"prompt": "a", "temperature": "hot"}', 400, "temperature must be a number"),
+    (b'{"prompt": "a", "max_tokens": 0}', 400, "max_tokens must be at least 1"),
+    (b'{"prompt": "a", "max_tokens": "5"}', 400, "max_tokens must be a whole number"),
+    (b'{"prompt": "a", "stream": "yes"}', 400, "stream must be true or false"),
+    (b'{"prompt": "a", "stop": [1]}', 400, "stop must be"),
+    (b'{"prompt": "a", "n": 2}', 400, "n must be 1"),
+    (b'{"prompt": {"x": 1}}', 400, "prompt must be"),
+    (b'{"prompt": [999999]}', 400, "not in the vocabulary"),
+    (b'{"prompt": []}', 400, "prompt must be"),
+    (b'{"prompt": ["a", "b"]}', 400, "send one per request"),
+    (b'[' * 100000, 400, "not valid JSON"),
+    (b'{"prompt": "word ' + b"word " * 3000 + b'"}', 400, "context"),
+])
+def test_bad_completion_requests_get_openai_errors(server, body, status, fragment):
+    reply = post(server, "/v1/completions", content=body)
+    assert reply.status_code == status, reply.text
+    error = reply.json()["error"]
+    assert fragment in error["message"] and error["type"]
+
+
+@pytest.mark.parametrize("messages, fragment", [
+    (None, "messages must be"),
+    ([], "messages must be"),
+    (["hi"], "messages[0] must be an object"),
+    ([{"content": "hi"}], "messages[0].role"),
+    ([{"role": "user", "content": 5}], "messages[0].content"),
+    ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}], "text only"),
+])
+def test_bad_chat_messages_get_400(server, messages, fragment):
+    reply = post(server, "/v1/chat/completions", json={"model": "tiny-target", "messages": messages})
+    assert reply.status_code == 400 and fragment in reply.json()["error"]["message"], reply.text
+
+
+def test_oversized_body_unknown_route_and_method_then_the_server_still_answers(server):
+    big = post(server, "/v1/completions", content=b'{"prompt": "' + b"a" * (3 * 1024 * 1024) + b'"}')
+    assert big.status_code == 413 and "limit" in big.json()["error"]["message"]
+    assert post(server, "/v1/nothing", json={}).status_code == 404
+    wrong = httpx.get(server.url + "/v1/completions", headers={"Authorization": f"Bearer {KEY}"})
+    assert wrong.status_code == 405 and wrong.json()["error"]["message"]
+    ok = post(server, "/v1/chat/completions", json={"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "hi"}]}], "max_tokens": 3, "logit_bias": {}, "frobnicate": True})
+    assert ok.status_code == 200 and ok.json()["usage"]["completion_tokens"] == 3, "unknown fields are ignored"
+    assert "Traceback" not in "\n".join(server.lines)
+
+
+def test_binding_beyond_loopback_needs_a_key(tiny_models):
+    result = subprocess.run([*SPECGEN, "serve", "--host", "0.0.0.0", "--target", str(tiny_models["target"]),
+                             "--no-draft"], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "SPECGEN_API_KEY": ""})
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "--api-key" in result.stderr and "Traceback" not in result.stderr
+
+
+# -- one generation at a time: hang-ups, the queue, Ctrl-C ---------------------------------------
+
+
+def _open_stream(server: Server, http: httpx.Client, max_tokens: int = 100000):
+    """Start a long streamed completion and read its first chunk; returns the open response."""
+    request = http.build_request("POST", server.url + "/v1/completions",
+                                 json={"prompt": "x = 1", "max_tokens": max_tokens, "stream": True})
+    response = http.send(request, stream=True)
+    lines = response.iter_lines()
+    assert next(line for line in lines if line.startswith("data: "))
+    return response, lines
+
+
+def test_a_client_hanging_up_stops_its_generation_and_the_next_is_served_at_once(endless):
+    with httpx.Client(timeout=60) as http:
+        response, _ = _open_stream(endless, http)
+        response.close()
+    line = endless.wait_for("client gone")
+    assert int(re.search(r"(\d+) tokens at", line).group(1)) < 5000, "stopped long before the 32768-token context"
+    start = time.perf_counter()
+    reply = client(endless).completions.create(model="tiny-target_endless", prompt="a", max_tokens=8)
+    assert reply.usage.completion_tokens == 8 and time.perf_counter() - start < 5
+    assert reply.model_dump()["specgen"]["queued_s"] < 1
+
+
+def test_a_full_queue_answers_503_with_retry_after(endless):
+    results = {}
+    with httpx.Client(timeout=60) as http:
+        running, _ = _open_stream(endless, http)
+        waiting = threading.Thread(target=lambda: results.update(
+            waited=post(endless, "/v1/completions", key=None, json={"prompt": "a", "max_tokens": 4})))
+        waiting.start()
+        deadline = time.time() + 20
+        while httpx.get(endless.url + "/health").json()["waiting"] < 1 and time.time() < deadline:
+            time.sleep(0.05)
+        full = post(endless, "/v1/completions", key=None, json={"prompt": "a", "max_tokens": 4})
+        assert full.status_code == 503 and int(full.headers["Retry-After"]) >= 1
+        assert full.json()["error"]["code"] == "queue_full"
+        running.close()
+    waiting.join(30)
+    assert results["waited"].status_code == 200 and results["waited"].json()["usage"]["completion_tokens"] == 4
+
+
+def test_ctrl_c_finishes_the_running_reply_then_exits(tiny_models):
+    draining = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "--ctx", "4096", "-t", "1")
+    with httpx.Client(timeout=60) as http:
+        response, lines = _open_stream(draining, http, max_tokens=400)
+        draining.process.send_signal(signal.SIGINT)
+        rest = [line for line in lines if line]
+    assert rest[-1] == "data: [DONE]" and '"finish_reason":"length"' in rest[-2]
+    assert '"completion_tokens":400' in rest[-2]
+    assert draining.process.wait(timeout=30) == 0
+    draining.wait_for("stopped")
+    assert "finishing 1 request" in "\n".join(draining.lines) and "Traceback" not in "\n".join(draining.lines)
+
+
+def test_a_second_ctrl_c_stops_the_running_reply_at_once(tiny_models):
+    stopping = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "--ctx", "32768", "-t", "1")
+    with httpx.Client(timeout=60) as http:
+        _, lines = _open_stream(stopping, http)
+        stopping.process.send_signal(signal.SIGINT)
+        stopping.wait_for("finishing 1 request")
+        stopping.process.send_signal(signal.SIGINT)
+        assert stopping.process.wait(timeout=15) == 0
+    line = stopping.wait_for("POST /v1/completions")
+    assert "(interrupted)" in line and int(re.search(r"(\d+) tokens at", line).group(1)) < 30000
+    stopping.wait_for("stopped")
+    assert "Traceback" not in "\n".join(stopping.lines)

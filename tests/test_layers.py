@@ -1,0 +1,69 @@
+"""The package layout is the architecture: imports point down the layers, and one module owns
+each heavy dependency. Read from the source with ast, so a function-level import counts too."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "specgen"
+# a package may import only the packages listed for it (and specgen.errors, specgen.storage)
+ALLOWED = {
+    "decoding": {"decoding"},
+    "models": {"models", "decoding"},
+    "llama": {"llama", "models", "decoding"},
+    "bench": {"bench", "llama", "models", "decoding"},
+    "terminal": {"terminal", "llama", "models", "decoding"},
+    "serve": {"serve", "llama", "models", "decoding"},
+}
+BASE = {"errors", "storage", "__version__"}
+
+
+def imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module if node.level == 0 else f"specgen.?{node.module}")
+            found.update(f"{node.module}.{alias.name}" for alias in node.names if node.level == 0)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return found
+
+
+def modules():
+    return sorted(PACKAGE.rglob("*.py"))
+
+
+def layer_of(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "specgen" else None
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED))
+def test_a_package_imports_only_the_layers_below_it(package):
+    wrong = []
+    for path in (PACKAGE / package).rglob("*.py"):
+        for name in imports(path):
+            layer = layer_of(name)
+            if layer is not None and layer not in ALLOWED[package] and layer not in BASE:
+                wrong.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert not wrong
+
+
+def test_no_relative_imports_hide_the_layers():
+    assert not [p for p in modules() for name in imports(p) if name.startswith("specgen.?")]
+
+
+@pytest.mark.parametrize("dependency, owner", [("llama_cpp", "llama/library.py"), ("huggingface_hub", "models/hub.py")])
+def test_one_module_owns_each_heavy_dependency(dependency, owner):
+    users = {str(p.relative_to(PACKAGE)) for p in modules()
+             if any(name == dependency or name.startswith(dependency + ".") for name in imports(p))}
+    assert users == {owner}
+
+
+def test_the_loop_does_no_io():
+    for path in (PACKAGE / "decoding").rglob("*.py"):
+        names = imports(path)
+        assert not names & {"os", "pathlib", "json", "subprocess", "socket", "platformdirs"}, path
