@@ -2,13 +2,21 @@
 
 Step costs, kernel verdicts and (on request) the lookup memory are small files that several
 specgen processes may read and write at once: each is written whole to a temporary file beside
-its place and moved over it, so a reader sees the old file or the new one, never half of one.
+its place and moved over it, so a reader sees the old file or the new one, never half of one;
+a file that several processes update goes through `update_locked`, so none loses another's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
 
 
 def cache_dir() -> Path:
@@ -32,5 +40,28 @@ def write_atomically(path: Path, data: str | bytes) -> bool:
         os.replace(temporary, path)
         return True
     except OSError:
-        temporary.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # e.g. a parent that is a file: nothing to remove
+            temporary.unlink(missing_ok=True)
+        return False
+
+
+def update_locked(path: Path, update: Callable[[bytes | None], bytes]) -> bool:
+    """Read `path` (None if absent), write `update(old)` in its place, under an exclusive lock.
+
+    Several specgen processes may share one file (a lookup memory): the lock on a `.lock` file
+    beside it makes their read-merge-write steps take turns, so no process drops what another
+    just wrote. Where there is no `fcntl` (Windows) the write is still atomic, only unlocked.
+    False when the file cannot be locked or written.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_name(path.name + ".lock"), "a+b") as lock:
+            if fcntl is not None:
+                fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+            try:
+                old = path.read_bytes() if path.exists() else None
+            except OSError:
+                old = None
+            return write_atomically(path, update(old))
+    except OSError:
         return False

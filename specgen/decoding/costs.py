@@ -9,26 +9,38 @@ and no files here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
 class StepCosts:
-    """Seconds of one target pass by batch size, and of the draft model's passes likewise."""
+    """Seconds of one target pass by batch size, and of the draft model's passes likewise. The
+    measured sizes are kept as they are, dips included (a 16-token batch may cost less than a
+    12-token one where the kernels tile well); sizes in between are interpolated once, then
+    looked up, because the policy prices every draft length each round."""
 
     verify: dict[int, float]
     draft: dict[int, float]
+    _memo: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def draft_step(self) -> float | None:
         return self.draft.get(1)
 
     def verify_cost(self, n: int) -> float:
-        return _interpolate(self.verify, n)
+        key = ("v", n)
+        if key not in self._memo:
+            self._memo[key] = _interpolate(self.verify, n)
+        return self._memo[key]
 
     def draft_cost(self, n: int) -> float:
         """A draft pass over n tokens (n > 1 when it catches up on tokens it skipped)."""
-        return _interpolate(self.draft, n) if self.draft else 0.0
+        if not self.draft:
+            return 0.0
+        key = ("d", n)
+        if key not in self._memo:
+            self._memo[key] = _interpolate(self.draft, n)
+        return self._memo[key]
 
 
 def _interpolate(table: dict[int, float], n: int) -> float:

@@ -26,6 +26,9 @@ class Round:
     source: str = ""  # who drafted: MODEL, LOOKUP, or "" for nobody
     draft_s: float = 0.0
     verify_s: float = 0.0
+    # the round's wall time outside the models' passes (drafting logic, policy, verification,
+    # bookkeeping); a round of the draft model counts all its drafting time as the model's
+    python_s: float = 0.0
 
     @property
     def text(self) -> str:
@@ -54,6 +57,7 @@ class Tally:
     lookup_rounds: int = 0
     draft_s: float = 0.0
     verify_s: float = 0.0
+    python_s: float = 0.0
     drafted_at: list[int] = field(default_factory=list)
     accepted_at: list[int] = field(default_factory=list)
 
@@ -67,6 +71,7 @@ class Tally:
         self.lookup_rounds += event.source == LOOKUP
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
+        self.python_s += event.python_s
         grow = drafted - len(self.drafted_at)
         if grow > 0:
             self.drafted_at += [0] * grow
@@ -109,6 +114,7 @@ class Summary:
     rejected_rounds: int = 0
     drafted_by_position: tuple[int, ...] = field(default=())
     accepted_by_position: tuple[int, ...] = field(default=())
+    python_s: float = 0.0  # of draft_s + verify_s + other_s: the rounds' time outside the models' passes
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from specgen.decoding.drafters.base import NO_DRAFT, Draft
+from specgen.decoding.drafters.base import MODEL, NO_DRAFT, Draft
 from specgen.decoding.events import Round, Summary, Tally
 from specgen.decoding.sampling import (
     SamplingParams,
@@ -71,16 +71,17 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
     text = Utf8Stream()
     clock = time.perf_counter
     while True:
+        t0 = clock()
         room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - len(target.tokens) - 1)
         if room < 0:
             return "length" if tally.tokens >= config.max_tokens else "context"
         draws = None if params.greedy else [uniforms(seed, tally.tokens + i) for i in range(room + 1)]
-        t0 = clock()
         proposing = drafter is not None and room > 0
         draft = drafter.propose(target.tokens, last, room, params, draws) if proposing else NO_DRAFT
         t1 = clock()
         n_past = len(target.tokens)
         rows = target.forward([last, *draft.tokens], all_logits=True)
+        forward_s = clock() - t1
         verdict = _verify(rows, draft, params, draws)
         target.truncate(n_past + 1 + verdict.accepted)
         if drafter is not None:
@@ -89,6 +90,8 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         if proposing:
             drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], t2 - t0)
         event, ended = _round_event(target, draft, verdict, text, (t1 - t0) * proposing, t2 - t1)
+        models_s = forward_s + (event.draft_s if draft.source == MODEL else 0.0)
+        event = replace(event, python_s=max(clock() - t0 - models_s, 0.0))
         tally.add(event)
         yield event
         if ended:
@@ -140,6 +143,7 @@ def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: i
         decode_s=decode_s,
         draft_s=tally.draft_s,
         verify_s=tally.verify_s,
+        python_s=tally.python_s,
         other_s=max(decode_s - tally.draft_s - tally.verify_s, 0.0),
         stop_reason=stop_reason,
         lookup_rounds=tally.lookup_rounds,

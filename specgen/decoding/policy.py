@@ -1,4 +1,4 @@
-"""Choose each round between plain decoding, the draft model at some K, and prompt lookup.
+"""Choose each round between plain decoding, the draft model at some K, and a copy of 0..64 tokens.
 
 The policy predicts each choice's tokens per second and takes the best. Tokens: a round that
 drafts k tokens yields E(k) = 1 + sum_{i<k} prod_{j<=i} a_j (a_j: the chance that draft
@@ -14,6 +14,12 @@ tokens the target then emitted, which has the same expectation as verifying it (
 x is kept with probability p(x), the chance that the target emits x). The draft model is only
 judged when used, so trying it while another choice looks better is exploration, allowed only
 while its predicted cost stays under 3% of the time spent so far and only when it could win.
+
+A copy is priced by its match: acceptance is learnt per bin of the match that proposed it (its
+length, and whether it was re-found near the last copy's source), each bin shrunk toward all
+copies' rates where it has few observations; the k with the most tokens per second over the
+measured verify costs wins, so a long exact match drafts to a batch size the machine verifies
+cheaply, and a weak one drafts nothing.
 Pure Python: no llama.cpp here, so the decisions are testable on given numbers
 (tests/policysim.py replays cost profiles and acceptance traces through this code).
 """
@@ -21,13 +27,16 @@ Pure Python: no llama.cpp here, so the decisions are testable on given numbers
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
+from specgen.decoding.drafters.suffix import Branch
 
 K_MAX = 8
-LOOKUP_MAX = 16
+LOOKUP_MAX = 64
+_MATCH_EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)  # lower edges of the match-length bins
 _FORGET = 0.96  # per round: evidence from 25 rounds ago weighs a third
 _SHRINK = 3.0  # pseudo-observations pulling a thin position toward the pooled rate
 _EXPLORE_SHARE = 0.03  # most of the time spent so far that exploration may take
@@ -66,14 +75,16 @@ class Acceptance:
 
     size: int
     prior: float = 0.5
+    parent: Acceptance | None = None  # where the pooled rate comes from while this table is thin
     kept: list[float] = field(default_factory=list)
     reached: list[float] = field(default_factory=list)
     pool: list[float] = field(default_factory=list)  # [kept, reached] over all positions
+    stamp: int = 0  # the round it was last forgotten to
     _rates: dict = field(default_factory=dict)  # rates(optimistic) until the counts change
 
     def __post_init__(self) -> None:
         self.kept, self.reached = [0.0] * self.size, [0.0] * self.size
-        self.pool = [self.prior * 2.0, 2.0]
+        self.pool = [self.prior * 2.0, 2.0] if self.parent is None else [0.0, 0.0]
 
     def forget(self, factor: float) -> None:
         self._rates.clear()
@@ -91,6 +102,8 @@ class Acceptance:
         self.pool[1] += judged
 
     def pooled(self) -> float:
+        if self.parent is not None:
+            return (self.pool[0] + _SHRINK * self.parent.pooled()) / (self.pool[1] + _SHRINK)
         return (self.pool[0] + 0.1) / (self.pool[1] + 0.2)
 
     def rates(self, optimistic: bool = False) -> list[float]:
@@ -125,7 +138,10 @@ class Policy:
     def __init__(self, costs: StepCosts, k_max: int = K_MAX, timed: bool = True):
         self.costs, self.k_max, self.timed = costs, k_max, timed
         self.model = Acceptance(k_max)
-        self.lookup = Acceptance(LOOKUP_MAX, prior=0.3)
+        self.lookup = Acceptance(LOOKUP_MAX, prior=0.3)  # every copy's outcome
+        self.bins: dict[tuple[bool, int], Acceptance] = {}  # copies by the match that proposed them
+        self.rounds = 0
+        self._offer_bin: tuple[bool, int] | None = None  # the bin of this round's copy offer
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
         self.calibration = [[(i + 0.5) / _BINS * 2.0, 2.0] for i in range(_BINS)]  # per confidence bin
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
@@ -144,9 +160,35 @@ class Policy:
         if choice.source == PLAIN:
             tokens = 1.0
         else:
-            table = self.model if choice.source == MODEL else self.lookup
+            table = self.model if choice.source == MODEL else self._copy_table()
             tokens = expected_tokens(table.rates(optimistic), choice.k)
         return tokens / (self.round_cost(choice, lag) * self.factor[choice.source])
+
+    def best_copy(self, offer: int) -> Choice | None:
+        """The copy length with the most expected tokens per second, among 1..offer."""
+        best, best_speed, tokens, reach = None, 0.0, 1.0, 1.0
+        factor = self.factor[LOOKUP]
+        for k, rate in enumerate(self._copy_table().rates()[:offer], start=1):
+            reach *= rate
+            if reach < 1e-3:  # the longer drafts add under 0.064 tokens: not worth pricing
+                break
+            tokens += reach
+            speed = tokens / (self.costs.verify_cost(k + 1) * factor)
+            if speed > best_speed:
+                best, best_speed = Choice(LOOKUP, k), speed
+        return best
+
+    def _copy_table(self) -> Acceptance:
+        """The acceptance of copies like this round's offer (all copies' when its match is unknown)."""
+        if self._offer_bin is None:
+            return self.lookup
+        table = self.bins.get(self._offer_bin)
+        if table is None:
+            table = self.bins[self._offer_bin] = Acceptance(LOOKUP_MAX, parent=self.lookup, stamp=self.rounds)
+        if table.stamp != self.rounds:
+            table.forget(_FORGET ** (self.rounds - table.stamp))
+            table.stamp = self.rounds
+        return table
 
     def model_can_pay(self) -> bool:
         """Could the draft model beat plain decoding even if every draft token were kept?"""
@@ -157,13 +199,15 @@ class Policy:
 
     # -- the choice ---------------------------------------------------------------------------
 
-    def choose(self, room: int, lookup: int, lag: int) -> Choice:
+    def choose(self, room: int, lookup: int, lag: int, match: Branch | None = None) -> Choice:
         """The best choice for a round with `room` tokens to draft (the draft model at most its
-        k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer, the draft model `lag`
-        tokens behind; or a bounded exploration of the draft model."""
+        k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer from `match`, the
+        draft model `lag` tokens behind; or a bounded exploration of the draft model."""
         self._round = (1.0, 1.0, self.costs.verify_cost(1))
+        self._offer_bin = match_bin(match) if match is not None and lookup else None
         options = [Choice(PLAIN)]
-        options += [Choice(LOOKUP, k) for k in range(1, min(lookup, room, LOOKUP_MAX) + 1)]
+        copy = self.best_copy(min(lookup, room, LOOKUP_MAX))
+        options += [copy] if copy is not None else []
         models = [Choice(MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
         amortized = max(lag - 1, 0) // 8  # a catch-up is paid once, then serves the rounds after it
         best = max(options + models, key=lambda c: self.speed(c, amortized))
@@ -195,6 +239,7 @@ class Policy:
 
     def observe(self, outcome: Outcome) -> None:
         choice = outcome.choice
+        self.rounds += 1
         for table in (self.model, self.lookup):
             table.forget(_FORGET)
         if choice.source == MODEL:
@@ -205,7 +250,11 @@ class Policy:
             for confidence, kept in judged:
                 self._calibrate(confidence, kept)
         if outcome.lookup_judged:
-            self.lookup.add(min(outcome.lookup_judged, outcome.lookup_hits + 1), outcome.lookup_hits)
+            judged = min(outcome.lookup_judged, outcome.lookup_hits + 1)
+            self.lookup.add(judged, outcome.lookup_hits)
+            if self._offer_bin is not None:
+                self._copy_table().add(judged, outcome.lookup_hits)
+        self._offer_bin = None
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
         if self.timed and outcome.seconds is not None:
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
@@ -218,6 +267,12 @@ class Policy:
         cell = self.calibration[_bin(confidence)]
         cell[0] = cell[0] * _FORGET + kept
         cell[1] = cell[1] * _FORGET + 1.0
+
+
+def match_bin(match: Branch) -> tuple[bool, int]:
+    """Copies are told apart by how long their match was and whether it was re-found near the
+    last copy's source."""
+    return match.anchored, bisect_right(_MATCH_EDGES, match.match)
 
 
 def _bin(confidence: float) -> int:

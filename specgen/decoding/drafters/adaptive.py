@@ -1,5 +1,9 @@
 """`--draft-tokens auto` as a drafter: each round the policy picks plain decoding, the draft
 model at some K, or a copy from the text so far, and learns from what the round showed.
+
+The copy source is fed incrementally: its index grows by the accepted tokens each round (and
+would truncate if the history were rewound), so a round's copy lookup costs the same at any
+length of history.
 """
 
 from __future__ import annotations
@@ -15,8 +19,9 @@ from specgen.decoding.drafters.base import (
     Gate,
     copied,
 )
-from specgen.decoding.drafters.lookup import PromptLookupDrafter
+from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.drafters.suffix import SuffixIndex
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
 
@@ -25,9 +30,10 @@ class AdaptiveDrafter:
     """`--draft-tokens auto`: each round a `Policy` picks plain decoding, the draft model at some
     K, or prompt lookup; `observe` feeds it what the round showed and how long it took."""
 
-    def __init__(self, model: ModelDrafter | None, policy: Policy):
+    def __init__(self, model: ModelDrafter | None, policy: Policy, shared: tuple[SuffixIndex, ...] = ()):
+        """`shared`: copy sources searched after this request (a conversation, a `LookupMemory`'s index)."""
         self.model, self.policy = model, policy
-        self.lookup = PromptLookupDrafter()
+        self.copier = Copier(shared)
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
         self._pending: tuple[Choice, list[int]] = (Choice(PLAIN), [])
 
@@ -37,17 +43,18 @@ class AdaptiveDrafter:
 
     def prepare(self, prefix: list[int]) -> None:
         """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
+        self.copier.reset(prefix)
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
                 draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
-        offer = self.lookup.lookup([*history, last], LOOKUP_MAX)
+        offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
         lag = self.model.lag(history) if self.model is not None else 0
-        choice = self.policy.choose(k, len(offer), lag)
-        self._pending = (choice, offer)
+        choice = self.policy.choose(k, len(offer.tokens), lag, offer.branch)
+        self._pending = (choice, offer.tokens)
         if choice.source == LOOKUP:
-            return copied(offer[: choice.k], params)
+            return copied(offer.tokens[: choice.k], params)
         if choice.source == MODEL:
             return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
         return NO_DRAFT
@@ -64,6 +71,7 @@ class AdaptiveDrafter:
             draft.lag, judged, hits, dropped, seconds))
 
     def rollback(self, history: list[int]) -> None:
+        """The copy index holds accepted tokens only; the draft model forgets its drafted ones."""
         if self.model is not None:
             self.model.rollback(history)
 

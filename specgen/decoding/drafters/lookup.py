@@ -1,53 +1,126 @@
-"""Prompt lookup: draft by copying what followed an earlier occurrence of the last few tokens.
+"""Copy drafting: propose what followed an earlier occurrence of the recent tokens.
 
-Copied tokens are certain (q is one-hot), so a copied token x is kept with probability p(x):
-the output stays the target's.
+The `Copier` keeps this request's tokens (prompt and output) in a `SuffixIndex` that grows by
+the accepted tokens and truncates on rollback, and searches it, then any shared sources (an
+earlier conversation, a `LookupMemory` of past outputs), for the longest match. After a changed
+span (a renamed identifier) the match ends; the copier remembers where in its source copying
+had got to and re-finds its place near there from the last token or two, so copying resumes
+where the source continues. Copied tokens are certain (q is one-hot), so a copied token x is
+kept with probability p(x): the output stays the target's, whatever is copied.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from specgen.decoding.drafters.base import Draft, Gate, copied
+from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.sampling import SamplingParams
+from specgen.decoding.tokens import common_prefix
+
+_RESYNC_BELOW = 6  # a global match shorter than this yields to one near the last copy's source
+_RESYNC_WIDTH = 16  # how far from the expected source position a re-found place may be
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What copying proposes this round, and the match it comes from (None: nothing to copy)."""
+
+    tokens: list[int]
+    branch: Branch | None = None
+
+
+class Copier:
+    """This request's index, the shared sources searched after it, and where copying left off."""
+
+    def __init__(self, shared: tuple[SuffixIndex, ...] = ()):
+        self.index = SuffixIndex()
+        self.shared = tuple(shared)
+        self._anchor: tuple[int, int, int] | None = None  # source, position, request length then
+
+    def reset(self, sequence: list[int]) -> None:
+        """Hold `sequence`, keeping what the index shares with it (a new request, a chat turn)."""
+        keep = common_prefix(self.index.tokens, sequence)
+        self.index.truncate(keep)
+        self.index.extend(sequence[keep:])
+        self._anchor = None
+
+    def sync(self, history: list[int], last: int) -> None:
+        """Hold history + [last], which normally extends what the index holds: O(new tokens)."""
+        held = len(self.index)
+        if held > len(history) + 1 or (held and self.index.tokens[held - 1] != _item(history, last, held - 1)):
+            self.reset([*history, last])
+            return
+        self.index.extend(history[held:])
+        if held <= len(history):
+            self.index.extend((last,))
+
+    def offer(self, history: list[int], last: int, k: int) -> Offer:
+        """Up to k tokens to copy after history + [last], from the best match in the nearest source."""
+        self.sync(history, last)
+        sources = (self.index, *self.shared)
+        best: Branch | None = None
+        for number, source in enumerate(sources):
+            branches = source.find(self.index, number)
+            if branches and (best is None or branches[0].match > best.match):
+                best = branches[0]
+        if best is None or best.match < _RESYNC_BELOW:
+            best = self._resynced(sources, best) or best
+        if best is None:
+            return Offer([])
+        self._anchor = (best.source, best.position, len(self.index))
+        return Offer(sources[best.source].continuation(best.position, k), best)
+
+    def _resynced(self, sources, best: Branch | None) -> Branch | None:
+        """A match near where the last copy's source would be by now, if it is as long as the
+        best match elsewhere (two tokens suffice)."""
+        if self._anchor is None:
+            return None
+        number, position, length = self._anchor
+        near = position + len(self.index) - length
+        found = sources[number].align(self.index, near, _RESYNC_WIDTH, number)
+        if found is None or (best is not None and found.match < min(best.match, 2)):
+            return None
+        return found
+
+
+def _item(history: list[int], last: int, i: int) -> int:
+    return history[i] if i < len(history) else last
 
 
 class PromptLookupDrafter:
-    """Drafts by copying what followed the latest earlier occurrence of the last n tokens."""
+    """Drafts k tokens a round by copying (`Copier`); `shared` sources are searched after the request."""
 
     name = "prompt-lookup"
 
-    def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
-        self.max_ngram, self.min_ngram = max_ngram, min_ngram
+    def __init__(self, shared: tuple[SuffixIndex, ...] = ()):
+        self.copier = Copier(shared)
+
+    @property
+    def shared(self) -> tuple[SuffixIndex, ...]:
+        return self.copier.shared
 
     def reach(self, k: int) -> int:
         """The most tokens one round may draft when the user allows K = k."""
         return k
 
     def prepare(self, prefix: list[int]) -> None:
-        """Nothing to load: the history itself is the draft source."""
+        """Index the prompt (keeping what an earlier request shared with it)."""
+        self.copier.reset(prefix)
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
                 draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
         """Copied tokens are certain (q is one-hot), so `keep` has nothing to weigh."""
-        return copied(self.lookup([*history, last], k), params)
+        return copied(self.copier.offer(history, last, k).tokens, params)
 
     def lookup(self, tokens: list[int], k: int) -> list[int]:
-        """The k tokens after the most recent earlier match of the longest possible suffix n-gram."""
-        array = np.asarray(tokens)
-        for n in range(min(self.max_ngram, len(tokens) - 1), self.min_ngram - 1, -1):
-            suffix = array[-n:]
-            windows = np.lib.stride_tricks.sliding_window_view(array[:-1], n)
-            hits = np.flatnonzero((windows == suffix).all(axis=1))
-            if hits.size:
-                start = int(hits[-1]) + n
-                return array[start : start + k].tolist()
-        return []
+        """The k tokens copying proposes after `tokens`."""
+        return self.copier.offer(tokens[:-1], tokens[-1], k).tokens
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
         """Nothing to learn: K is fixed."""
 
     def rollback(self, history: list[int]) -> None:
-        """Nothing to undo."""
-
-
+        """Nothing to undo: the index holds accepted tokens only."""

@@ -1,0 +1,234 @@
+"""An incremental index of token sequences that finds where the recent tokens occurred before.
+
+Copying pays on a slow verify only when the copy is long and right, so the copy drafter needs
+the longest earlier match of the last few dozen tokens, every round, at a cost that does not
+grow with the history (the old per-round scan re-read all of it). `SuffixIndex` keeps, for a
+few key lengths n (`LEVELS`), hash chains from the last n tokens to every earlier position that
+followed the same n tokens: appending a token adds one link per level, truncating removes them
+in reverse order (rollback is exact), and a query walks a bounded number of links, verifies
+them against the tokens, and measures each match's true length (up to `MAX_MATCH`) by binary
+search on slices. The bucket tables double as the sequence grows (amortised O(1) per token;
+about 80 bytes per token in all).
+
+A query returns `Branch`es: distinct next tokens among the recent occurrences of the longest
+matching key, best first, with the statistics the policy prices them by (match length, how
+many occurrences agree, their share). `align` re-finds the place in a source after a changed
+span (a renamed identifier): it looks for the last tokens only near where copying left off.
+`LookupMemory` is a bounded index of past outputs that outlives a request. Pure Python.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from dataclasses import dataclass
+
+LEVELS = (1, 2, 4, 8, 16, 32)  # key lengths with a hash chain
+MAX_MATCH = 64  # longest match measured
+SEPARATOR = -1  # between outputs in a memory; never a token, so no match runs across it
+_P = (1 << 61) - 1
+_B = 1_000_003_337
+_POW = [pow(_B, n, _P) for n in range(MAX_MATCH + 1)]
+_WALK = 16  # chain links visited per level and query
+_CANDIDATES = 8  # verified occurrences kept per query
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A continuation on offer: it starts at `position` in source `source` (0: this request);
+    `match` tokens before it equal the recent tokens; `count` of the occurrences found agree on
+    its first token, a `share` of them; `anchored`: found near where the last copy left off."""
+
+    source: int
+    position: int
+    match: int
+    count: int = 1
+    share: float = 1.0
+    anchored: bool = False
+
+
+class SuffixIndex:
+    """A token sequence with hash chains over its n-token keys; grows, truncates, answers queries."""
+
+    def __init__(self, tokens=()):
+        self.tokens = array("i")
+        self._hashes = array("q", [0])  # prefix hashes: _hashes[i] covers tokens[:i]
+        self._prev = [array("i") for _ in LEVELS]
+        self._mask = 0
+        self._heads: list[array] = []
+        self._resize(1024)
+        self.extend(tokens)
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @property
+    def nbytes(self) -> int:
+        arrays = [self.tokens, self._hashes, *self._prev, *self._heads]
+        return sum(a.itemsize * len(a) for a in arrays)
+
+    def extend(self, tokens) -> None:
+        tokens = list(tokens)
+        if 2 * (len(self.tokens) + len(tokens)) > self._mask + 1:
+            self._resize(2 * (len(self.tokens) + len(tokens)))
+        for token in tokens:
+            self._link(len(self.tokens))
+            self.tokens.append(token)
+            self._hashes.append((self._hashes[-1] * _B + token + 2) % _P)
+
+    def truncate(self, size: int) -> None:
+        """Forget every token from `size` on, unlinking them newest first."""
+        for i in range(len(self.tokens) - 1, size - 1, -1):
+            for level, n in enumerate(LEVELS):
+                if i >= n:
+                    self._heads[level][self._key(i, n) & self._mask] = self._prev[level][i]
+        del self.tokens[size:], self._hashes[size + 1 :]
+        for prev in self._prev:
+            del prev[size:]
+
+    def _key(self, end: int, n: int) -> int:
+        """Hash of tokens[end - n : end]."""
+        return (self._hashes[end] - self._hashes[end - n] * _POW[n]) % _P
+
+    def _link(self, i: int) -> None:
+        """Position i follows the n tokens before it: chain it into each level's bucket."""
+        for level, n in enumerate(LEVELS):
+            if i >= n:
+                bucket = self._key(i, n) & self._mask
+                self._prev[level].append(self._heads[level][bucket])
+                self._heads[level][bucket] = i
+            else:
+                self._prev[level].append(-1)
+
+    def _resize(self, want: int) -> None:
+        size = 1 << max(want - 1, 1).bit_length()
+        self._mask = size - 1
+        self._heads = [array("i", [-1]) * size for _ in LEVELS]
+        count = len(self.tokens)
+        self._prev = [array("i") for _ in LEVELS]
+        for i in range(count):
+            self._link(i)
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def find(self, context: SuffixIndex, source: int = 0) -> list[Branch]:
+        """Branches after the recent occurrences of the longest key that ends `context`."""
+        end = len(context.tokens)
+        for level in range(len(LEVELS) - 1, -1, -1):
+            n = LEVELS[level]
+            if n > end:
+                continue
+            tail = context.tokens[end - n :]
+            link, prev = self._heads[level][context._key(end, n) & self._mask], self._prev[level]
+            found: list[int] = []
+            for _ in range(_WALK):
+                if link < 0 or len(found) == _CANDIDATES:
+                    break
+                if self.tokens[link - n : link] == tail:
+                    found.append(link)
+                link = prev[link]
+            if found:
+                return self._branches(found, n, context, source)
+        return []
+
+    def _branches(self, found: list[int], n: int, context: SuffixIndex, source: int) -> list[Branch]:
+        by_token: dict[int, list[int]] = {}  # next token -> [count, longest match, its position]
+        for position in found:
+            match = self.match_length(position, context, n)
+            cell = by_token.setdefault(self.tokens[position], [0, -1, position])
+            cell[0] += 1
+            if match > cell[1]:
+                cell[1], cell[2] = match, position
+        cells = sorted(by_token.values(), key=lambda c: (c[1], c[0]), reverse=True)
+        return [Branch(source, p, m, c, c / len(found)) for c, m, p in cells]
+
+    def match_length(self, position: int, context: SuffixIndex, known: int = 0) -> int:
+        """How many tokens before `position` equal the end of `context` (at most MAX_MATCH);
+        `known` of them are known to match already."""
+        end, lo = len(context.tokens), known
+        hi = min(MAX_MATCH, position, end)
+        ours, theirs = self.tokens, context.tokens
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if ours[position - mid : position - lo] == theirs[end - mid : end - lo]:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+
+    def align(self, context: SuffixIndex, near: int, width: int, source: int = 0) -> Branch | None:
+        """Where, within `width` of position `near`, the end of `context` last occurred: the
+        longest such match, then the closest; None when the last token is not there."""
+        last = context.tokens[-1] if len(context.tokens) else None
+        best: tuple[int, int, int] | None = None  # (match, -distance, position)
+        for position in range(max(near - width, 1), min(near + width, len(self.tokens) - 1) + 1):
+            if self.tokens[position - 1] != last:
+                continue
+            candidate = (self.match_length(position, context, 1), -abs(position - near), position)
+            best = candidate if best is None or candidate > best else best
+        if best is None:
+            return None
+        return Branch(source, best[2], best[0], anchored=True)
+
+    def continuation(self, position: int, k: int) -> list[int]:
+        """Up to k tokens from `position`, cut at a separator."""
+        out = self.tokens[position : position + k].tolist()
+        return out[: out.index(SEPARATOR)] if SEPARATOR in out else out
+
+
+class LookupMemory:
+    """Past outputs, kept across requests (and, saved as bytes, across processes), bounded in
+    tokens: when full, the oldest outputs go. The copy drafter searches it after the request."""
+
+    _MAGIC = b"specgen-lookup-memory 1\n"
+
+    def __init__(self, max_tokens: int = 262_144):
+        self.max_tokens = max_tokens
+        self.outputs: list[list[int]] = []
+        self.index = SuffixIndex()
+
+    def add(self, tokens) -> None:
+        """Remember one finished output (its last max_tokens - 1 tokens at most)."""
+        tokens = [t for t in tokens if t >= 0][-(self.max_tokens - 1) :]
+        if not tokens:
+            return
+        self.outputs.append(tokens)
+        self.index.extend([*tokens, SEPARATOR])
+        if len(self.index) > self.max_tokens:
+            kept = 0  # drop the oldest down to 3/4 of the bound, so rebuilds stay amortised O(1)
+            while len(self.outputs) > 1 and len(self.index) - kept > self.max_tokens * 3 // 4:
+                kept += len(self.outputs.pop(0)) + 1
+            self.index = SuffixIndex([t for output in self.outputs for t in (*output, SEPARATOR)])
+
+    @property
+    def nbytes(self) -> int:
+        return self.index.nbytes
+
+    def to_bytes(self, vocabulary: str) -> bytes:
+        """The outputs, tagged with a vocabulary id so that another model family never reads them."""
+        data = array("i", self.index.tokens)
+        if sys.byteorder == "big":
+            data.byteswap()
+        return self._MAGIC + vocabulary.encode() + b"\n" + data.tobytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, vocabulary: str, max_tokens: int = 262_144) -> LookupMemory:
+        """The memory saved by `to_bytes`; empty when the bytes are damaged or of another vocabulary."""
+        memory = cls(max_tokens)
+        head = cls._MAGIC + vocabulary.encode() + b"\n"
+        body = data[len(head) :]
+        if not data.startswith(head) or len(body) % 4:
+            return memory
+        tokens = array("i")
+        tokens.frombytes(body)
+        if sys.byteorder == "big":
+            tokens.byteswap()
+        output: list[int] = []
+        for token in tokens:
+            if token == SEPARATOR:
+                memory.add(output)
+                output = []
+            else:
+                output.append(token)
+        memory.add(output)
+        return memory

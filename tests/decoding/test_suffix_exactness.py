@@ -1,0 +1,120 @@
+"""Copying from the suffix index keeps the output the target's, with a memory of past outputs in
+play: greedy token for token, sampled in distribution; and a copy drafter that peeks at the
+accept test's uniform (a planted bias) fails the same statistical test.
+
+Real llama.cpp on the tiny models. The memory holds earlier samples that begin with the whole
+prompt, so its match is the longest and its continuations are what gets copied.
+"""
+
+from __future__ import annotations
+
+import pytest
+from stathelp import position_pvalues
+
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters.adaptive import AdaptiveDrafter
+from specgen.decoding.drafters.base import LOOKUP, NO_DRAFT
+from specgen.decoding.drafters.lookup import PromptLookupDrafter
+from specgen.decoding.drafters.suffix import LookupMemory
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.policy import Policy
+from specgen.decoding.sampling import SamplingParams
+
+N = 1200
+DEPTH = 3
+ALPHA = 0.001
+PROMPT = "a b c a b c a b c a b"
+TOP_K = SamplingParams(temperature=1.0, top_k=8)
+CHEAP = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2}, {})  # copies pay at any length
+
+
+def tokens_of(target, drafter, prompt, config) -> list[int]:
+    return [t for e in list(generate(target, drafter, prompt, config))[:-1] for t in e.tokens]
+
+
+def samples(target, make_drafter, prompt, params, k, seeds, adaptive=False) -> list[tuple[int, ...]]:
+    out = []
+    for seed in seeds:
+        config = GenerationConfig(DEPTH, k, SamplingParams(params.temperature, params.top_k, params.top_p, seed),
+                                  adaptive)
+        got = tokens_of(target, make_drafter(), prompt, config)
+        out.append(tuple(got + [-1] * (DEPTH - len(got))))  # -1: generation had ended
+    return out
+
+
+@pytest.fixture(scope="module")
+def setting(target_model):
+    """The prompt, target-alone samples, and a memory of earlier sampled outputs of the prompt."""
+    prompt = target_model.tokenize(PROMPT, add_special=True, parse_special=False)
+    memory = LookupMemory(10_000)
+    for seed in range(5):
+        config = GenerationConfig(12, 0, SamplingParams(1.0, 8, 1.0, 10**7 + seed))
+        memory.add([*prompt, *tokens_of(target_model, None, prompt, config)])
+    baseline = samples(target_model, lambda: None, prompt, TOP_K, 0, range(10**6, 10**6 + N))
+    return prompt, memory, baseline
+
+
+def test_the_memory_is_what_gets_copied(setting):
+    prompt, memory, _ = setting
+    offer = PromptLookupDrafter((memory.index,)).copier.offer(prompt[:-1], prompt[-1], 8)
+    assert offer.branch.source == 1 and offer.branch.match == len(prompt) and offer.tokens
+
+
+def test_greedy_copying_from_the_memory_equals_the_target_alone(target_model, setting):
+    prompt, _, _ = setting
+    config = GenerationConfig(max_tokens=40)
+    plain = tokens_of(target_model, None, prompt, config)
+    memory = LookupMemory(10_000)
+    wrong = (plain[25] + 1) % target_model.n_vocab
+    memory.add([*prompt, *plain[:25], wrong, *plain[25:]])  # the answer, with one wrong token in it
+    fixed = tokens_of(target_model, PromptLookupDrafter((memory.index,)), prompt,
+                      GenerationConfig(max_tokens=40, draft_tokens=16))
+    auto_config = GenerationConfig(max_tokens=40, draft_tokens=8, adaptive=True)
+    events = list(generate(target_model, AdaptiveDrafter(None, Policy(CHEAP, 8, timed=False), (memory.index,)),
+                           prompt, auto_config))
+    auto, summary = [t for e in events[:-1] for t in e.tokens], events[-1]
+    assert fixed == plain and auto == plain
+    assert summary.lookup_rounds > 0 and summary.accepted >= 20  # the memory really was copied
+
+
+def same_distribution(target_model, setting, make_drafter, k, adaptive=False):
+    prompt, _, baseline = setting
+    pvalues = position_pvalues(samples(target_model, make_drafter, prompt, TOP_K, k, range(N), adaptive), baseline)
+    return min(pvalues) > ALPHA / len(pvalues), pvalues
+
+
+def test_copying_with_the_memory_samples_the_target_distribution(target_model, setting):
+    memory = setting[1]
+    ok, pvalues = same_distribution(target_model, setting, lambda: PromptLookupDrafter((memory.index,)), 3)
+    assert ok, pvalues
+
+
+def test_the_auto_policy_copying_with_the_memory_samples_the_target_distribution(target_model, setting):
+    memory = setting[1]
+    chosen = []
+
+    class Recording(AdaptiveDrafter):
+        def propose(self, history, last, k, params, draws, keep=None):
+            draft = super().propose(history, last, k, params, draws, keep)
+            chosen.append(draft.source)
+            return draft
+
+    ok, pvalues = same_distribution(
+        target_model, setting, lambda: Recording(None, Policy(CHEAP, 4, timed=False), (memory.index,)), 4, True)
+    assert ok, pvalues
+    assert chosen.count(LOOKUP) > N // 2, "the policy should have copied"
+
+
+class PeekingCopier(PromptLookupDrafter):
+    """Biased: copies only when the accept test's uniform for the first position is small, so a
+    copied token is kept more often than the target would emit it."""
+
+    def propose(self, history, last, k, params, draws, keep=None):
+        draft = super().propose(history, last, k, params, draws, keep)
+        return draft if draws[0][1] < 0.5 else NO_DRAFT
+
+
+def test_a_copier_that_peeks_at_the_accept_test_fails_the_same_test(target_model, setting):
+    memory = setting[1]
+    ok, pvalues = same_distribution(target_model, setting, lambda: PeekingCopier((memory.index,)), 3)
+    assert not ok, pvalues
