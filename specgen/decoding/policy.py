@@ -54,9 +54,10 @@ class Choice:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What one round showed. `lookup_hits`: how many of lookup's proposal (made at the round's
-    start, `lookup_judged` long at most) matched the emitted tokens. `dropped`: the confidence of
-    a draft token the gate refused and, where known, whether the target then emitted it."""
+    """What one round showed. `copies`: the copy offers this round's emitted tokens judged (made
+    in this round or earlier ones); where None, `lookup_hits` says how many of this round's offer
+    (`lookup_judged` long at most) matched the emitted tokens. `dropped`: the confidence of a
+    draft token the gate refused and, where known, whether the target then emitted it."""
 
     choice: Choice
     drafted: int
@@ -67,6 +68,21 @@ class Outcome:
     lookup_hits: int = 0
     dropped: tuple[float, bool] | None = None
     seconds: float | None = None  # wall time of drafting and verifying; None when untimed
+    copies: tuple[CopyJudgement, ...] | None = None  # None: lookup_judged/lookup_hits judge this round's offer
+
+
+@dataclass(frozen=True)
+class CopyJudgement:
+    """Positions start..judged-1 of a copy offer were judged this round against the emitted
+    tokens (the earlier ones in earlier rounds); those before `kept` were kept. The offer: the
+    bin of its match, the token before it, its tokens."""
+
+    bin: tuple[bool, int] | None
+    last: int
+    tokens: tuple[int, ...]
+    start: int
+    judged: int
+    kept: int
 
 
 @dataclass
@@ -92,14 +108,15 @@ class Acceptance:
         self.reached = [x * factor for x in self.reached]
         self.pool = [x * factor for x in self.pool]
 
-    def add(self, judged: int, kept: int) -> None:
-        """Positions 0..judged-1 were judged; the first `kept` of them were kept."""
+    def add(self, judged: int, kept: int, start: int = 0) -> None:
+        """Positions start..judged-1 were judged (those before `start` earlier); those before
+        `kept` were kept."""
         self._rates.clear()
-        for i in range(min(judged, self.size)):
+        for i in range(start, min(judged, self.size)):
             self.reached[i] += 1.0
             self.kept[i] += i < kept
-        self.pool[0] += min(kept, judged)
-        self.pool[1] += judged
+        self.pool[0] += max(min(kept, judged) - start, 0)
+        self.pool[1] += max(judged - start, 0)
 
     def pooled(self) -> float:
         if self.parent is not None:
@@ -142,6 +159,8 @@ class Policy:
         self.bins: dict[tuple[bool, int], Acceptance] = {}  # copies by the match that proposed them
         self.rounds = 0
         self._offer_bin: tuple[bool, int] | None = None  # the bin of this round's copy offer
+        self.copy_tokens = TokenRates()
+        self._offer: tuple[int, tuple[int, ...]] = (-1, ())  # the token before this round's offer, the offer
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
         self.calibration = [[(i + 0.5) / _BINS * 2.0, 2.0] for i in range(_BINS)]  # per confidence bin
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
@@ -160,15 +179,15 @@ class Policy:
         if choice.source == PLAIN:
             tokens = 1.0
         else:
-            table = self.model if choice.source == MODEL else self._copy_table()
-            tokens = expected_tokens(table.rates(optimistic), choice.k)
+            rates = self.model.rates(optimistic) if choice.source == MODEL else self._copy_rates(choice.k)
+            tokens = expected_tokens(rates, choice.k)
         return tokens / (self.round_cost(choice, lag) * self.factor[choice.source])
 
     def best_copy(self, offer: int) -> Choice | None:
         """The copy length with the most expected tokens per second, among 1..offer."""
         best, best_speed, tokens, reach = None, 0.0, 1.0, 1.0
         factor = self.factor[LOOKUP]
-        for k, rate in enumerate(self._copy_table().rates()[:offer], start=1):
+        for k, rate in enumerate(self._copy_rates(offer), start=1):
             reach *= rate
             if reach < 1e-3:  # the longer drafts add under 0.064 tokens: not worth pricing
                 break
@@ -178,13 +197,25 @@ class Policy:
                 best, best_speed = Choice(LOOKUP, k), speed
         return best
 
+    def _copy_rates(self, length: int) -> list[float]:
+        """Keep rates of this round's copy offer by position, `length` of them."""
+        if self._offer[1]:
+            return self.copy_tokens.rates(self._strength(length), *self._offer)
+        return self._copy_table().rates()[:length]  # the offer's tokens are not known (a replayed trace)
+
+    def _strength(self, offer: int) -> list[float]:
+        """This round's match bin's keep rate by position over all copies' pooled rate, at most 1."""
+        pooled = self.lookup.pooled()
+        return [min(rate / pooled, 1.0) for rate in self._copy_table().rates()[:offer]]
+
     def _copy_table(self) -> Acceptance:
         """The acceptance of copies like this round's offer (all copies' when its match is unknown)."""
-        if self._offer_bin is None:
-            return self.lookup
-        table = self.bins.get(self._offer_bin)
+        return self.lookup if self._offer_bin is None else self._table_for(self._offer_bin)
+
+    def _table_for(self, bin: tuple[bool, int]) -> Acceptance:
+        table = self.bins.get(bin)
         if table is None:
-            table = self.bins[self._offer_bin] = Acceptance(LOOKUP_MAX, parent=self.lookup, stamp=self.rounds)
+            table = self.bins[bin] = Acceptance(LOOKUP_MAX, parent=self.lookup, stamp=self.rounds)
         if table.stamp != self.rounds:
             table.forget(_FORGET ** (self.rounds - table.stamp))
             table.stamp = self.rounds
@@ -199,11 +230,14 @@ class Policy:
 
     # -- the choice ---------------------------------------------------------------------------
 
-    def choose(self, room: int, lookup: int, lag: int, match: Branch | None = None) -> Choice:
+    def choose(self, room: int, lookup: int, lag: int, match: Branch | None = None,
+               offer: tuple[int, tuple[int, ...]] = (-1, ())) -> Choice:
         """The best choice for a round with `room` tokens to draft (the draft model at most its
-        k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer from `match`, the
-        draft model `lag` tokens behind; or a bounded exploration of the draft model."""
+        k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer from `match` (`offer`:
+        the token they follow and the tokens, when known), the draft model `lag` tokens behind;
+        or a bounded exploration of the draft model."""
         self._round = (1.0, 1.0, self.costs.verify_cost(1))
+        self._offer = offer
         self._offer_bin = match_bin(match) if match is not None and lookup else None
         options = [Choice(PLAIN)]
         copy = self.best_copy(min(lookup, room, LOOKUP_MAX))
@@ -249,12 +283,13 @@ class Policy:
                 judged.append(outcome.dropped)
             for confidence, kept in judged:
                 self._calibrate(confidence, kept)
-        if outcome.lookup_judged:
+        if outcome.copies is not None:
+            for judgement in outcome.copies:
+                self._learn_copy(judgement)
+        elif outcome.lookup_judged:
             judged = min(outcome.lookup_judged, outcome.lookup_hits + 1)
-            self.lookup.add(judged, outcome.lookup_hits)
-            if self._offer_bin is not None:
-                self._copy_table().add(judged, outcome.lookup_hits)
-        self._offer_bin = None
+            self._learn_copy(CopyJudgement(self._offer_bin, *self._offer, 0, judged, outcome.lookup_hits))
+        self._offer_bin, self._offer = None, (-1, ())
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
         if self.timed and outcome.seconds is not None:
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
@@ -263,10 +298,84 @@ class Policy:
         self.spent += charged
         self.explored += charged if choice.explore else 0.0
 
+    def _learn_copy(self, judgement: CopyJudgement) -> None:
+        self.lookup.add(judgement.judged, judgement.kept, judgement.start)
+        if judgement.bin is not None:
+            self._table_for(judgement.bin).add(judgement.judged, judgement.kept, judgement.start)
+        self.copy_tokens.add(judgement)
+
     def _calibrate(self, confidence: float, kept: bool) -> None:
         cell = self.calibration[_bin(confidence)]
         cell[0] = cell[0] * _FORGET + kept
         cell[1] = cell[1] * _FORGET + 1.0
+
+
+class TokenRates:
+    """How often a copied token was kept, by the token copied and by the token before it.
+
+    Copies break at places the text itself marks: a sentence that ends where the source goes
+    on, an identifier that an edit renames. So the chance to keep a copied token is learnt per
+    token, twice: for the token itself (a renamed identifier is never kept) and for the token
+    before it (a copy across the end of a sentence is not). A token not seen before gets the
+    rate that tokens had when first seen, which is high where breaks cluster on a few tokens and
+    low where copies fail anywhere (novel text). The lower of the two counts. The policy scales
+    these by how much weaker than the average copy this match's bin has been (a short match).
+    """
+
+    def __init__(self) -> None:
+        self.at: dict[int, list[float]] = {}  # token copied -> [kept, judged]
+        self.after: dict[int, list[float]] = {}  # token before the copied one -> [kept, judged]
+        self.first = {"at": [0.0, 0.0], "after": [0.0, 0.0]}  # [kept, judged] of tokens judged the first time
+
+    def rates(self, strength: list[float], last: int, offer: tuple[int, ...]) -> list[float]:
+        """Rates of `offer`'s positions; `strength`: the match bin's rate by position relative to all copies'."""
+        new_at, new_after = self._new("at"), self._new("after")
+        out: list[float] = []
+        for scale, before, token in zip(strength, (last, *offer), offer):
+            out.append(scale * min(_rate(self.at.get(token), new_at), _rate(self.after.get(before), new_after)))
+        return out
+
+    def _new(self, table: str) -> float:
+        kept, judged = self.first[table]
+        return (kept + 1.0) / (judged + 2.0)
+
+    def add(self, judgement: CopyJudgement) -> None:
+        """Count each judged position; a miss that one table already explains (its token has
+        missed before at least as often as not) counts only there, so one break is not learnt
+        twice and the other table's rate for new tokens stays clean."""
+        offer, last = judgement.tokens, judgement.last
+        for i in range(judgement.start, min(judgement.judged, len(offer))):
+            kept = i < judgement.kept
+            cells = (("at", offer[i]), ("after", offer[i - 1] if i else last))
+            if not kept:
+                explained = [name for name, token in cells if _misses(getattr(self, name).get(token))]
+                cells = tuple(cell for cell in cells if cell[0] in explained[:1]) or cells
+            for name, token in cells:
+                self._count(name, token, kept)
+
+    def _count(self, name: str, token: int, kept: bool) -> None:
+        table = getattr(self, name)
+        cell = table.get(token)
+        if cell is None:
+            cell = table[token] = [0.0, 0.0]
+            self.first[name][0] += kept
+            self.first[name][1] += 1.0
+        cell[0] += kept
+        cell[1] += 1.0
+
+
+def _misses(cell: list[float] | None) -> bool:
+    return cell is not None and cell[0] * 2 <= cell[1]
+
+
+def _rate(cell: list[float] | None, new: float) -> float:
+    if cell is None:
+        return new
+    return min((cell[0] + _TOKEN_SHRINK * new) / (cell[1] + _TOKEN_SHRINK), _TOKEN_CAP)
+
+
+_TOKEN_SHRINK = 1.0  # pseudo-observations of the first-seen rate behind a token's own counts
+_TOKEN_CAP = 0.995  # no copied token is ever certain
 
 
 def match_bin(match: Branch) -> tuple[bool, int]:

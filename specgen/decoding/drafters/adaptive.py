@@ -22,8 +22,33 @@ from specgen.decoding.drafters.base import (
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import SuffixIndex
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
+from specgen.decoding.policy import LOOKUP_MAX, Choice, CopyJudgement, Outcome, Policy, match_bin
 from specgen.decoding.sampling import SamplingParams
+
+
+_OPEN_MAX = 8  # copy offers judged at once
+
+
+class OpenOffer:
+    """A copy offer judged in hindsight against the tokens the target emits, over as many rounds
+    as it takes, so the policy learns how far copies really run, not only the part it drafted.
+    Each round reports the positions its tokens judged (a copied token x is kept with
+    probability p(x), the chance that the target emits x: this hindsight has the expectation
+    of a real verification)."""
+
+    def __init__(self, bin: tuple[bool, int] | None, last: int, tokens: tuple[int, ...]):
+        self.bin, self.last, self.tokens = bin, last, tokens
+        self.judged = 0
+        self.settled = False
+
+    def judge(self, emitted: list[int]) -> CopyJudgement:
+        """The positions `emitted` judges; the offer is settled at a miss or when all are judged."""
+        start, tokens = self.judged, self.tokens
+        end = min(len(tokens), start + len(emitted))
+        kept = next((i for i in range(start, end) if tokens[i] != emitted[i - start]), end)
+        self.judged = min(kept + 1, end)
+        self.settled = kept < end or end == len(tokens)
+        return CopyJudgement(self.bin, self.last, tokens, start, self.judged, kept)
 
 
 class AdaptiveDrafter:
@@ -35,7 +60,8 @@ class AdaptiveDrafter:
         self.model, self.policy = model, policy
         self.copier = Copier(shared)
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
-        self._pending: tuple[Choice, list[int]] = (Choice(PLAIN), [])
+        self._pending: tuple[Choice, tuple[int, ...]] = (Choice(PLAIN), ())  # this round's choice and copy offer
+        self._open: list[OpenOffer] = []  # copy offers still being judged against the output
 
     def reach(self, k: int) -> int:
         """The policy holds the draft model to k; a long copy may go further."""
@@ -44,6 +70,7 @@ class AdaptiveDrafter:
     def prepare(self, prefix: list[int]) -> None:
         """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
         self.copier.reset(prefix)
+        self._open = []
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
@@ -51,8 +78,12 @@ class AdaptiveDrafter:
                 draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
         offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
         lag = self.model.lag(history) if self.model is not None else 0
-        choice = self.policy.choose(k, len(offer.tokens), lag, offer.branch)
-        self._pending = (choice, offer.tokens)
+        tokens = tuple(offer.tokens)
+        choice = self.policy.choose(k, len(tokens), lag, offer.branch, (last, tokens))
+        self._pending = (choice, tokens)
+        if tokens:
+            self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(match_bin(offer.branch) if offer.branch else None,
+                                                                     last, tokens)]
         if choice.source == LOOKUP:
             return copied(offer.tokens[: choice.k], params)
         if choice.source == MODEL:
@@ -60,16 +91,15 @@ class AdaptiveDrafter:
         return NO_DRAFT
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float | None) -> None:
-        choice, offer = self._pending
-        judged = min(len(offer), len(emitted))
-        hits = next((i for i in range(judged) if offer[i] != emitted[i]), judged)
+        choice = self._pending[0]
+        copies = tuple(offer.judge(emitted) for offer in self._open)
+        self._open = [offer for offer in self._open if not offer.settled]
         dropped = None
         if draft.dropped is not None and draft.dropped[1] >= 0 and len(emitted) > len(draft.tokens):
             dropped = (draft.dropped[0], emitted[len(draft.tokens)] == draft.dropped[1])
         self.policy.observe(Outcome(
             choice, len(draft.tokens), len(emitted) - 1, tuple(draft.confidences),
-            draft.lag, judged, hits, dropped, seconds))
-
+            draft.lag, 0, 0, dropped, seconds, copies))
     def rollback(self, history: list[int]) -> None:
         """The copy index holds accepted tokens only; the draft model forgets its drafted ones."""
         if self.model is not None:
