@@ -3,7 +3,8 @@
 The real huggingface_hub client talks to it through HF_ENDPOINT. Like the hub, the `resolve`
 endpoint answers HEAD and GET with the commit (X-Repo-Commit), the file's ETag and size
 (X-Linked-Etag, X-Linked-Size) and a 302 redirect to a separate "CDN" origin, which serves
-the bytes with Range support. Errors carry the hub's X-Error-Code header: RepoNotFound and
+the bytes with Range support (open `bytes=N-` and closed `bytes=N-M` ranges, or none at all
+with `ranges` off, counting what each file served). Errors carry the hub's X-Error-Code header: RepoNotFound and
 EntryNotFound (404), GatedRepo (401 without the right token). Every request is recorded, and
 a file's next transfers can be cut half-way, to exercise resuming.
 """
@@ -33,7 +34,9 @@ class Request:
 class HubState:
     files: dict = field(default_factory=dict)  # (repo, filename) -> bytes
     gated: dict = field(default_factory=dict)  # repo -> token that opens it
-    cuts: dict = field(default_factory=dict)  # sha256 of a blob -> how many more GETs to cut mid-way
+    cuts: dict = field(default_factory=dict)  # sha256 of a blob -> how many more downloads to cut mid-way
+    served: dict = field(default_factory=dict)  # sha256 of a blob -> bytes of it sent so far
+    ranges: bool = True  # honour Range headers (a CDN that does not sends the whole file)
     requests: list = field(default_factory=list)
     cdn_url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -109,21 +112,29 @@ class _Handler(BaseHTTPRequestHandler):
         data = self.state.blob(match["sha"]) if match else None
         if data is None:
             return self.error(404, "NotFound", "no such blob")
-        start = _range_start(self.headers.get("Range"))
-        self.send_response(206 if start else 200)
-        if start:
-            self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
-        self.send_header("Content-Length", str(len(data) - start))
+        start, end = _range(self.headers.get("Range"), len(data)) if self.state.ranges else (0, len(data))
+        partial = (start, end) != (0, len(data))
+        self.send_response(206 if partial else 200)
+        if partial:
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        self.send_header("Content-Length", str(end - start))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
         if not body:
             return
-        if self.cut(match["sha"]):
-            self.wfile.write(data[start : start + (len(data) - start) // 2])
-            self.wfile.flush()
+        if not _closed(self.headers.get("Range")) and self.cut(match["sha"]):
+            end = start + (end - start) // 2
             self.close_connection = True
-            return
-        self.wfile.write(data[start:])
+        self.send(match["sha"], data[start:end])
+
+    def send(self, sha: str, chunk: bytes) -> None:
+        with self.state.lock:
+            self.state.served[sha] = self.state.served.get(sha, 0) + len(chunk)
+        try:
+            self.wfile.write(chunk)
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):  # the client read what it wanted and left
+            self.close_connection = True
 
     def cut(self, sha: str) -> bool:
         with self.state.lock:
@@ -132,9 +143,18 @@ class _Handler(BaseHTTPRequestHandler):
         return left > 0
 
 
-def _range_start(header: str | None) -> int:
-    found = re.match(r"bytes=(\d+)-$", header or "")
-    return int(found.group(1)) if found else 0
+def _closed(header: str | None) -> bool:
+    """Whether a Range header asks for `bytes=N-M`: a header read, not a download."""
+    return bool(re.fullmatch(r"bytes=\d+-\d+", header or ""))
+
+
+def _range(header: str | None, size: int) -> tuple[int, int]:
+    """The [start, end) of `bytes=N-` or `bytes=N-M` (M inclusive), clipped to the file; all of it without one."""
+    found = re.match(r"bytes=(\d+)-(\d*)$", header or "")
+    if not found:
+        return 0, size
+    start = min(int(found.group(1)), size)
+    return start, min(int(found.group(2)) + 1, size) if found.group(2) else size
 
 
 class FakeHub:
@@ -164,8 +184,14 @@ class FakeHub:
         return data
 
     def downloads(self) -> list[Request]:
-        """The GET requests for file bytes (the CDN's), in order."""
-        return [r for r in self.state.requests if r.origin == "cdn" and r.method == "GET"]
+        """The GET requests for file bytes (the CDN's), in order, but for header reads (closed ranges)."""
+        return [r for r in self.state.requests if r.origin == "cdn" and r.method == "GET"
+                and not _closed(r.headers.get("range"))]
+
+    def header_reads(self) -> list[Request]:
+        """The GET requests for a closed range of a file's bytes: reading its header."""
+        return [r for r in self.state.requests if r.origin == "cdn" and r.method == "GET"
+                and _closed(r.headers.get("range"))]
 
     def stop(self) -> None:
         if self.stopped:

@@ -37,6 +37,7 @@ class Spec:
     vocab_type: str = "llama"
     rename_token: int | None = None  # give this token id another text (a mismatched vocabulary)
     extra_tokens: int = 0  # pad the vocabulary (a size mismatch)
+    extra_boost: float = 0.0  # scale the padding tokens' output rows up: the model emits them often
     chat_template: str | None = CHATML
     endless: bool = False  # zero logits for end-of-generation tokens: greedy decoding never stops
 
@@ -58,9 +59,12 @@ def vocabulary(spec: Spec) -> tuple[list[str], list[float], list[int]]:
 
 
 def weights(spec: Spec, n_vocab: int) -> dict[str, np.ndarray]:
+    """Random weights; the padding tokens' rows come last from their own stream, so a padded
+    model agrees with its unpadded twin on every shared token."""
     rng = np.random.default_rng(spec.seed)
     head = spec.n_embd // spec.n_head
-    shapes = {"token_embd.weight": (n_vocab, spec.n_embd), "output.weight": (n_vocab, spec.n_embd)}
+    shared = n_vocab - spec.extra_tokens
+    shapes = {"token_embd.weight": (shared, spec.n_embd), "output.weight": (shared, spec.n_embd)}
     for i in range(spec.n_layer):
         shapes |= {
             f"blk.{i}.attn_q.weight": (spec.n_embd, spec.n_embd),
@@ -73,6 +77,11 @@ def weights(spec: Spec, n_vocab: int) -> dict[str, np.ndarray]:
         }
     scale = {"token_embd.weight": 1.0, "output.weight": 0.5}
     out = {name: rng.normal(0, scale.get(name, 0.4), shape).astype(np.float32) for name, shape in shapes.items()}
+    pad = np.random.default_rng([spec.seed, 7])
+    for name in ("token_embd.weight", "output.weight"):
+        rows = pad.normal(0, scale[name], (spec.extra_tokens, spec.n_embd)).astype(np.float32)
+        out[name] = np.concatenate([out[name], rows])
+    out["output.weight"][shared:] *= 1.0 + spec.extra_boost
     if spec.noise:
         noise = np.random.default_rng(spec.noise_seed)
         w = out["output.weight"]

@@ -122,7 +122,7 @@ def pull(name: str = typer.Argument(..., help="Pair name from 'specgen pairs'.")
     from specgen.models.paths import ModelPaths
     from specgen.models.registry import load_registry
 
-    paths = fetch_pair(load_registry().get(name))
+    paths = fetch_pair(load_registry().get(name), precheck=True)
     print(f"{paths['target']}\n{paths['draft']}")
     preflight(ModelPaths(paths["target"], paths["draft"]))
 

@@ -1,8 +1,9 @@
 """Open a target/draft pair safely and turn user text into prompt tokens.
 
 Every front end (run, chat, bench) starts the same way: check both GGUF headers, refuse a pair
-whose vocabularies differ before any weights are loaded, load both models under one ExitStack,
-and encode the prompt with the model's chat template (or as raw text).
+whose vocabularies differ before any weights are loaded, load both models under one ExitStack
+(a draft whose vocabulary is a little larger or smaller is seen through the target's), and
+encode the prompt with the model's chat template (or as raw text).
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from contextlib import ExitStack, contextmanager
 
 from specgen.errors import SpecgenError
 from specgen.llama.model import ContextFull, LoadOptions, Model
-from specgen.models.gguf import read_info
+from specgen.llama.vocabmap import DraftVocabulary, stand_in
+from specgen.models.gguf import GGUFInfo, read_info
 from specgen.models.paths import ModelPaths
 from specgen.models.vocab import check_vocabularies
 
@@ -20,11 +22,11 @@ class IncompatiblePair(SpecgenError):
     """The draft model does not share the target's vocabulary."""
 
 
-def preflight(paths: ModelPaths) -> None:
-    """Validate both files and their shared vocabulary from the headers alone."""
+def preflight(paths: ModelPaths) -> GGUFInfo | None:
+    """Validate both files and their shared vocabulary from the headers alone; the draft's header."""
     target = read_info(paths.target)
     if paths.draft is None:
-        return
+        return None
     draft = read_info(paths.draft)
     verdict = check_vocabularies(target, draft)
     if not verdict.compatible:
@@ -32,15 +34,18 @@ def preflight(paths: ModelPaths) -> None:
             f"{paths.draft.name} cannot draft for {paths.target.name}: {verdict.reason}; "
             "pick a draft model from the same family"
         )
+    return draft
 
 
 @contextmanager
 def open_models(paths: ModelPaths, options: LoadOptions):
     """Yield (target, draft or None), loaded after a successful pre-flight; free both on exit."""
-    preflight(paths)
+    header = preflight(paths)
     with ExitStack() as stack:
         target = stack.enter_context(Model(paths.target, options))
         draft = stack.enter_context(Model(paths.draft, options)) if paths.draft else None
+        if draft is not None and draft.n_vocab != target.n_vocab:
+            draft = DraftVocabulary(draft, target.n_vocab, stand_in(header, min(draft.n_vocab, target.n_vocab)))
         yield target, draft
 
 

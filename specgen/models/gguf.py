@@ -2,7 +2,10 @@
 
 This lets specgen reject a file that is not GGUF, a truncated download, or a draft whose
 vocabulary does not match its target, in a fraction of a second and with a message that
-names the problem, before llama.cpp spends seconds loading gigabytes.
+names the problem, before llama.cpp spends seconds loading gigabytes. The same parser reads a
+header from the first bytes of a file on the hub (`read_prefix`). A damaged or hostile header
+cannot crash it, hang it or make it allocate much: every count is checked against the file's
+size before anything is read for it, and arrays nest only so deep.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ _LENGTH = struct.Struct("<Q")
 # value type -> struct format of the scalar types
 _SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
 _STRING, _ARRAY = 8, 9
+_MAX_DIMS = 4  # ggml's GGML_MAX_DIMS
+_MAX_DEPTH = 8  # arrays of arrays: real files nest one level at most; a damaged one could recurse forever
 
 # ggml tensor type -> (elements per block, bytes per block), as in ggml's type traits
 _BLOCKS = {
@@ -36,13 +41,17 @@ _BLOCKS = {
 _KEPT = {
     "general.architecture", "general.name", "general.alignment",
     "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
-    "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+    "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id",
     "tokenizer.ggml.add_bos_token", "tokenizer.chat_template",
 }
 
 
 class GGUFError(SpecgenError):
     """The file is missing, not GGUF, or damaged."""
+
+
+class HeaderTruncated(GGUFError):
+    """The bytes end inside the header: a truncated file, or (reading a prefix) too few bytes yet."""
 
 
 @dataclass(frozen=True)
@@ -81,18 +90,29 @@ class GGUFInfo:
         return self.metadata.get("tokenizer.ggml.eos_token_id")
 
     @property
+    def unk_id(self) -> int | None:
+        return self.metadata.get("tokenizer.ggml.unknown_token_id")
+
+    @property
     def context_length(self) -> int | None:
         return self.metadata.get(f"{self.architecture}.context_length")
 
 
 class _Reader:
-    def __init__(self, buf: mmap.mmap | bytes, path: Path):
-        self.buf, self.pos, self.path = buf, 0, path
+    def __init__(self, buf: mmap.mmap | bytes, path: Path, size: int):
+        self.buf, self.pos, self.path, self.size = buf, 0, path, size  # buf may be a prefix of the file
+
+    def count(self, each: int, what: str) -> int:
+        """A count of items of at least `each` bytes, refused when the file cannot hold them."""
+        count = self.take("Q")
+        if count * each > self.size - self.pos:
+            raise GGUFError(f"{self.path} claims {count:,} {what}, more than the file holds; it is damaged")
+        return count
 
     def take(self, fmt: str):
         size = struct.calcsize(fmt)
         if self.pos + size > len(self.buf):
-            raise GGUFError(f"{self.path} is truncated inside its header; download it again")
+            raise HeaderTruncated(f"{self.path} is truncated inside its header; download it again")
         (value,) = struct.unpack_from("<" + fmt, self.buf, self.pos)
         self.pos += size
         return value
@@ -100,13 +120,17 @@ class _Reader:
     def string(self) -> str:
         size = self.take("Q")
         if self.pos + size > len(self.buf):
-            raise GGUFError(f"{self.path} is truncated inside its header; download it again")
+            raise HeaderTruncated(f"{self.path} is truncated inside its header; download it again")
         raw = bytes(self.buf[self.pos : self.pos + size])
         self.pos += size
         return raw.decode("utf-8", errors="replace")
 
     def skip_string(self) -> None:
-        size = self.take("Q")
+        self.skip(self.take("Q"))
+
+    def skip(self, size: int) -> None:
+        if self.pos + size > len(self.buf):
+            raise HeaderTruncated(f"{self.path} is truncated inside its header; download it again")
         self.pos += size
 
     def skip_strings(self, count: int) -> None:
@@ -118,37 +142,40 @@ class _Reader:
         except struct.error:
             pos = len(buf) + 1
         if pos > len(buf):
-            raise GGUFError(f"{self.path} is truncated inside its header; download it again")
+            raise HeaderTruncated(f"{self.path} is truncated inside its header; download it again")
         self.pos = pos
 
     def vocabulary(self, kind: int, decode: bool) -> tuple[list[str] | None, int, str]:
         """The token list (None unless decoded), its length and the digest of its raw bytes."""
         if kind != _ARRAY or self.take("I") != _STRING:
             raise GGUFError(f"{self.path} has a malformed {TOKENS}; it is damaged")
-        count = self.take("Q")
+        count = self.count(8, "tokens")
         start = self.pos
         tokens = [self.string() for _ in range(count)] if decode else self.skip_strings(count)
         digest = hashlib.blake2b(self.buf[start : self.pos], digest_size=16).hexdigest()
         return tokens, count, digest
 
-    def value(self, kind: int, keep: bool):
+    def value(self, kind: int, keep: bool, depth: int = 0):
         if kind in _SCALARS:
             return self.take(_SCALARS[kind])
         if kind == _STRING:
             return self.string() if keep else self.skip_string()
+        if kind == _ARRAY and depth < _MAX_DEPTH:
+            return self.array(keep, depth + 1)
         if kind == _ARRAY:
-            return self.array(keep)
+            raise GGUFError(f"{self.path} nests metadata arrays more than {_MAX_DEPTH} deep; it is damaged")
         raise GGUFError(f"{self.path} has an unknown metadata type {kind}; it is damaged or too new")
 
-    def array(self, keep: bool):
-        kind, count = self.take("I"), self.take("Q")
+    def array(self, keep: bool, depth: int):
+        kind = self.take("I")
+        count = self.count(struct.calcsize(_SCALARS[kind]) if kind in _SCALARS else 8, "array items")
         if kind in _SCALARS and not keep:
-            self.pos += count * struct.calcsize(_SCALARS[kind])
+            self.skip(count * struct.calcsize(_SCALARS[kind]))
             return None
         if kind == _STRING and not keep:
             self.skip_strings(count)
             return None
-        return [self.value(kind, keep) for _ in range(count)]
+        return [self.value(kind, keep, depth) for _ in range(count)]
 
 
 def read_info(path: str | Path, tokens: bool = True) -> GGUFInfo:
@@ -165,7 +192,15 @@ def read_info(path: str | Path, tokens: bool = True) -> GGUFInfo:
         if size < 24 or handle.read(4) != MAGIC:
             raise GGUFError(f"{path} is not a GGUF model file; specgen needs llama.cpp's .gguf format")
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            return _parse(_Reader(buf, path), size, tokens)
+            return _parse(_Reader(buf, path, size), size, tokens)
+
+
+def read_prefix(data: bytes, name: str, size: int) -> GGUFInfo:
+    """Parse the header from the first bytes of a `size`-byte file read from afar (named `name`);
+    HeaderTruncated when it needs more of them."""
+    if data[:4] != MAGIC[: len(data)]:
+        raise GGUFError(f"{name} is not a GGUF model file; specgen needs llama.cpp's .gguf format")
+    return _parse(_Reader(data, Path(name), size), size)
 
 
 def _parse(reader: _Reader, size: int, decode_tokens: bool = True) -> GGUFInfo:
@@ -173,7 +208,7 @@ def _parse(reader: _Reader, size: int, decode_tokens: bool = True) -> GGUFInfo:
     version = reader.take("I")
     if version not in (2, 3):
         raise GGUFError(f"{reader.path} is GGUF version {version}; this llama.cpp reads versions 2 and 3")
-    n_tensors, n_kv = reader.take("Q"), reader.take("Q")
+    n_tensors, n_kv = reader.count(24, "tensors"), reader.count(13, "metadata keys")
     metadata, vocab_size, digest = {}, 0, ""
     for _ in range(n_kv):
         key = reader.string()
@@ -188,10 +223,15 @@ def _parse(reader: _Reader, size: int, decode_tokens: bool = True) -> GGUFInfo:
     data_needed = 0
     for _ in range(n_tensors):
         reader.skip_string()
-        dims = [reader.take("Q") for _ in range(reader.take("I"))]
+        n_dims = reader.take("I")
+        if n_dims > _MAX_DIMS:
+            raise GGUFError(f"{reader.path} has a tensor of {n_dims} dimensions; it is damaged")
+        dims = [reader.take("Q") for _ in range(n_dims)]
         kind, offset = reader.take("I"), reader.take("Q")
         data_needed = max(data_needed, offset + _tensor_bytes(kind, dims))
     alignment = metadata.get("general.alignment", 32)
+    if type(alignment) is not int or not 0 < alignment <= 1 << 20:
+        raise GGUFError(f"{reader.path} has a general.alignment of {alignment!r}; it is damaged")
     data_start = -(-reader.pos // alignment) * alignment
     info = GGUFInfo(reader.path, metadata, size, data_start + data_needed, vocab_size, digest)
     if info.data_end > size:

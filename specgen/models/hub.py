@@ -5,7 +5,9 @@ stays instant. Files go to the standard Hugging Face cache, shared with every ot
 HF_HOME, HF_HUB_CACHE, HF_ENDPOINT, HF_HUB_OFFLINE and HF_TOKEN are read when a download starts
 (not when the library was imported). huggingface_hub resumes a transfer cut mid-file and moves
 a file into the cache only once it is complete, so a partial download is never loaded as a
-model. Each failure becomes one SpecgenError line that names the problem and the way out.
+model. Before a pair's files are downloaded, their GGUF headers are read with range requests
+(a few megabytes) and the pair check runs on them, so a mismatched pair fails in seconds, not
+after gigabytes. Each failure becomes one SpecgenError line that names the problem and the way out.
 """
 
 from __future__ import annotations
@@ -16,15 +18,23 @@ import sys
 from pathlib import Path
 
 from specgen.errors import SpecgenError
+from specgen.models.gguf import GGUFError, GGUFInfo, HeaderTruncated, read_info, read_prefix
 from specgen.models.paths import hub_cache_dir, models_dir
 from specgen.models.registry import ModelFile, Pair
+from specgen.models.vocab import check_vocabularies
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 TOKENS_PAGE = "https://huggingface.co/settings/tokens"
+HEADER_FIRST = 1 << 20  # bytes of a remote file read first for its header; each further read is 4x larger
+HEADER_CAP = 64 << 20  # a header not parsed from this many bytes is refused
 
 
 class HubError(SpecgenError):
     """A download failed: missing repo or file, no access, no network, or a full disk."""
+
+
+class MismatchedPair(SpecgenError):
+    """The headers on the hub show that the pair's draft cannot speak for its target."""
 
 
 def endpoint() -> str:
@@ -43,7 +53,10 @@ def cached_path(model: ModelFile) -> Path | None:
     local = models_dir() / model.file
     if local.is_file():
         return local
-    found = try_to_load_from_cache(model.repo, model.file, cache_dir=hub_cache_dir())
+    try:
+        found = try_to_load_from_cache(model.repo, model.file, cache_dir=hub_cache_dir())
+    except Exception as error:  # noqa: BLE001 - a repo id the client refuses, an unreadable cache
+        raise _explain(error, model, offline=True) from error
     return Path(found) if isinstance(found, str) and os.path.isfile(found) else None
 
 
@@ -64,8 +77,10 @@ def fetch(model: ModelFile, offline: bool = False) -> Path:
     return Path(path)
 
 
-def fetch_pair(pair: Pair, roles: tuple[str, ...] = ("target", "draft"), offline: bool = False) -> dict[str, Path]:
-    """Both files of a pair (or the roles asked for), with a notice on stderr before a download."""
+def fetch_pair(pair: Pair, roles: tuple[str, ...] = ("target", "draft"), offline: bool = False,
+               precheck: bool = False) -> dict[str, Path]:
+    """Both files of a pair (or the roles asked for), with a notice on stderr before a download;
+    with `precheck` (and both roles), their headers are checked as a pair before any download."""
     models = {role: getattr(pair, role) for role in roles}
     missing = [model for model in models.values() if cached_path(model) is None]
     if missing and (offline or offline_by_environment()):
@@ -73,6 +88,8 @@ def fetch_pair(pair: Pair, roles: tuple[str, ...] = ("target", "draft"), offline
             f"pair '{pair.name}' is not downloaded and offline mode is on; "
             f"run 'specgen pull {pair.name}' while online"
         )
+    if missing and precheck and len(models) == 2:
+        check_remote_pair(pair)
     if missing:
         size = sum(model.size_gb for model in missing)
         print(
@@ -83,11 +100,82 @@ def fetch_pair(pair: Pair, roles: tuple[str, ...] = ("target", "draft"), offline
     return {role: fetch(model, offline) for role, model in models.items()}
 
 
-def _explain(error: Exception, model: ModelFile, offline: bool) -> Exception:
-    """One HubError line for a failed download; an unexpected error is returned unchanged."""
+def check_remote_pair(pair: Pair) -> None:
+    """Raise MismatchedPair when the pair's headers (cached files', else read from the hub) do not match."""
+    target, draft = header(pair.target), header(pair.draft)
+    verdict = check_vocabularies(target, draft)
+    if not verdict.compatible:
+        raise MismatchedPair(
+            f"{pair.draft.file} cannot draft for {pair.target.file}: {verdict.reason} (read from their "
+            f"headers on the hub; nothing downloaded); fix pair '{pair.name}' in {pair.source or 'models.toml'}"
+        )
+
+
+def header(model: ModelFile) -> GGUFInfo:
+    """The GGUF header of `model`: from the cached file, else from the hub by range requests."""
+    found = cached_path(model)
+    return read_info(found) if found is not None else remote_header(model)
+
+
+def remote_header(model: ModelFile) -> GGUFInfo:
+    """The header of `model` on the hub, read in growing ranges (1, 4, 16... MB) until it parses."""
+    where = f"{model.repo}/{model.file}"
+    data, want = b"", HEADER_FIRST
+    while True:
+        try:
+            more, size = _read_range(model, len(data), want)
+        except Exception as error:  # noqa: BLE001 - each known failure becomes one line
+            raise _explain(error, model, offline=False, reading=True) from error
+        data += more
+        try:
+            return read_prefix(data, where, size)
+        except HeaderTruncated as error:
+            if len(data) >= size or want >= HEADER_CAP:
+                raise GGUFError(f"{where} on the hub: no GGUF header in its first {len(data):,} bytes; "
+                                "it is damaged or not a model: fix the pair in models.toml") from error
+        want = min(want * 4, HEADER_CAP)
+
+
+def _read_range(model: ModelFile, start: int, stop: int) -> tuple[bytes, int]:
+    """Bytes start..stop-1 of `model` on the hub (fewer at its end) and the file's size, with the
+    hub client's session and credentials; a server that ignores Range is cut off at stop."""
+    from huggingface_hub import get_session, hf_hub_url
+    from huggingface_hub.utils import build_hf_headers, hf_raise_for_status
+
+    url = hf_hub_url(model.repo, model.file, endpoint=endpoint())
+    headers = {**build_hf_headers(), "Range": f"bytes={start}-{stop - 1}", "Accept-Encoding": "identity"}
+    session = get_session()
+    if hasattr(session, "stream"):  # httpx (huggingface_hub 1.0 on)
+        with session.stream("GET", url, headers=headers, follow_redirects=True) as response:
+            hf_raise_for_status(response)
+            return _take(response, response.iter_bytes(), start, stop)
+    with session.get(url, headers=headers, stream=True, allow_redirects=True) as response:  # requests
+        hf_raise_for_status(response)
+        return _take(response, response.iter_content(1 << 16), start, stop)
+
+
+def _take(response, chunks, start: int, stop: int) -> tuple[bytes, int]:
+    """At most stop - start bytes of a ranged answer, and the whole file's size it reports."""
+    skip = start if response.status_code == 200 else 0  # the whole file: skip to `start`
+    total = response.headers.get("Content-Range", "").rpartition("/")[2]
+    size = int(total) if total.isdigit() else int(response.headers.get("Content-Length", stop) or stop)
+    out = bytearray()
+    for chunk in chunks:
+        out += chunk
+        if len(out) >= skip + stop - start:
+            break
+    return bytes(out[skip : skip + stop - start]), size
+
+
+def _explain(error: Exception, model: ModelFile, offline: bool, reading: bool = False) -> Exception:
+    """One HubError line for anything the hub client raised (KeyboardInterrupt is no Exception)."""
     from huggingface_hub import errors
 
     where = f"{model.repo}/{model.file}"
+    if isinstance(error, errors.HFValidationError):
+        return HubError(f"the hub client refuses {where}: {_first_line(error)}; fix the repo or file in models.toml")
+    if reading and _unreachable(error):
+        return _not_reachable(where, offline)
     if isinstance(error, errors.GatedRepoError):
         return HubError(
             f"{model.repo} is gated ({_status(error)}): accept its terms at {endpoint()}/{model.repo}, "
@@ -105,6 +193,16 @@ def _explain(error: Exception, model: ModelFile, offline: bool) -> Exception:
     if isinstance(error, errors.HfHubHTTPError):
         return HubError(f"the hub answered {_status(error)} for {where}; try again later")
     return _transport_or_disk(error, where)
+
+
+def _unreachable(error: Exception) -> bool:
+    """A connection that could not be opened (httpx's ConnectError, requests' ConnectionError)."""
+    return any(kind.__name__ in ("ConnectError", "ConnectTimeout", "ConnectionError") for kind in type(error).__mro__)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
 
 
 def _not_reachable(where: str, offline: bool) -> HubError:
@@ -143,7 +241,10 @@ def _transport_or_disk(error: Exception, where: str) -> Exception:
         )
     if isinstance(error, _transport_errors()) or "Consistency check failed" in str(error):
         return HubError(f"the download of {where} was cut short ({type(error).__name__}); run the command again")
-    return error
+    return HubError(
+        f"the Hugging Face client failed on {where} ({type(error).__name__}: {_first_line(error)}); "
+        "run the command again, or with SPECGEN_DEBUG=1 to see why"
+    )
 
 
 def _status(error: Exception) -> str:

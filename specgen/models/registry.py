@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import dataclass
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from types import MappingProxyType
 from typing import Mapping
 
@@ -30,6 +30,7 @@ CONFIG_DIR_ENV = "SPECGEN_CONFIG_DIR"
 DEFAULT_DRAFT_TOKENS = 4
 MAX_DRAFT_TOKENS = 32
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*-\d+(\.\d+)?[bm]:\d+(\.\d+)?[bm]$", re.IGNORECASE)
+REPO_PART = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?$")  # the hub's rules, in ASCII
 
 _MODEL_KEYS = {"repo", "file", "quant", "size_gb", "license", "gated"}
 _PAIR_KEYS = {"description", "draft_tokens", "target", "draft"}
@@ -80,6 +81,22 @@ class Registry:
         raise UnknownPair(f"unknown pair '{name}'{_suggestion(name, list(self.pairs))}; 'specgen pairs' lists them all")
 
 
+def repo_is_valid(repo: str) -> bool:
+    """Whether `repo` is 'owner/name' as the hub allows: see REPO_PART, and no '--' or '..'."""
+    parts = repo.split("/")
+    return len(parts) == 2 and all(REPO_PART.match(part) for part in parts) and not (
+        "--" in repo or ".." in repo or repo.endswith(".git"))
+
+
+def file_is_inside(file: str) -> bool:
+    """Whether `file` is a name or a relative path that stays inside the folder it is joined to."""
+    parts = file.split("/")
+    return not (
+        "\\" in file or PurePosixPath(file).is_absolute() or PureWindowsPath(file).drive
+        or any(part in ("", ".", "..") for part in parts)
+    )
+
+
 def _suggestion(name: str, names: list[str]) -> str:
     close = [n for n in names if n.startswith(name) or name in n]
     close += [n for n in difflib.get_close_matches(name, names, n=3, cutoff=0.5) if n not in close]
@@ -125,17 +142,62 @@ def read_file(path: Path) -> tuple[dict[str, Pair], str | None]:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise RegistryError(_syntax_message(path, error)) from error
+        raise RegistryError(_syntax_message(path, error, text)) from error
     return _Validator(path, text).registry(data)
 
 
-def _syntax_message(path: Path, error: Exception) -> str:
+def _syntax_message(path: Path, error: Exception, text: str) -> str:
+    """tomllib's message at the line it names ("at end of document": the last line)."""
     message = str(error)
     found = re.search(r"\(at line (\d+), column (\d+)\)", message)
     if found:
         message = message[: found.start()].strip()
         return f"{path}:{found.group(1)}: {message} (column {found.group(2)}); fix the TOML syntax"
+    found = re.search(r"\(at end of document\)", message)
+    if found:
+        message = message[: found.start()].strip()
+        return f"{path}:{max(len(text.splitlines()), 1)}: {message} (at the end); fix the TOML syntax"
     return f"{path}: {message}; fix the TOML syntax"
+
+
+_KEY_PART = re.compile(r'\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[A-Za-z0-9_-]+)\s*')
+
+
+def key_path(text: str) -> tuple[str, ...] | None:
+    """The dotted key of a TOML header (`[a."b"]`, `[[a]]`) or key line (`a.b = 1`), else None."""
+    header = re.match(r"\s*\[\[?(.*?)\]\]?\s*(#.*)?$", text)
+    body = header.group(1) if header else text.split("=", 1)[0] if "=" in text else None
+    if body is None:
+        return None
+    parts, pos = [], 0
+    while True:
+        found = _KEY_PART.match(body, pos)
+        if not found:
+            return None
+        parts.append(found.group(1).strip("\"'"))
+        pos = found.end()
+        if pos == len(body):
+            return tuple(parts)
+        if body[pos] != ".":
+            return None
+        pos += 1
+
+
+def line_of(lines: list[str], path: tuple[str, ...]) -> int:
+    """The first line (1-based) that shares the longest leading part with `path`: a key's own line
+    where it has one, else the header or inline table that holds it, or a table inside it; 0 if none."""
+    best, best_length, table = 0, 0, ()
+    for number, text in enumerate(lines, 1):
+        parts = key_path(text)
+        if parts is None:
+            continue
+        full = parts if text.lstrip().startswith("[") else table + parts
+        if text.lstrip().startswith("["):
+            table = parts
+        length = next((i for i, (a, b) in enumerate(zip(full, path)) if a != b), min(len(full), len(path)))
+        if length > best_length:
+            best, best_length = number, length
+    return best
 
 
 class _Validator:
@@ -146,77 +208,72 @@ class _Validator:
     def __init__(self, path: Path, text: str):
         self.path, self.lines = path, text.splitlines()
 
-    def fail(self, problem: str, section: str = "", key: str = ""):
-        line = self.line_of(section, key)
-        where = f"{self.path}:{line}" if line else str(self.path)
-        raise RegistryError(f"{where}: {problem}")
-
-    def line_of(self, section: str, key: str) -> int:
-        """The line (1-based) of `key` in the table whose header holds `section`, else of that header; 0 if neither."""
-        headers = (n for n, text in enumerate(self.lines) if text.lstrip().startswith("[") and section in text)
-        start = next(headers, None) if section else 0
-        if start is None:
-            return 0
-        for number in range(start, len(self.lines)):
-            text = self.lines[number].lstrip()
-            if section and number > start and text.startswith("["):
-                break
-            if key and re.match(rf'"?{re.escape(key)}"?\s*=', text):
-                return number + 1
-        return start + 1 if section else 0
+    def fail(self, problem: str, *where: str):
+        """Raise the problem at the line of the key path `where` (as ("pairs", NAME, "target", "repo"))."""
+        line = line_of(self.lines, where)
+        raise RegistryError(f"{self.path}:{line}: {problem}" if line else f"{self.path}: {problem}")
 
     def registry(self, data: dict) -> tuple[dict[str, Pair], str | None]:
         for key in data.keys() - _TOP_KEYS:
-            self.fail(f"unknown top-level key '{key}' (expected default_pair and [pairs.\"NAME\"] tables)", "", key)
+            self.fail(f"unknown top-level key '{key}' (expected default_pair and [pairs.\"NAME\"] tables)", key)
         default = data.get("default_pair")
         if default is not None and not isinstance(default, str):
-            self.fail("default_pair must be a pair name in quotes", "", "default_pair")
+            self.fail("default_pair must be a pair name in quotes", "default_pair")
         tables = data.get("pairs", {})
         if not isinstance(tables, dict):
-            self.fail("'pairs' must be tables like [pairs.\"llama3-8b:1b\"]", "", "pairs")
+            self.fail("'pairs' must be tables like [pairs.\"llama3-8b:1b\"]", "pairs")
         return {name: self.pair(name, table) for name, table in tables.items()}, default
 
     def pair(self, name: str, table) -> Pair:
-        section = f'"{name}"]'
+        section = ("pairs", name)
         if not NAME_PATTERN.match(name):
-            self.fail(f"pair name '{name}' should look like family-SIZE:SIZE, e.g. 'llama3-8b:1b'", section)
+            self.fail(f"pair name '{name}' should look like family-SIZE:SIZE, e.g. 'llama3-8b:1b'", *section)
         if not isinstance(table, dict):
-            self.fail(f"pair '{name}' must be a table", section)
+            self.fail(f"pair '{name}' must be a table", *section)
         for key in table.keys() - _PAIR_KEYS:
-            self.fail(f"pair '{name}' has an unknown key '{key}'", section, key)
+            self.fail(f"pair '{name}' has an unknown key '{key}'", *section, key)
         for role in ("target", "draft"):
             if not isinstance(table.get(role), dict):
-                self.fail(f"pair '{name}' needs a [pairs.\"{name}\".{role}] table with repo and file", section)
+                self.fail(f"pair '{name}' needs a [pairs.\"{name}\".{role}] table with repo and file", *section, role)
         draft_tokens = table.get("draft_tokens", DEFAULT_DRAFT_TOKENS)
         if type(draft_tokens) is not int or not 1 <= draft_tokens <= MAX_DRAFT_TOKENS:
             problem = f"pair '{name}': draft_tokens must be a whole number from 1 to {MAX_DRAFT_TOKENS}"
-            self.fail(problem, section, "draft_tokens")
+            self.fail(problem, *section, "draft_tokens")
         description = self.typed(table, "description", str, f"pair '{name}'", section, "")
-        target = self.model(table["target"], f"pair '{name}' target", f'"{name}".target]')
-        draft = self.model(table["draft"], f"pair '{name}' draft", f'"{name}".draft]')
+        target = self.model(table["target"], f"pair '{name}' target", (*section, "target"))
+        draft = self.model(table["draft"], f"pair '{name}' draft", (*section, "draft"))
         return Pair(name, target, draft, draft_tokens, description, str(self.path))
 
-    def model(self, table: dict, where: str, section: str) -> ModelFile:
+    def model(self, table: dict, where: str, section: tuple[str, ...]) -> ModelFile:
         for key in table.keys() - _MODEL_KEYS:
-            self.fail(f"{where} has an unknown key '{key}'", section, key)
+            self.fail(f"{where} has an unknown key '{key}'", *section, key)
         repo = self.typed(table, "repo", str, where, section)
         file = self.typed(table, "file", str, where, section)
         if repo.count("/") != 1 or " " in repo:
-            self.fail(f"{where}: repo '{repo}' should be 'owner/name' as on the Hugging Face hub", section, "repo")
+            self.fail(f"{where}: repo '{repo}' should be 'owner/name' as on the Hugging Face hub; "
+                      f"fix it in {self.path.name}", *section, "repo")
+        if not repo_is_valid(repo):
+            self.fail(f"{where}: repo '{repo}' is not a Hugging Face repo id (letters, digits, '_', '.' and '-', "
+                      f"no '--' or '..', none first or last but '_', at most 96 a part); fix it in {self.path.name}",
+                      *section, "repo")
         if not file.endswith(".gguf"):
-            self.fail(f"{where}: file '{file}' is not a .gguf file", section, "file")
+            self.fail(f"{where}: file '{file}' is not a .gguf file", *section, "file")
+        if not file_is_inside(file):
+            self.fail(f"{where}: file '{file}' must be a file name or a relative path inside the repo "
+                      f"(no '..', '.', empty parts, backslash or leading '/'); fix it in {self.path.name}",
+                      *section, "file")
         size = self.typed(table, "size_gb", (int, float), where, section, 0.0)
         if isinstance(size, bool) or size < 0:
-            self.fail(f"{where}: size_gb must be a number of gigabytes", section, "size_gb")
+            self.fail(f"{where}: size_gb must be a number of gigabytes", *section, "size_gb")
         quant = self.typed(table, "quant", str, where, section, "")
         license_ = self.typed(table, "license", str, where, section, "")
         gated = self.typed(table, "gated", bool, where, section, False)
         return ModelFile(repo, file, quant, float(size), license_, gated)
 
-    def typed(self, table: dict, key: str, kind, where: str, section: str, default=_MISSING):
+    def typed(self, table: dict, key: str, kind, where: str, section: tuple[str, ...], default=_MISSING):
         value = table.get(key, default)
         if value is self._MISSING:
-            self.fail(f"{where} is missing '{key}'", section)
+            self.fail(f"{where} is missing '{key}'", *section)
         if not isinstance(value, kind):
-            self.fail(f"{where}: '{key}' has the wrong type ({type(value).__name__})", section, key)
+            self.fail(f"{where}: '{key}' has the wrong type ({type(value).__name__})", *section, key)
         return value

@@ -35,7 +35,7 @@ def resolve_models(
             raise UsageError("--draft needs --target PATH (or use --pair NAME for a matched pair)")
         registry = load_registry()
         chosen = registry.get(pair or registry.default)
-        paths = fetch_pair(chosen, ("target",) if no_draft else ("target", "draft"), offline)
+        paths = fetch_pair(chosen, ("target",) if no_draft else ("target", "draft"), offline, precheck=True)
         return Selection(ModelPaths(paths["target"], paths.get("draft")), chosen.draft_tokens)
     if draft is None and not no_draft:
         raise UsageError(f"no draft model: pass --draft PATH{_drafts_on_disk(target)}, "

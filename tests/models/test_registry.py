@@ -147,6 +147,47 @@ def test_malformed_user_file_names_file_line_and_problem(text, message):
         load_registry()
 
 
+BAD_FILES = ["../../../elsewhere/x.gguf", "/etc/x.gguf", "sub/../x.gguf", "sub\\x.gguf", "sub//x.gguf",
+             "./x.gguf", "sub/./x.gguf", "/x.gguf", "C:/x.gguf", "C:x.gguf"]
+BAD_REPOS = ["a/..", "a/.", "../b", "a/b/c", "a//b", "/b", "a/", "a/b--c", "a/b..c", "-a/b", "a/b-", "a/.b",
+             "a/b.", "a/b c", "a/b\u00e9", "a/b.git", "a/" + "b" * 97, "a/b?x", "a/b%2e"]
+
+
+@pytest.mark.parametrize("file", BAD_FILES)
+def test_a_file_outside_the_models_folder_is_refused_with_its_line(file):
+    write_user(USER_PAIR.replace('file = "mine-2b.gguf"', f'file = "{file}"'.replace("\\", "\\\\")))
+    with pytest.raises(RegistryError, match=r"models\.toml:10: pair 'mine-2b:1b' target: file .*models.toml"):
+        load_registry()
+
+
+@pytest.mark.parametrize("repo", BAD_REPOS)
+def test_a_repo_the_hub_would_refuse_is_refused_with_its_line(repo):
+    write_user(USER_PAIR.replace('repo = "me/Mine-1B-GGUF"', f'repo = "{repo}"'))
+    with pytest.raises(RegistryError, match=r"models\.toml:13: pair 'mine-2b:1b' draft: repo .*models.toml"):
+        load_registry()
+
+
+@pytest.mark.parametrize("file", ["x.gguf", "sub/x.gguf", "a/b/Q4_K_M/x-00001-of-00002.gguf", "..x.gguf"])
+@pytest.mark.parametrize("repo", ["a/b", "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "a_b/c.d-e", "a/" + "b" * 96])
+def test_plain_names_and_relative_paths_pass(repo, file):
+    from huggingface_hub.utils import validate_repo_id
+
+    validate_repo_id(repo)  # the hub client agrees
+    write_user(USER_PAIR.replace('repo = "me/Mine-1B-GGUF"', f'repo = "{repo}"').replace("mine-1b.gguf", file))
+    draft = load_registry().get("mine-2b:1b").draft
+    assert (draft.repo, draft.file) == (repo, file)
+
+
+def test_every_bad_repo_is_one_the_hub_client_refuses_too():
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    for repo in BAD_REPOS:
+        if "\u00e9" not in repo:  # the client's \w takes any letter; the hub's own names are ASCII
+            with pytest.raises(HFValidationError):
+                validate_repo_id(repo)
+
+
 def test_malformed_user_file_is_one_line_from_the_cli(capsys):
     path = write_user("[pairs\n")
     with pytest.raises(SystemExit) as done:
