@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from specgen.cli.app import app, examples
 from specgen.cli.options import (
+    MODEL,
     CtxOpt,
     DraftOpt,
     DraftTokensOpt,
@@ -52,6 +54,10 @@ def run(
     raw: RawOpt = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the text and all statistics.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
+    lookup_cache: Annotated[Optional[Path], typer.Option(
+        "--lookup-cache", dir_okay=False, metavar="FILE", rich_help_panel=MODEL,
+        help="Copy drafts also from the outputs of earlier runs kept in FILE, and add this one "
+        "(with auto; shared safely by several processes; bounded; one file per model family).")] = None,
     ctx: CtxOpt = 4096,
     threads: ThreadsOpt = None,
     gpu_layers: GpuLayersOpt = None,
@@ -60,6 +66,7 @@ def run(
     from specgen.decoding.drafters.model import ModelDrafter
     from specgen.decoding.events import consume
     from specgen.decoding.loop import generate
+    from specgen.llama import lookup_cache as memory_file
     from specgen.llama.calibrate import drafter_for
     from specgen.llama.library import backend_name
     from specgen.llama.pair import encode_prompt, open_models
@@ -69,15 +76,30 @@ def run(
     selection = select_models(pair, target, draft, no_draft, offline)
     paths = selection.paths
     config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
+    vocabulary = memory_file.vocabulary_id(paths.target) if lookup_cache else ""
+    memory = memory_file.load(lookup_cache, vocabulary) if lookup_cache else None
+    output: list[int] = []
+    show = streamer(None if json_out else sys.stdout)
+
+    def on_round(event) -> None:
+        output.extend(event.tokens)
+        show(event)
+
     with open_models(paths, load_options(ctx, threads, gpu_layers)) as (target_model, draft_model):
         tokens = encode_prompt(target_model, text, raw)
         drafter = ModelDrafter(draft_model) if draft_model else None
-        events = generate(target_model, drafter_for(target_model, drafter, config), tokens, config)
-        answer, summary = consume(events, streamer(None if json_out else sys.stdout))
-        kernels = target_model.kernels
+        shared = (memory.index,) if memory is not None else ()
+        events = generate(target_model, drafter_for(target_model, drafter, config, shared), tokens, config)
+        answer, summary = consume(events, on_round)
+        kernels, mapped = target_model.kernels, target_model.mapped
+    if lookup_cache and not memory_file.save(lookup_cache, vocabulary, output):
+        print(f"specgen: warning: could not write --lookup-cache {lookup_cache}", file=sys.stderr)
     if json_out:
         where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name(),
-                 "extra_bufts": kernels.on, "extra_bufts_reason": kernels.reason}
+                 "extra_bufts": kernels.on, "extra_bufts_reason": kernels.reason, "mmap": mapped,
+                 "lookup_cache": str(lookup_cache or ""),
+                 "lookup_memory_tokens": len(memory.index) if memory is not None else 0,
+                 "lookup_memory_bytes": memory.nbytes if memory is not None else 0}
         print(json_record(answer, summary, where))
     elif sys.stdout.isatty() and answer and not answer.endswith("\n"):
         print()

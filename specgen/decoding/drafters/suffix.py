@@ -212,6 +212,13 @@ class LookupMemory:
         return self._MAGIC + vocabulary.encode() + b"\n" + data.tobytes()
 
     @classmethod
+    def vocabulary_of(cls, data: bytes) -> str | None:
+        """The vocabulary id that saved `data`, or None when it is not a saved memory."""
+        if not data.startswith(cls._MAGIC) or b"\n" not in data[len(cls._MAGIC):]:
+            return None
+        return data[len(cls._MAGIC):].split(b"\n", 1)[0].decode("utf-8", errors="replace")
+
+    @classmethod
     def from_bytes(cls, data: bytes, vocabulary: str, max_tokens: int = 262_144) -> LookupMemory:
         """The memory saved by `to_bytes`; empty when the bytes are damaged or of another vocabulary."""
         memory = cls(max_tokens)
