@@ -107,13 +107,16 @@ class Report:
     registry: list[RegistryFile]
     pairs: list[PairState]
     rebuild: Rebuild
+    lookup_memory_tokens: int = 0  # the bound on the memory of past outputs copy drafting searches
 
 
 def gather() -> Report:
     """Collect the whole report (imports llama.cpp; loads no model)."""
     build = build_info()
+    from specgen.llama.lookup_cache import MAX_TOKENS
+
     return Report(build, cpu_info(), kernel_choice(build.system_info), model_folders(), registry_files(),
-                  pair_states(), rebuild_advice(build))
+                  pair_states(), rebuild_advice(build), MAX_TOKENS)
 
 
 # -- build ------------------------------------------------------------------------------------
@@ -355,6 +358,8 @@ def render(report: Report) -> str:
     rows += [(f"models: {f.label}", _folder(f)) for f in report.folders]
     rows += [(f"registry ({f.role})", f.path + ("" if f.in_use else " (none)")) for f in report.registry]
     rows.append(("pairs downloaded", _pairs(report.pairs)))
+    rows.append(("lookup memory", f"up to {report.lookup_memory_tokens:,} tokens of past outputs (about "
+                 f"{report.lookup_memory_tokens * 100 >> 20} MB) in chat and serve; run keeps it only with --lookup-cache FILE"))
     rows.append(("rebuild", _rebuild(r, b)))
     width = max(len(label) for label, _ in rows)
     return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)

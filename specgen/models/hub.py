@@ -18,7 +18,13 @@ import sys
 from pathlib import Path
 
 from specgen.errors import SpecgenError
-from specgen.models.gguf import GGUFError, GGUFInfo, HeaderTruncated, read_info, read_prefix
+from specgen.models.gguf import (
+    GGUFError,
+    GGUFInfo,
+    HeaderTruncated,
+    read_info,
+    read_prefix,
+)
 from specgen.models.paths import hub_cache_dir, models_dir
 from specgen.models.registry import ModelFile, Pair
 from specgen.models.vocab import check_vocabularies

@@ -22,6 +22,7 @@ from specgen.decoding.loop import GenerationConfig, generate
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import drafter_for
 from specgen.llama.conversation import Conversation, Prompt
+from specgen.llama.lookup_cache import new_memory
 from specgen.llama.model import ContextFull
 from specgen.serve.wire import ApiError, GenRequest, Outcome, finish_reason
 
@@ -170,6 +171,7 @@ class Worker:
 
     def __init__(self, target, drafter, config: GenerationConfig, queue_size: int, prompt_limit: int):
         self.target, self.drafter, self.config = target, drafter, config
+        self.memory = new_memory()  # every reply this process served, for copy drafting
         self.queue_size = queue_size
         self.prompts = Prompts(target, prompt_limit)
         self._cond = threading.Condition()
@@ -277,7 +279,7 @@ class Worker:
     def _generate(self, job: Job, tokens: list[int], prompt: Prompt | None, start: float) -> None:
         """Stream one reply's text to the job, cut at stop strings; `start`: when the worker took it."""
         config = self._config(job.request)
-        events = generate(self.target, drafter_for(self.target, self.drafter, config), tokens, config)
+        events = generate(self.target, drafter_for(self.target, self.drafter, config, (self.memory.index,)), tokens, config)
         stops = StopMatcher(job.request.stop)
         texts: list[str] = []
         reply: list[int] = []
@@ -301,6 +303,7 @@ class Worker:
             job.send(Delta(tail))
         summary: Summary = event
         self.prompts.remember(prompt, "".join(texts), reply, whole=not stopped)
+        self.memory.add(reply)
         reason = finish_reason(summary.stop_reason, stopped)
         job.send(Finished(Outcome(reason, summary, first, start - job.submitted)))
 

@@ -19,6 +19,7 @@ from specgen.decoding.loop import GenerationConfig, generate
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import drafter_for
 from specgen.llama.conversation import Conversation
+from specgen.llama.lookup_cache import new_memory
 from specgen.llama.model import ContextFull, LoadOptions
 from specgen.llama.pair import open_models
 from specgen.models.paths import ModelPaths
@@ -116,6 +117,7 @@ class Chat:
         self.config = options.config
         self.auto_cap = options.config.draft_tokens
         self.conversation = Conversation(target, options.system)
+        self.memory = new_memory()  # earlier replies, also those /reset forgot, for copy drafting
         self.totals = Totals()
         self.commands = {"/help": self.help, "/reset": self.reset, "/stats": self.stats,
                          "/k": self.set_k, "/temp": self.set_temp}
@@ -165,8 +167,10 @@ class Chat:
             self.view.notice(
                 f"context full: forgot the oldest {prompt.dropped} turn(s) to make room (/reset starts over)"
             )
-        events = generate(self.target, drafter_for(self.target, self.drafter, self.config), list(prompt.tokens), self.config)
+        drafter = drafter_for(self.target, self.drafter, self.config, (self.memory.index,))
+        events = generate(self.target, drafter, list(prompt.tokens), self.config)
         reply = self.view.render(events, self.k, self.config.adaptive, self.totals.tally)
+        self.memory.add(list(reply.tokens))
         self.conversation.commit(prompt, reply.text, list(reply.tokens))
         self.totals.add(reply)
         if reply.summary.stop_reason == "context":

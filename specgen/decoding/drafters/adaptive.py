@@ -22,9 +22,15 @@ from specgen.decoding.drafters.base import (
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import SuffixIndex
-from specgen.decoding.policy import LOOKUP_MAX, Choice, CopyJudgement, Outcome, Policy, match_bin
+from specgen.decoding.policy import (
+    LOOKUP_MAX,
+    Choice,
+    CopyJudgement,
+    Outcome,
+    Policy,
+    match_bin,
+)
 from specgen.decoding.sampling import SamplingParams
-
 
 _OPEN_MAX = 8  # copy offers judged at once
 

@@ -1,0 +1,68 @@
+"""`specgen run --lookup-cache FILE`: the same request again copies from the earlier output; the
+file is merged by concurrent runs, bounded, and refused when it is not specgen's or another
+model family's. Real processes on the tiny models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from test_run import one_error_line, pair, specgen  # noqa: F401 - pair is a fixture
+
+from specgen.decoding.drafters.suffix import LookupMemory
+
+PROMPT = "zq the print of self wx"  # tokens the tiny target rarely repeats on its own
+
+
+def run_json(pair, cache, *extra: str) -> dict:
+    result = specgen("run", PROMPT, *pair, "-n", "40", "--raw", "--json", "--lookup-cache", str(cache), *extra)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def saved_outputs(path) -> list[list[int]]:
+    data = path.read_bytes()
+    vocabulary = LookupMemory.vocabulary_of(data)
+    return LookupMemory.from_bytes(data, vocabulary).outputs
+
+
+def test_the_same_request_again_copies_from_the_earlier_output(pair, tmp_path):
+    cache = tmp_path / "lookup.bin"
+    first = run_json(pair, cache)
+    assert cache.is_file() and first["lookup_memory_tokens"] == 0
+    second = run_json(pair, cache)
+    assert second["text"] == first["text"]
+    assert second["lookup_memory_tokens"] == first["tokens"] + 1  # the output and its separator
+    assert second["accepted"] > first["accepted"]
+    assert second["rounds"] < first["rounds"]
+
+
+def test_nothing_is_written_without_the_option(pair, tmp_path):
+    result = specgen("run", PROMPT, *pair, "-n", "8", "--raw", "-q", env={"SPECGEN_CACHE_DIR": str(tmp_path / "c")})
+    assert result.returncode == 0
+    assert not list(tmp_path.rglob("*.bin"))
+
+
+def test_concurrent_runs_each_add_their_output(pair, tmp_path):
+    cache = tmp_path / "shared.bin"
+    command = [sys.executable, "-m", "specgen", "run", PROMPT, *pair, "-n", "20", "--raw", "-q",
+               "--lookup-cache", str(cache)]
+    runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
+    assert [run.wait(timeout=120) for run in runs] == [0, 0, 0]
+    assert len(saved_outputs(cache)) == 3
+
+
+def test_a_file_that_is_not_a_lookup_cache_is_refused_and_kept(pair, tmp_path):
+    other = tmp_path / "notes.txt"
+    other.write_text("my notes\n")
+    result = specgen("run", PROMPT, *pair, "-n", "8", "--raw", "--lookup-cache", str(other))
+    one_error_line(result, "not a specgen lookup cache")
+    assert other.read_text() == "my notes\n"
+
+
+def test_another_model_familys_cache_is_refused(pair, tmp_path):
+    cache = tmp_path / "other.bin"
+    cache.write_bytes(LookupMemory().to_bytes("BPE:another-vocabulary"))
+    result = specgen("run", PROMPT, *pair, "-n", "8", "--raw", "--lookup-cache", str(cache))
+    one_error_line(result, "another vocabulary")
