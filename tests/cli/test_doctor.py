@@ -87,7 +87,9 @@ def test_json_report_is_one_object_with_every_section(downloaded_default_pair, t
     user.parent.mkdir(parents=True, exist_ok=True)
     user.write_text("")
     report = json.loads(doctor("--json").stdout)
-    assert set(report) == {"build", "cpu", "repacked_kernels", "folders", "registry", "pairs", "rebuild"}
+    assert set(report) == {"build", "cpu", "repacked_kernels", "folders", "registry", "pairs", "rebuild",
+                           "lookup_memory_tokens"}
+    assert report["lookup_memory_tokens"] == 262_144  # the bound README and doctor state
     build = report["build"]
     assert build["specgen"] == __version__ and build["llama_cpp_python"] == version("llama-cpp-python")
     assert build["gpu_offload_works"] == (build["gpu_offload_built"] and bool(build["gpu_devices"]))
