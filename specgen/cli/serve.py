@@ -55,6 +55,12 @@ def serve(
     ctx: CtxOpt = 4096,
     max_prompt_tokens: Annotated[Optional[int], typer.Option(
         "--max-prompt-tokens", min=1, help="Longest prompt accepted, in tokens (default: what the context holds).")] = None,
+    max_tokens_limit: Annotated[int, typer.Option(
+        "--max-tokens-limit", min=1, help="Longest reply any request may ask for (max_tokens above it is lowered; "
+        "a full context ends a reply earlier).")] = 4096,
+    allow_host: Annotated[Optional[list[str]], typer.Option(
+        "--allow-host", metavar="NAME", help="Also answer requests whose Host is NAME (repeatable); on loopback only "
+        "localhost names are served, so that web pages cannot reach the models.")] = None,
     threads: ThreadsOpt = None,
     gpu_layers: GpuLayersOpt = None,
 ) -> None:
@@ -68,5 +74,7 @@ def serve(
     check_binding(host, api_key)
     selection = select_models(pair, target, draft, no_draft, offline)
     config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
-    options = ServeOptions(host, port, api_key, queue, model_id=model_id(pair, target), max_prompt_tokens=max_prompt_tokens)
+    options = ServeOptions(host, port, api_key, queue, model_id=model_id(pair, target), max_prompt_tokens=max_prompt_tokens,
+                           max_tokens_limit=max_tokens_limit,
+                           allowed_hosts=tuple(name.lower() for name in allow_host or ()))
     run_server(selection.paths, load_options(ctx, threads, gpu_layers), config, options)

@@ -38,7 +38,7 @@ from specgen.decoding.loop import GenerationConfig
 from specgen.errors import SpecgenError, UsageError
 from specgen.llama.model import LoadOptions
 from specgen.models.paths import ModelPaths
-from specgen.serve.wire import ApiError, Outcome, Reply, parse_request
+from specgen.serve.wire import ApiError, Outcome, Reply, cached_tokens, parse_request
 from specgen.serve.worker import Delta, Failed, Finished, Gone, Job, Worker
 
 LOG = "specgen.log"
@@ -53,6 +53,8 @@ class ServeOptions:
     max_body: int = 2 * 1024 * 1024
     model_id: str = "specgen"
     max_prompt_tokens: int | None = None  # None: the context size
+    max_tokens_limit: int = 4096  # the longest reply one request may ask for
+    allowed_hosts: tuple[str, ...] = ()  # Host names accepted besides loopback ones, on a loopback bind
 
 
 @dataclass
@@ -117,7 +119,8 @@ def build_app(worker: Worker, options: ServeOptions, draft_name: str | None):
         Route("/v1/completions", api.completion, methods=["POST"]),
     ]
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
-    return Front(Starlette(routes=routes, exception_handlers=handlers), options.api_key)
+    hosts = None if not is_loopback(options.host) else {"localhost", *options.allowed_hosts}
+    return Front(Starlette(routes=routes, exception_handlers=handlers), options.api_key, hosts)
 
 
 class Api:
@@ -299,11 +302,19 @@ async def _internal_error(request: Request, error: Exception) -> JSONResponse:
 
 
 class Front:
-    """Outermost ASGI layer: the Bearer key check, the last guard against tracebacks, the access log."""
+    """Outermost ASGI layer: the Host and content-type checks, the Bearer key check, the last guard
+    against tracebacks, the access log.
 
-    def __init__(self, app, api_key: str | None):
+    A server on loopback trusts whatever can reach it, so it must not be reachable from a web
+    page: a browser lets any page send a "simple" POST (text/plain, no preflight) to 127.0.0.1,
+    and DNS rebinding lets a page's own name point there. So on a loopback bind only loopback
+    Host names (and those the user allowed) are served, and every POST must be JSON.
+    """
+
+    def __init__(self, app, api_key: str | None, hosts: set[str] | None = None):
         self.app = app
         self.key = api_key.encode() if api_key else None
+        self.hosts = hosts  # None: any Host (a bind beyond loopback, where the key protects)
 
     async def __call__(self, scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -317,7 +328,11 @@ class Front:
             await send(message)
 
         try:
-            if self.key is not None and not self._authorized(scope):
+            refused = self._refused(scope)
+            if refused is not None:
+                record.note = refused.message
+                await error_response(refused)(scope, receive, sending)
+            elif self.key is not None and not self._authorized(scope):
                 record.note = "no valid API key"
                 await error_response(ApiError(401, "a valid API key is needed: send 'Authorization: Bearer KEY'",
                                               code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"}))(
@@ -331,10 +346,28 @@ class Front:
         finally:
             print(access_line(scope, record), file=sys.stderr, flush=True)
 
+    def _refused(self, scope) -> ApiError | None:
+        headers = dict(scope["headers"])
+        if self.hosts is not None and not _allowed_host(headers.get(b"host", b""), self.hosts):
+            return ApiError(403, "this server answers only requests addressed to localhost (a web page or "
+                            "another name may not use it); add the name with --allow-host NAME", code="host_not_allowed")
+        kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+        if scope["method"] == "POST" and kind != b"application/json":
+            return ApiError(415, "send the request body as JSON with 'Content-Type: application/json'",
+                            code="unsupported_media_type")
+        return None
+
     def _authorized(self, scope) -> bool:
         given = dict(scope["headers"]).get(b"authorization", b"")
         scheme, _, token = given.partition(b" ")
         return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key)
+
+
+def _allowed_host(header: bytes, hosts: set[str]) -> bool:
+    """Whether a Host header names loopback (any port) or one of `hosts`."""
+    host = header.decode("latin-1").strip().lower()
+    name = host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+    return name in hosts or is_loopback(name)
 
 
 def access_line(scope, record: Record) -> str:
@@ -345,7 +378,7 @@ def access_line(scope, record: Record) -> str:
     outcome = record.outcome
     if outcome is not None:
         s = outcome.summary
-        cached = max(s.prompt_tokens - 1 - s.prefilled_tokens, 0)
+        cached = cached_tokens(s)
         line += f" {'stream' if record.stream else 'whole'}: prompt {s.prompt_tokens} (cached {cached}), " \
                 f"{s.tokens} tokens at {s.tokens_per_second:.1f} tok/s"
         if s.draft_tokens:
@@ -371,7 +404,8 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, option
     sock = bind(options.host, options.port)
     with open_models(paths, load) as (target, draft):
         drafter = ModelDrafter(draft) if draft else None
-        worker = Worker(target, drafter, config, options.queue, options.max_prompt_tokens or target.n_ctx)
+        worker = Worker(target, drafter, config, options.queue, options.max_prompt_tokens or target.n_ctx,
+                        options.max_tokens_limit)
         app = build_app(worker, options, paths.draft.name if paths.draft else None)
         settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
         server = uvicorn.Server(settings)

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from specgen.decoding.events import Summary
 
-MAX_STOPS = 16
+MAX_STOPS = 4  # as OpenAI's API
+MAX_STOP_CHARS = 256  # per stop string: the automaton that finds them stays small
 ROLES = {"developer": "system"}  # OpenAI's newer name for the system role
 
 
@@ -125,6 +126,9 @@ def _stops(value) -> tuple[str, ...]:
         raise ApiError(400, f"stop must be a string or an array of strings, not {_show(value)}", param="stop")
     if len(items) > MAX_STOPS:
         raise ApiError(400, f"stop takes at most {MAX_STOPS} strings, not {len(items)}", param="stop")
+    longest = max((len(s) for s in items), default=0)
+    if longest > MAX_STOP_CHARS:
+        raise ApiError(400, f"a stop string may be at most {MAX_STOP_CHARS} characters, not {longest}", param="stop")
     return tuple(s for s in items if s)
 
 
@@ -199,8 +203,13 @@ def finish_reason(stop_reason: str, stopped: bool) -> str:
     return "stop" if stopped or stop_reason == "eog" else "length"
 
 
+def cached_tokens(summary: Summary) -> int:
+    """Prompt tokens the KV cache already held: all but those prefilled and the last one."""
+    return max(summary.prompt_tokens - 1 - summary.prefilled_tokens, 0)
+
+
 def usage(summary: Summary) -> dict:
-    cached = max(summary.prompt_tokens - 1 - summary.prefilled_tokens, 0)
+    cached = cached_tokens(summary)
     return {"prompt_tokens": summary.prompt_tokens, "completion_tokens": summary.tokens,
             "total_tokens": summary.prompt_tokens + summary.tokens,
             "prompt_tokens_details": {"cached_tokens": cached}}

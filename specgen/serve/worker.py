@@ -17,7 +17,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, replace
 
-from specgen.decoding.events import Summary
+from specgen.decoding.events import consume
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import drafter_for
@@ -80,26 +80,67 @@ class Job:
 
 
 class StopMatcher:
-    """Cuts streamed text at the first stop string, holding back text that may begin one."""
+    """Cuts streamed text at the first stop string, holding back text that may begin one.
+
+    An Aho-Corasick automaton over the stop strings reads each character once, so the cost is
+    linear in the reply, however many and however long the stop strings (a hostile request
+    cannot stall the one worker), and the state's depth is exactly the text to hold back: the
+    longest end of the text that begins some stop string.
+    """
 
     def __init__(self, stops: tuple[str, ...]):
         self.stops = stops
+        self._next: list[dict[str, int]] = [{}]
+        self._depth, self._fail, self._ends = [0], [0], [0]  # per state; _ends: longest stop ending here
+        for stop in stops:
+            self._add(stop)
+        self._link()
+        self._state = 0
         self.pending = ""
+
+    def _add(self, stop: str) -> None:
+        state = 0
+        for char in stop:
+            if char not in self._next[state]:
+                self._next.append({})
+                self._depth.append(self._depth[state] + 1)
+                self._fail.append(0)
+                self._ends.append(0)
+                self._next[state][char] = len(self._next) - 1
+            state = self._next[state][char]
+        self._ends[state] = len(stop)
+
+    def _link(self) -> None:
+        """Failure links, breadth first: each state's longest proper suffix that is also a state."""
+        queue = list(self._next[0].values())
+        for state in queue:
+            for char, child in self._next[state].items():
+                fail = self._fail[state]
+                while fail and char not in self._next[fail]:
+                    fail = self._fail[fail]
+                self._fail[child] = self._next[fail].get(char, 0) if self._next[fail].get(char) != child else 0
+                self._ends[child] = max(self._ends[child], self._ends[self._fail[child]])
+                queue.append(child)
 
     def feed(self, text: str) -> tuple[str, bool]:
         """The text safe to send now, and whether a stop string was found (text ends before it)."""
-        self.pending += text
-        cuts = [i for i in (self.pending.find(s) for s in self.stops) if i >= 0]
-        if cuts:
-            out, self.pending = self.pending[: min(cuts)], ""
-            return out, True
-        keep = max((n for s in self.stops for n in range(1, len(s)) if self.pending.endswith(s[:n])), default=0)
-        out = self.pending[: len(self.pending) - keep]
-        self.pending = self.pending[len(out) :]
-        return out, False
+        held, state = self.pending, self._state
+        for position, char in enumerate(text):
+            while state and char not in self._next[state]:
+                state = self._fail[state]
+            state = self._next[state].get(char, 0)
+            if self._ends[state]:
+                cut = len(held) + position + 1 - self._ends[state]
+                self.pending, self._state = "", 0
+                return (held + text)[:cut], True
+        self._state = state
+        whole = held + text
+        keep = self._depth[state]
+        self.pending = whole[len(whole) - keep:] if keep else ""
+        return whole[: len(whole) - keep], False
 
     def flush(self) -> str:
-        out, self.pending = self.pending, ""
+        out, self.pending, self._state = self.pending, "", 0
         return out
 
 
@@ -169,8 +210,12 @@ class Prompts:
 class Worker:
     """The thread that runs jobs one at a time, and the bounded queue in front of it."""
 
-    def __init__(self, target, drafter, config: GenerationConfig, queue_size: int, prompt_limit: int):
+    def __init__(self, target, drafter, config: GenerationConfig, queue_size: int, prompt_limit: int,
+                 reply_limit: int = 4096):
+        """`reply_limit`: the most tokens one reply may take, whatever its request asks (the
+        context stops a reply earlier when it is full)."""
         self.target, self.drafter, self.config = target, drafter, config
+        self.reply_limit = reply_limit
         self.memory = new_memory()  # every reply this process served, for copy drafting
         self.queue_size = queue_size
         self.prompts = Prompts(target, prompt_limit)
@@ -279,30 +324,26 @@ class Worker:
     def _generate(self, job: Job, tokens: list[int], prompt: Prompt | None, start: float) -> None:
         """Stream one reply's text to the job, cut at stop strings; `start`: when the worker took it."""
         config = self._config(job.request)
-        events = generate(self.target, drafter_for(self.target, self.drafter, config, (self.memory.index,)), tokens, config)
+        drafter = drafter_for(self.target, self.drafter, config, (self.memory.index,))
+        events = generate(self.target, drafter, tokens, config)
         stops = StopMatcher(job.request.stop)
-        texts: list[str] = []
         reply: list[int] = []
-        first = None
-        stopped = False
-        for event in events:
-            if isinstance(event, Summary):
-                break
-            reply += event.tokens
-            texts.append(event.text)
-            text, stopped = stops.feed(event.text)
+        progress = {"first": None, "stopped": False}  # when the first text went out; whether a stop string ended it
+
+        def on_round(event) -> None:
+            reply.extend(event.tokens)
+            text, progress["stopped"] = stops.feed(event.text)
             if text:
-                first = first if first is not None else time.perf_counter() - start
+                progress["first"] = progress["first"] if progress["first"] is not None else time.perf_counter() - start
                 job.send(Delta(text))
-            if stopped or job.cancelled.is_set():
-                event = events.throw(KeyboardInterrupt())
-                events.close()
-                break
+
+        whole, summary = consume(events, on_round, lambda: progress["stopped"] or job.cancelled.is_set())
+        first, stopped = progress["first"], progress["stopped"]
         tail = stops.flush()
         if tail:
             job.send(Delta(tail))
-        summary: Summary = event
-        self.prompts.remember(prompt, "".join(texts), reply, whole=not stopped)
+        received = not stopped and not job.cancelled.is_set()  # a reply the client never got is not kept
+        self.prompts.remember(prompt, whole, reply, whole=received)
         self.memory.add(reply)
         reason = finish_reason(summary.stop_reason, stopped)
         job.send(Finished(Outcome(reason, summary, first, start - job.submitted)))
@@ -318,4 +359,5 @@ class Worker:
             top_p=s.top_p if request.top_p is None else request.top_p,
             seed=s.seed if request.seed is None else request.seed,
         )
-        return replace(base, max_tokens=request.max_tokens or base.max_tokens, sampling=sampling)
+        max_tokens = min(request.max_tokens or base.max_tokens, self.reply_limit)
+        return replace(base, max_tokens=max_tokens, sampling=sampling)

@@ -98,7 +98,7 @@ def client(server: Server, key: str = KEY) -> openai.OpenAI:
 
 
 def post(server: Server, path: str, key: str | None = KEY, **kwargs) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
     return httpx.post(server.url + path, headers=headers, timeout=60, **kwargs)
 
 
