@@ -7,12 +7,12 @@ import pytest
 from policysim import CPU, GPU, TRACES, World, simulate
 
 from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters.adaptive import AdaptiveDrafter
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
 from specgen.decoding.drafters.model import ModelDrafter
-from specgen.decoding.events import Summary
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
-from specgen.llama.calibrate import cached_costs, calibrate, drafter_for
+from specgen.llama.calibrate import cached_costs, calibrate
 
 FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.6}, {1: 0.15, 16: 0.5})
 STEEP = StepCosts({1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0, 16: 16.0}, {1: 0.6, 16: 6.0})
@@ -135,15 +135,34 @@ def test_calibration_measures_every_size_and_is_cached(target_model, draft_model
     assert cached_costs(target_model, draft_model) == first  # the second comes from the cache file
 
 
-@pytest.mark.parametrize("prompt", ["def add(a, b):", "x = 1\nfor i in", "a b c d a b c d a b"])
-def test_auto_is_exact_at_temperature_zero(target_model, draft_model, prompt):
+# a machine where the draft model pays (verify nearly flat, a cheap draft step), injected as the
+# policy's step costs: the fixture's draft has the target's shape, so measured costs would never pick it
+DRAFT_PAYS = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.3, 64: 3.0}, {1: 0.1, 8: 0.3})
+
+
+@pytest.mark.parametrize("prompt", ["def add(a, b):", "a b c a b c a b c a b", "x = 1\nfor i in"])
+def test_auto_is_exact_at_temperature_zero_with_model_lookup_and_plain_rounds(target_model, draft_model, prompt):
     tokens = target_model.tokenize(prompt, add_special=True, parse_special=False)
+    config = GenerationConfig(max_tokens=60, draft_tokens=8, adaptive=True)
 
-    def run(drafter, config):
-        events = list(generate(target_model, drafter_for(target_model, drafter, config), tokens, config))
-        return [t for e in events[:-1] for t in e.tokens], events[-1]
+    def run(drafter):
+        events = list(generate(target_model, drafter, tokens, config))
+        return [t for e in events[:-1] for t in e.tokens], events
 
-    plain, _ = run(None, GenerationConfig(max_tokens=60))
-    auto, summary = run(ModelDrafter(draft_model), GenerationConfig(max_tokens=60, draft_tokens=8, adaptive=True))
+    plain, _ = run(None)
+    auto, events = run(AdaptiveDrafter(ModelDrafter(draft_model), Policy(DRAFT_PAYS, 8, timed=False)))
     assert auto == plain
-    assert isinstance(summary, Summary) and summary.mode == "speculative (auto)"
+    assert events[-1].mode == "speculative (auto)"
+    sources = {e.source for e in events[:-1]}
+    assert "model" in sources, "the draft model must have drafted"
+
+
+def test_auto_runs_every_kind_of_round_on_a_text_that_repeats(target_model, draft_model):
+    """Over the three prompts above together: model, lookup and plain rounds all happened."""
+    seen = set()
+    for prompt in ["def add(a, b):", "a b c a b c a b c a b", "x = 1\nfor i in"]:
+        tokens = target_model.tokenize(prompt, add_special=True, parse_special=False)
+        config = GenerationConfig(max_tokens=60, draft_tokens=8, adaptive=True)
+        drafter = AdaptiveDrafter(ModelDrafter(draft_model), Policy(DRAFT_PAYS, 8, timed=False))
+        seen |= {e.source for e in list(generate(target_model, drafter, tokens, config))[:-1]}
+    assert {"model", "lookup", ""} <= seen

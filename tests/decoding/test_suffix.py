@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from specgen.decoding.drafters import suffix
 from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters import suffix
 from specgen.decoding.drafters.base import LOOKUP, PLAIN
 from specgen.decoding.drafters.lookup import Copier
 from specgen.decoding.drafters.model import ModelDrafter
