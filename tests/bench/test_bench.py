@@ -7,6 +7,8 @@ import csv
 import importlib.util
 import io
 import json
+import statistics
+import time
 from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
@@ -94,7 +96,9 @@ def report(tiny_models, tmp_path_factory):
     argv = ["bench", str(folder / "code.txt"), str(folder / "prose.jsonl"), *models(tiny_models),
             "-k", "2,4,auto", "-r", "2", "--warmup", "1",
             "--json", str(folder / "out.json"), "--csv", str(folder / "out.csv")]
+    started = time.perf_counter()
     code, stdout, _ = call(argv)
+    (folder / "wall_s").write_text(str(time.perf_counter() - started))  # an outside clock
     document = json.loads((folder / "out.json").read_text())
     with open(folder / "out.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
@@ -102,7 +106,7 @@ def report(tiny_models, tmp_path_factory):
 
 
 def test_bench_reports_consistent_numbers(report):
-    code, stdout, doc, rows, _ = report
+    code, stdout, doc, rows, folder = report
     assert code == 0
     assert doc["schema"] == "specgen-bench/1"
     names = [c["name"] for c in doc["configs"]]
@@ -112,16 +116,18 @@ def test_bench_reports_consistent_numbers(report):
     assert len(doc["runs"]) == 4 * 6 * 2
     results = doc["results"]
     assert {(r["group"], r["key"]) for r in results} >= {("overall", "all"), ("kind", "code"), ("prompt", "self")}
-    baseline = {(r["group"], r["key"]): r["tokens_per_second"]["median"] for r in results if r["config"] == "target"}
+    # each prompt's medians and speedups, recomputed here from the raw runs
+    by_run: dict[tuple[str, str], list[float]] = {}
+    for run in doc["runs"]:
+        by_run.setdefault((run["prompt"], run["config"]), []).append(run["tokens"] / run["decode_s"])
     for r in results:
-        assert r["speedup"] == pytest.approx(r["tokens_per_second"]["median"] / baseline[r["group"], r["key"]])
         rate = r["tokens_per_second"]
         assert rate["min"] <= rate["median"] <= rate["max"]
+        if r["group"] == "prompt":
+            assert rate["median"] == pytest.approx(statistics.median(by_run[r["key"], r["config"]]))
+            assert r["speedup"] == pytest.approx(rate["median"] / statistics.median(by_run[r["key"], "target"]))
         if r["drafted"]:
-            assert r["acceptance_rate"] == pytest.approx(r["accepted"] / r["drafted"])
-            p = r["prediction"]
-            assert 0 < p["speedup"] == pytest.approx(p["expected_tokens_per_round"] / p["round_cost"])
-            assert p["realized"] == pytest.approx(r["speedup"] / p["speedup"])
+            assert 0 < r["prediction"]["speedup"]
         if r["config"] == "target":
             assert r["speedup_interval"] is None and r["outcome"] is None
         else:
@@ -130,12 +136,14 @@ def test_bench_reports_consistent_numbers(report):
         split = r["time_split"]
         assert split["draft"] + split["verify"] + split["other"] == pytest.approx(1.0, abs=1e-6)
         assert 0 < split["python"] < 1  # the rounds less the models' passes: part of the three above
-    for run in doc["runs"]:
-        assert run["tokens_per_second"] == pytest.approx(run["tokens"] / run["decode_s"])
+    measured = sum(run["decode_s"] + run["prefill_s"] for run in doc["runs"])
+    assert measured <= float((folder / "wall_s").read_text())  # no run claims more speed than the clock allows
     assert doc["audit"]["identical"] is True and doc["distribution_audit"] is None
     costs = doc["step_costs"]
     assert costs["verify"]["1"] > 0 and costs["draft_step"] > 0
-    assert doc["peak_rss_mib"] > 0 and doc["verdict"]["best"] in names[1:]
+    overall = {r["config"]: r["tokens_per_second"]["median"] for r in results if r["group"] == "overall"}
+    fastest = max((c for c in overall if c != "target"), key=overall.get)
+    assert doc["peak_rss_mib"] > 0 and doc["verdict"]["best"] == fastest
     assert doc["memory_mib"]["anonymous"] > 0 and doc["memory_mib"]["file"] > 0
     assert len(rows) == len(results) and rows[0]["config"] == "target"
     assert "speedup" in stdout and "verdict:" in stdout and "all 48 runs give the target alone's tokens" in stdout
