@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from specgen import __version__
@@ -124,19 +123,21 @@ def gather() -> Report:
 
 def build_info() -> Build:
     from specgen.llama.library import backend_name, llama
+    from specgen.llama.library import build_info as library_build_info
 
     lib = llama()
+    binding, system_info = library_build_info()
     llama_version = _call_text(lib, "llama_version") or "?"
     native = getattr(getattr(lib, "llama_cpp", None), "_lib", None)
     ggml = ", commit ".join(filter(None, (_native_text(native, "ggml_version"), _native_text(native, "ggml_commit"))))
     return Build(
         specgen=__version__,
-        llama_cpp_python=_package_version("llama-cpp-python"),
+        llama_cpp_python=binding,
         llama_cpp=f"{llama_version} (ggml {ggml})" if ggml else llama_version,
         backend=backend_name(),
         gpu_offload_built=bool(lib.llama_supports_gpu_offload()),
         gpu_devices=gpu_devices(native),
-        system_info=_call_text(lib, "llama_print_system_info").strip(" |"),
+        system_info=system_info.strip(" |"),
     )
 
 
@@ -175,13 +176,6 @@ def _text(raw) -> str:
     return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw or "")
 
 
-def _package_version(name: str) -> str:
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return "not installed"
-
-
 # -- CPU and kernels --------------------------------------------------------------------------
 
 
@@ -198,14 +192,9 @@ def cpu_info() -> Cpu:
 
 def _linux_cpu(cpuinfo: Path) -> tuple[str, list[str]]:
     """The CPU model and its relevant features from /proc/cpuinfo (first processor)."""
-    try:
-        text = cpuinfo.read_text(errors="replace")
-    except OSError:
-        return "", []
-    fields = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        fields.setdefault(key.strip().lower(), value.strip())
+    from specgen.llama.kernels import cpuinfo_fields
+
+    fields = cpuinfo_fields(str(cpuinfo))
     model = fields.get("model name") or fields.get("hardware") or fields.get("cpu model") or ""
     flags = set((fields.get("flags") or fields.get("features") or "").split())
     table = X86_FEATURES if "flags" in fields else ARM_FEATURES

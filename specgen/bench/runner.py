@@ -31,10 +31,11 @@ from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Summary, consume
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.sampling import SamplingParams
+from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import UsageError
 from specgen.llama.calibrate import calibrate, drafter_for
 from specgen.llama.pair import encode_prompt
-from specgen.models.registry import DEFAULT_DRAFT_TOKENS, MAX_DRAFT_TOKENS
+from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 
 AUTO = "auto"
 NEAR_TIE = 0.05  # logits: a top-2 margin this small can flip between batched and single-token passes

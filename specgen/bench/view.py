@@ -184,7 +184,7 @@ def audit_lines(result: BenchResult) -> list[str]:
 
 
 def footer(result: BenchResult) -> str:
-    plan, m = result.plan, result.machine
+    plan = result.plan
     return (
         f"{_count(len(result.prompts), 'prompt')} × {_count(len(plan.configs), 'config')} × "
         f"{_count(plan.repeats, 'repeat')} (+{plan.warmup} warm-up), up to {plan.max_tokens} tokens, "

@@ -35,6 +35,8 @@ def pairs(
     Add or override pairs in a models.toml in specgen's config directory
     ($SPECGEN_CONFIG_DIR, else the platform's user config folder for 'specgen').
     """
+    from specgen.doctor import human_size
+
     if ctx.invoked_subcommand is not None:
         return
     if local or dirs:
@@ -49,7 +51,7 @@ def pairs(
         have = [cached_path(pair.target) is not None, cached_path(pair.draft) is not None]
         state = "yes" if all(have) else ("target" if have[0] else "draft" if have[1] else "no")
         mark = "*" if pair.name == registry.default else ""
-        models = [f"{model.quant} {_size(model.size_gb)}" for model in (pair.target, pair.draft)]
+        models = [f"{model.quant} {human_size(round(model.size_gb * 1e9))}" for model in (pair.target, pair.draft)]
         rows.append([pair.name + mark, *models, str(pair.draft_tokens), state])
     print_table(["pair", "target", "draft", "K", "downloaded"], rows)
     print("* the default pair; 'specgen pairs show NAME' for repos and files, 'specgen pull NAME' to download", file=sys.stderr)
@@ -83,13 +85,10 @@ def local_pairs(dirs: list[Path]) -> None:
             print(f"  ... and {len(found.skipped) - 5} more", file=sys.stderr)
 
 
-def _size(gigabytes: float) -> str:
-    return f"{gigabytes:.1f} GB" if gigabytes >= 1 else f"{gigabytes * 1000:.0f} MB"
-
-
 @pairs_app.command("show")
 def pairs_show(name: str = typer.Argument(..., help="Pair name, e.g. llama3-8b:1b.")) -> None:
     """Everything about one pair: repos, files, quantization, size, license, cache paths."""
+    from specgen.doctor import human_size
     from specgen.models.hub import cached_path
     from specgen.models.registry import load_registry
 
@@ -98,7 +97,7 @@ def pairs_show(name: str = typer.Argument(..., help="Pair name, e.g. llama3-8b:1
     for role, model in (("target", pair.target), ("draft", pair.draft)):
         gated = "gated (set HF_TOKEN)" if model.gated else "not gated"
         print(f"{role}: {model.repo} / {model.file}")
-        print(f"  {model.quant}, {_size(model.size_gb)}, license {model.license or '?'}, {gated}")
+        print(f"  {model.quant}, {human_size(round(model.size_gb * 1e9))}, license {model.license or '?'}, {gated}")
         print(f"  cached: {cached_path(model) or 'no'}")
 
 

@@ -79,6 +79,8 @@ def draft_length(text: str, cap: int) -> tuple[int, bool]:
     """--draft-tokens: (K, adaptive); `auto` lets each round choose 0..cap (the pair's draft_tokens)."""
     if text.strip().lower() == "auto":
         return cap, True
-    if text.strip().isdigit() and 1 <= int(text) <= 32:
+    from specgen.decoding.tokens import MAX_DRAFT_TOKENS
+
+    if text.strip().isdigit() and 1 <= int(text) <= MAX_DRAFT_TOKENS:
         return int(text), False
-    raise UsageError(f"--draft-tokens takes a number from 1 to 32 or 'auto', not {text!r}")
+    raise UsageError(f"--draft-tokens takes a number from 1 to {MAX_DRAFT_TOKENS} or 'auto', not {text!r}")

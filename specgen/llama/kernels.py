@@ -88,15 +88,21 @@ def probe_command(model_path: str | Path) -> list[str]:
 
 def cpu_info(path: str = "/proc/cpuinfo") -> tuple[str, frozenset[str]]:
     """The CPU's model name and feature flags (empty where there is no /proc/cpuinfo)."""
+    fields = cpuinfo_fields(path)
+    return fields.get("model name", ""), frozenset(fields.get("flags", "").split())
+
+
+def cpuinfo_fields(path: str = "/proc/cpuinfo") -> dict[str, str]:
+    """The first processor's fields in /proc/cpuinfo, names lowercased (none where it is missing)."""
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return "", frozenset()
+        return {}
     fields: dict[str, str] = {}
     for line in text.splitlines():
         name, _, value = line.partition(":")
-        fields.setdefault(name.strip(), value.strip())
-    return fields.get("model name", ""), frozenset(fields.get("flags", "").split())
+        fields.setdefault(name.strip().lower(), value.strip())
+    return fields
 
 
 def cache_key(version: str, system: str, model_name: str, flags: frozenset[str]) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from types import MappingProxyType
 from typing import Mapping
 
+from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import SpecgenError, UsageError
 
 if sys.version_info >= (3, 11):
@@ -28,7 +29,6 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 CONFIG_DIR_ENV = "SPECGEN_CONFIG_DIR"
 DEFAULT_DRAFT_TOKENS = 4
-MAX_DRAFT_TOKENS = 32
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*-\d+(\.\d+)?[bm]:\d+(\.\d+)?[bm]$", re.IGNORECASE)
 REPO_PART = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?$")  # the hub's rules, in ASCII
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Tally
 from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import drafter_for
 from specgen.llama.conversation import Conversation
@@ -26,7 +27,6 @@ from specgen.models.paths import ModelPaths
 from specgen.terminal.live import PlainView, Reply, RichView, make_view
 
 PROMPT = "you> "
-MAX_K = 32
 HELP = """commands:
   /help     this list
   /reset    forget the conversation (the system prompt stays)
@@ -216,11 +216,11 @@ class Chat:
         elif argument.lower() == "auto":
             self.config = replace(self.config, draft_tokens=self.auto_cap, adaptive=True)
             self.view.info(f"K = auto (each round chooses 0 to {self.auto_cap})")
-        elif argument.isdigit() and int(argument) <= MAX_K:
+        elif argument.isdigit() and int(argument) <= MAX_DRAFT_TOKENS:
             self.config = replace(self.config, draft_tokens=int(argument), adaptive=False)
             self.view.info(f"K = {argument}" + (" (the target alone)" if int(argument) == 0 else ""))
         else:
-            self.view.notice(f"/k needs a whole number from 0 to {MAX_K} (0: the target alone), or auto")
+            self.view.notice(f"/k needs a whole number from 0 to {MAX_DRAFT_TOKENS} (0: the target alone), or auto")
 
     def set_temp(self, argument: str) -> None:
         try:

@@ -8,11 +8,17 @@ import json
 import subprocess
 import sys
 
-from test_run import one_error_line, pair, specgen  # noqa: F401 - pair is a fixture
+import pytest
+from test_run import one_error_line, specgen
 
 from specgen.decoding.drafters.suffix import LookupMemory
 
 PROMPT = "zq the print of self wx"  # tokens the tiny target rarely repeats on its own
+
+
+@pytest.fixture(scope="module")
+def pair(tiny_models) -> list[str]:
+    return ["--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"])]
 
 
 def run_json(pair, cache, *extra: str) -> dict:

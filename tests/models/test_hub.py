@@ -22,8 +22,8 @@ from hubserver import FakeHub, sha256
 from specgen import cli
 from specgen.models import hub as hubmod
 from specgen.models.paths import hub_cache_dir
-from specgen.models.select import resolve_models
 from specgen.models.registry import load_registry
+from specgen.models.select import resolve_models
 
 
 class _CurrentStderr:
