@@ -112,7 +112,8 @@ def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8,
         match = min(_kept_run(rng, [world.lookup] * world.offer), world.offer)
         drafted, accepted, confidences, dropped = 0, 0, [], None
         if choice.source == MODEL:
-            drafted, accepted, confidences, dropped = _model_round(rng, policy, choice.k, world.model, oracle)
+            drafted, accepted, confidences, dropped = _model_round(rng, policy, choice.k, world.model,
+                                                                   truth if oracle else None, lag)
         elif choice.source == LOOKUP:
             drafted, accepted = choice.k, min(match, choice.k)
         seconds = _seconds(truth, choice.source, drafted, lag) * rng.lognormal(0, profile.noise)
@@ -131,12 +132,16 @@ def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8,
     return run
 
 
-def _model_round(rng, policy: Policy, k: int, rate: float, oracle: bool):
-    """Draft up to k tokens; each has a confidence around `rate` and is kept with that chance."""
+def _model_round(rng, policy: Policy, k: int, rate: float, truth: StepCosts | None, lag: int):
+    """Draft up to k tokens; each has a confidence around `rate` and is kept with that chance.
+    The policy's gate decides from its calibrated confidences; the oracle's (`truth` given) from
+    the true chance and the true costs."""
     confidences, chances, dropped = [], [], None
+    gate = _TrueGate(truth, lag) if truth is not None else None
     for position in range(k):
         chance = float(rng.beta(4 * rate + 0.1, 4 * (1 - rate) + 0.1))
-        if not oracle and not policy.keep(position, chance):
+        keeps = gate.keep(position, chance) if gate is not None else policy.keep(position, chance)
+        if not keeps:
             dropped = (chance, bool(rng.random() < chance))
             break
         confidences.append(chance)
@@ -147,6 +152,24 @@ def _model_round(rng, policy: Policy, k: int, rate: float, oracle: bool):
     return len(chances), accepted, confidences, dropped
 
 
+class _TrueGate:
+    """The oracle's gate: keep a draft token while its true chance, times the chance of reaching
+    it, adds expected tokens faster than the round's true seconds grow."""
+
+    def __init__(self, costs: StepCosts, lag: int):
+        self.costs = costs
+        self.reach, self.tokens, self.seconds = 1.0, 1.0, costs.verify_cost(1) + costs.draft_cost(lag + 1)
+
+    def keep(self, position: int, chance: float) -> bool:
+        gain = self.reach * chance
+        extra = self.costs.verify_cost(position + 2) - self.costs.verify_cost(position + 1)
+        extra += self.costs.draft_cost(1) if position else 0.0
+        if gain * self.seconds < self.tokens * extra:
+            return False
+        self.reach, self.tokens, self.seconds = gain, self.tokens + gain, self.seconds + extra
+        return True
+
+
 def _seconds(costs: StepCosts, source: str, drafted: int, lag: int) -> float:
     verify = costs.verify_cost(drafted + 1)
     if source != MODEL:
@@ -155,10 +178,13 @@ def _seconds(costs: StepCosts, source: str, drafted: int, lag: int) -> float:
 
 
 def best_choice(costs: StepCosts, world: World, k_max: int, lag: int) -> Choice:
-    """The oracle: the choice with the most expected tokens per second under the true numbers."""
+    """The oracle: the choice with the most expected tokens per second under the true numbers.
+    A catch-up is paid once and then serves every later round, so it does not count against
+    the draft model here (the round is still charged for it); the oracle then gates the draft
+    with the true chances."""
     options = [(1.0 / costs.verify_cost(1), Choice(PLAIN))]
     for k in range(1, k_max + 1):
-        seconds = costs.verify_cost(k + 1) + costs.draft_cost(lag // 8 + 1) + (k - 1) * costs.draft_cost(1)
+        seconds = costs.verify_cost(k + 1) + k * costs.draft_cost(1)
         options.append((expected_tokens([world.model] * k, k) / seconds, Choice(MODEL, k)))
     for k in range(1, min(world.offer, LOOKUP_MAX) + 1):
         options.append((expected_tokens([world.lookup] * k, k) / costs.verify_cost(k + 1), Choice(LOOKUP, k)))

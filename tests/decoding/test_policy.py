@@ -112,6 +112,7 @@ def test_policy_reaches_95_percent_of_the_oracle(profile, trace):
     policy = simulate(profile, TRACES[trace], seed=1)
     oracle = simulate(profile, TRACES[trace], seed=1, oracle=True)
     assert policy.rate() >= 0.95 * oracle.rate(), (policy.rate() / oracle.rate(), policy.choices, oracle.choices)
+    assert policy.rate() <= 1.02 * oracle.rate(), "the oracle must be an upper bound (noise aside)"
 
 
 @pytest.mark.parametrize("profile", [CPU, GPU], ids=["cpu", "gpu"])
@@ -122,6 +123,7 @@ def test_policy_recovers_from_a_ten_times_timing_hiccup(profile):
     hit = simulate(profile, good, rounds=1500, seed=2, hiccup_at=3, skip=200)
     oracle = simulate(profile, good, rounds=1500, seed=2, oracle=True, skip=200)
     assert hit.rate() >= 0.95 * oracle.rate(), (hit.choices, oracle.choices)
+    assert hit.rate() <= 1.02 * oracle.rate(), "the oracle must be an upper bound (noise aside)"
 
 
 def test_calibration_measures_every_size_and_is_cached(target_model, draft_model):
