@@ -43,7 +43,6 @@ _EXPLORE_SHARE = 0.03  # most of the time spent so far that exploration may take
 _FACTOR_STEP = 0.15  # weight of one round in a choice's time factor
 _FACTOR_CLIP = (0.5, 3.0)  # one round's measured/predicted ratio is clipped to this
 _BINS = 10
-_TOKEN_BIN = 4  # matches of at least _MATCH_EDGES[_TOKEN_BIN - 1] tokens teach where copies break
 
 
 @dataclass(frozen=True)
@@ -303,8 +302,7 @@ class Policy:
         self.lookup.add(judgement.judged, judgement.kept, judgement.start)
         if judgement.bin is not None:
             self._table_for(judgement.bin).add(judgement.judged, judgement.kept, judgement.start)
-        if judgement.bin is None or judgement.bin[1] >= _TOKEN_BIN:
-            self.copy_tokens.add(judgement)  # a weak match's miss says nothing about where copies break
+        self.copy_tokens.add(judgement)
 
     def _calibrate(self, confidence: float, kept: bool) -> None:
         cell = self.calibration[_bin(confidence)]
