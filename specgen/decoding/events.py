@@ -120,8 +120,13 @@ class Summary:
         return asdict(self)
 
 
-def consume(events, on_round: Callable[[Round], None]) -> tuple[str, Summary]:
-    """Call on_round for each Round as it arrives; return the whole text and the Summary."""
+def consume(events, on_round: Callable[[Round], None],
+            stop: Callable[[], bool] = lambda: False) -> tuple[str, Summary]:
+    """Call on_round for each Round as it arrives; return the whole text and the Summary.
+
+    Ctrl-C, or `stop()` turning true after a round, ends the loop early: the interrupt is thrown
+    back into it, and it answers with its final Summary ("interrupted").
+    """
     parts: list[str] = []
     try:
         for event in events:
@@ -129,7 +134,12 @@ def consume(events, on_round: Callable[[Round], None]) -> tuple[str, Summary]:
                 return "".join(parts), event
             parts.append(event.text)
             on_round(event)
+            if stop():
+                break
+        else:
+            raise RuntimeError("the generation loop ended without a summary")
     except KeyboardInterrupt:
-        summary = events.throw(KeyboardInterrupt())
-        return "".join(parts), summary
-    raise RuntimeError("the generation loop ended without a summary")
+        pass
+    summary = events.throw(KeyboardInterrupt())
+    events.close()
+    return "".join(parts), summary

@@ -5,6 +5,8 @@ from __future__ import annotations
 import codecs
 from collections.abc import Sequence
 
+MAX_DRAFT_TOKENS = 32  # the largest K a user may ask for (-k, /k, a pair's draft_tokens)
+
 
 def common_prefix(have: Sequence[int], want: Sequence[int]) -> int:
     """How many leading tokens the two sequences share."""
