@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -12,20 +13,13 @@ from specgen.cli.app import app, examples
 from specgen.cli.options import (
     MODEL,
     SAMPLING,
-    CtxOpt,
-    DraftOpt,
-    GpuLayersOpt,
-    MaxTokensOpt,
-    OfflineOpt,
-    PairOpt,
+    ModelChoice,
     RawOpt,
-    SeedOpt,
-    TargetOpt,
-    TempOpt,
-    ThreadsOpt,
-    TopKOpt,
-    TopPOpt,
+    Resources,
+    Sampling,
     load_options,
+    option_groups,
+    sampling_params,
     select_models,
 )
 
@@ -35,15 +29,12 @@ from specgen.cli.options import (
     "specgen bench prompts.jsonl --pair llama3-8b:1b --json results.json",
     "specgen bench task.txt --target big.gguf -r 5 --csv results.csv",
 ))
+@option_groups
 def bench(
     prompt_files: Annotated[list[str], typer.Argument(
         metavar="PROMPT_FILE",
         help="One prompt, several split by '---' lines, or JSONL with a \"prompt\" field; '-' is stdin.")],
-    pair: PairOpt = None,
-    target: TargetOpt = None,
-    draft: DraftOpt = None,
-    offline: OfflineOpt = False,
-    max_tokens: MaxTokensOpt = 128,
+    models: ModelChoice = ModelChoice(),
     draft_tokens: Annotated[str, typer.Option(
         "--draft-tokens", "-k", rich_help_panel=MODEL,
         help="Draft lengths K to compare; auto: adaptive K, as 'specgen run' decodes.")] = "2,4,8,auto",
@@ -52,10 +43,7 @@ def bench(
         "--repeats", "-r", min=1, help="Measured runs of each configuration per prompt.")] = 3,
     warmup: Annotated[int, typer.Option(
         "--warmup", min=0, help="Unmeasured runs of each configuration per prompt first.")] = 1,
-    temp: TempOpt = 0.0,
-    top_k: TopKOpt = 0,
-    top_p: TopPOpt = 1.0,
-    seed: SeedOpt = None,
+    sampling: Sampling = Sampling(max_tokens=128),
     audit_seeds: Annotated[int, typer.Option(
         "--audit-seeds", min=0, rich_help_panel=SAMPLING,
         help="With --temp > 0: seeds per configuration and prompt for the distribution audit (0: none).")] = 200,
@@ -67,32 +55,31 @@ def bench(
         help="Write every result as JSON (docs/bench-json.md); '-': stdout, table to stderr.")] = None,
     csv_path: Annotated[Optional[Path], typer.Option(
         "--csv", metavar="PATH", dir_okay=False, help="Write the results table as CSV.")] = None,
-    ctx: CtxOpt = 4096,
-    threads: ThreadsOpt = None,
-    gpu_layers: GpuLayersOpt = None,
+    resources: Resources = Resources(),
 ) -> None:
     """Benchmark speculative decoding against the target alone, interleaved, with an exactness audit.
 
-    Without --draft (with --target), prompt lookup is the only drafter; temperature 0 audits exactness.
+    Without a draft model (--no-draft, or --target alone), copying is the only drafter; temperature 0
+    audits exactness.
     """
     from specgen.bench.prompts import read_prompt_files
     from specgen.bench.runner import Plan, benchmark, configurations, parse_draft_tokens
     from specgen.bench.view import check_output, progress, render, write_csv, write_json
-    from specgen.decoding.sampling import SamplingParams
     from specgen.llama.pair import open_models
 
     prompts = read_prompt_files(prompt_files, sys.stdin)
     ks = parse_draft_tokens(draft_tokens)
     check_output(json_path)
     check_output(csv_path)
-    selection = select_models(pair, target, draft, target is not None and draft is None, offline)
+    alone = models.no_draft or (models.target is not None and models.draft is None)
+    selection = select_models(dataclasses.replace(models, no_draft=alone))
     configs = configurations(ks, selection.paths.draft is not None, not no_lookup, selection.draft_tokens)
-    plan = Plan(configs, max_tokens, repeats, warmup, SamplingParams(temp, top_k, top_p, seed), audit_seeds, audit_tokens)
-    settings = {"pair": pair, "target": str(selection.paths.target),
-                "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw, "ctx": ctx}
-    with open_models(selection.paths, load_options(ctx, threads, gpu_layers)) as models:
+    plan = Plan(configs, sampling.max_tokens, repeats, warmup, sampling_params(sampling), audit_seeds, audit_tokens)
+    settings = {"pair": models.pair, "target": str(selection.paths.target),
+                "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw, "ctx": resources.ctx}
+    with open_models(selection.paths, load_options(resources)) as models:
         total = len(prompts) * (repeats + warmup) * len(plan.configs)
-        total += len(prompts) * len(plan.configs) * audit_seeds if temp > 0 else 0
+        total += len(prompts) * len(plan.configs) * audit_seeds if sampling.temp > 0 else 0
         with progress(total, [p.name for p in prompts], repeats) as started:
             result = benchmark(*models, prompts, plan, raw, started, settings)
     if json_path:

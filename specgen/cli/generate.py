@@ -11,23 +11,14 @@ import typer
 from specgen.cli.app import app, examples
 from specgen.cli.options import (
     MODEL,
-    CtxOpt,
-    DraftOpt,
     DraftTokensOpt,
-    GpuLayersOpt,
-    MaxTokensOpt,
-    NoDraftOpt,
-    OfflineOpt,
-    PairOpt,
+    ModelChoice,
     RawOpt,
-    SeedOpt,
-    TargetOpt,
-    TempOpt,
-    ThreadsOpt,
-    TopKOpt,
-    TopPOpt,
+    Resources,
+    Sampling,
     generation_config,
     load_options,
+    option_groups,
     select_models,
 )
 from specgen.errors import UsageError
@@ -38,19 +29,12 @@ from specgen.errors import UsageError
     "cat task.txt | specgen run --pair qwen2.5-coder-1.5b:0.5b > out.txt",
     "specgen run --target big.gguf --draft small.gguf --json 'Explain KV caches'",
 ))
+@option_groups
 def run(
     prompt: Annotated[Optional[str], typer.Argument(help="Prompt text; read from stdin when omitted or '-'.")] = None,
-    pair: PairOpt = None,
-    target: TargetOpt = None,
-    draft: DraftOpt = None,
-    offline: OfflineOpt = False,
-    max_tokens: MaxTokensOpt = 256,
-    temp: TempOpt = 0.0,
-    top_k: TopKOpt = 0,
-    top_p: TopPOpt = 1.0,
-    seed: SeedOpt = None,
+    models: ModelChoice = ModelChoice(),
+    sampling: Sampling = Sampling(max_tokens=256),
     draft_tokens: DraftTokensOpt = "auto",
-    no_draft: NoDraftOpt = False,
     raw: RawOpt = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the text and all statistics.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
@@ -58,9 +42,7 @@ def run(
         "--lookup-cache", dir_okay=False, metavar="FILE", rich_help_panel=MODEL,
         help="Copy drafts also from the outputs of earlier runs kept in FILE, and add this one "
         "(with auto; shared safely by several processes; bounded; one file per model family).")] = None,
-    ctx: CtxOpt = 4096,
-    threads: ThreadsOpt = None,
-    gpu_layers: GpuLayersOpt = None,
+    resources: Resources = Resources(),
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome)."""
     from specgen.decoding.drafters.model import ModelDrafter
@@ -73,9 +55,9 @@ def run(
     from specgen.terminal.run_view import json_record, streamer, summary_line
 
     text = read_prompt(prompt)
-    selection = select_models(pair, target, draft, no_draft, offline)
+    selection = select_models(models)
     paths = selection.paths
-    config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
+    config = generation_config(sampling, draft_tokens, selection.draft_tokens)
     vocabulary = memory_file.vocabulary_id(paths.target) if lookup_cache else ""
     memory = memory_file.load(lookup_cache, vocabulary) if lookup_cache else None
     output: list[int] = []
@@ -85,7 +67,7 @@ def run(
         output.extend(event.tokens)
         show(event)
 
-    with open_models(paths, load_options(ctx, threads, gpu_layers)) as (target_model, draft_model):
+    with open_models(paths, load_options(resources)) as (target_model, draft_model):
         tokens = encode_prompt(target_model, text, raw)
         drafter = ModelDrafter(draft_model) if draft_model else None
         shared = (memory.index,) if memory is not None else ()
@@ -123,26 +105,17 @@ def read_prompt(prompt: str | None) -> str:
     "specgen chat --pair llama3-8b:1b --show-rejected",
     "specgen chat --target big.gguf --draft small.gguf --temp 0.7 --seed 1",
 ))
+@option_groups
 def chat(
-    pair: PairOpt = None,
-    target: TargetOpt = None,
-    draft: DraftOpt = None,
-    offline: OfflineOpt = False,
+    models: ModelChoice = ModelChoice(),
     system: Annotated[Optional[str], typer.Option("--system", help="System prompt for the whole chat.")] = None,
-    max_tokens: MaxTokensOpt = 512,
-    temp: TempOpt = 0.0,
-    top_k: TopKOpt = 0,
-    top_p: TopPOpt = 1.0,
-    seed: SeedOpt = None,
+    sampling: Sampling = Sampling(max_tokens=512),
     draft_tokens: DraftTokensOpt = "auto",
-    no_draft: NoDraftOpt = False,
     show_rejected: Annotated[bool, typer.Option(
         "--show-rejected", help="Also show the rejected draft tokens, struck through.")] = False,
     plain: Annotated[bool, typer.Option(
         "--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe).")] = False,
-    ctx: CtxOpt = 4096,
-    threads: ThreadsOpt = None,
-    gpu_layers: GpuLayersOpt = None,
+    resources: Resources = Resources(),
 ) -> None:
     """Chat in turns, and watch which tokens the draft model got right as each reply streams.
 
@@ -150,7 +123,6 @@ def chat(
     """
     from specgen.terminal.chat import ChatOptions, run_chat
 
-    selection = select_models(pair, target, draft, no_draft, offline)
-    config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
-    load = load_options(ctx, threads, gpu_layers)
-    run_chat(selection.paths, load, ChatOptions(config, system, show_rejected, plain))
+    selection = select_models(models)
+    config = generation_config(sampling, draft_tokens, selection.draft_tokens)
+    run_chat(selection.paths, load_options(resources), ChatOptions(config, system, show_rejected, plain))

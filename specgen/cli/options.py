@@ -1,17 +1,24 @@
-"""The options run, chat, bench and serve share, each declared once as a typed alias, and the
-one place they become model paths, load settings and a generation config."""
+"""The options run, chat, bench and serve share: declared once, in three groups (which models,
+how to sample, what resources), each a frozen dataclass that a command takes as one parameter.
+
+Typer reads options from a function's signature, so `option_groups` expands each group parameter
+into its fields' options for Typer and gathers the parsed values back into the dataclass before the
+command runs. A command sets its own defaults by giving the group a default instance.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
+import typing
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 
 from specgen.errors import UsageError
-
-# Each option is declared once, as a typed alias; a command only sets its default. Model files
-# and load settings are built from them in one place: select_models() and load_options().
 
 MODEL, SAMPLING, RESOURCES = "Model", "Sampling", "Context and threads"
 
@@ -25,7 +32,7 @@ DraftOpt = Annotated[Optional[Path], typer.Option(
     "--draft", dir_okay=False, rich_help_panel=MODEL,
     help="Draft model (GGUF file) sharing the target's vocabulary.")]
 NoDraftOpt = Annotated[bool, typer.Option(
-    "--no-draft", rich_help_panel=MODEL, help="Decode with the target alone (the baseline).")]
+    "--no-draft", rich_help_panel=MODEL, help="No draft model: the target alone, or with copied drafts only.")]
 OfflineOpt = Annotated[bool, typer.Option(
     "--offline", rich_help_panel=MODEL, help="Never download; fail if the pair's files are not cached.")]
 DraftTokensOpt = Annotated[str, typer.Option(
@@ -51,28 +58,94 @@ GpuLayersOpt = Annotated[Optional[int], typer.Option(
     "--gpu-layers", min=0, rich_help_panel=RESOURCES, help="Layers to offload (default: all, on GPU builds).")]
 
 
-def select_models(pair: str | None, target: Path | None, draft: Path | None, no_draft: bool, offline: bool):
-    """--pair/--target/--draft/--no-draft/--offline -> the files to load (hub.Selection)."""
+@dataclass(frozen=True)
+class ModelChoice:
+    """--pair, or --target/--draft; --no-draft; --offline."""
+
+    pair: PairOpt = None
+    target: TargetOpt = None
+    draft: DraftOpt = None
+    no_draft: NoDraftOpt = False
+    offline: OfflineOpt = False
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How many tokens, and how each is drawn."""
+
+    max_tokens: MaxTokensOpt = 256
+    temp: TempOpt = 0.0
+    top_k: TopKOpt = 0
+    top_p: TopPOpt = 1.0
+    seed: SeedOpt = None
+
+
+@dataclass(frozen=True)
+class Resources:
+    """The context to allocate and where the work runs."""
+
+    ctx: CtxOpt = 4096
+    threads: ThreadsOpt = None
+    gpu_layers: GpuLayersOpt = None
+
+
+def option_groups(command: Callable) -> Callable:
+    """Show Typer each dataclass parameter of `command` as its fields' options; call it with the group.
+
+    Typer passes every value by keyword, so all parameters become keyword-only."""
+    hints = typing.get_type_hints(command, include_extras=True)
+    signature = inspect.signature(command)
+    groups = {name: hints[name] for name in signature.parameters if dataclasses.is_dataclass(hints[name])}
+    shown = []
+    for name, parameter in signature.parameters.items():
+        if name not in groups:
+            shown.append(parameter.replace(annotation=hints[name], kind=inspect.Parameter.KEYWORD_ONLY))
+            continue
+        defaults = parameter.default if parameter.default is not parameter.empty else groups[name]()
+        field_hints = typing.get_type_hints(groups[name], include_extras=True)
+        shown += [inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=field_hints[field.name],
+                                    default=getattr(defaults, field.name)) for field in dataclasses.fields(groups[name])]
+    names = [parameter.name for parameter in shown]
+    assert len(names) == len(set(names)), f"an option of {command.__name__} is declared twice: {names}"
+
+    @functools.wraps(command)
+    def with_groups(**values):
+        for name, group in groups.items():
+            values[name] = group(**{field.name: values.pop(field.name) for field in dataclasses.fields(group)})
+        return command(**values)
+
+    with_groups.__signature__ = signature.replace(parameters=shown)
+    with_groups.__annotations__ = {parameter.name: parameter.annotation for parameter in shown}
+    return with_groups
+
+
+def select_models(models: ModelChoice):
+    """The model options -> the files to load (models.select.Selection)."""
     from specgen.models.select import resolve_models
 
-    return resolve_models(pair, target, draft, no_draft, offline)
+    return resolve_models(models.pair, models.target, models.draft, models.no_draft, models.offline)
 
 
-def load_options(ctx: int, threads: int | None, gpu_layers: int | None):
-    """--ctx/--threads/--gpu-layers -> engine.LoadOptions."""
+def load_options(resources: Resources):
+    """--ctx/--threads/--gpu-layers -> llama.model.LoadOptions."""
     from specgen.llama.model import LoadOptions
 
-    return LoadOptions(n_ctx=ctx, n_threads=threads, n_gpu_layers=gpu_layers)
+    return LoadOptions(n_ctx=resources.ctx, n_threads=resources.threads, n_gpu_layers=resources.gpu_layers)
 
 
-def generation_config(max_tokens: int, draft_tokens: str, cap: int, temp: float, top_k: int, top_p: float,
-                      seed: int | None):
-    """The sampling options and --draft-tokens -> speculative.GenerationConfig."""
-    from specgen.decoding.loop import GenerationConfig
+def sampling_params(sampling: Sampling):
+    """The sampling options -> decoding.sampling.SamplingParams."""
     from specgen.decoding.sampling import SamplingParams
 
+    return SamplingParams(sampling.temp, sampling.top_k, sampling.top_p, sampling.seed)
+
+
+def generation_config(sampling: Sampling, draft_tokens: str, cap: int):
+    """The sampling options and --draft-tokens -> decoding.loop.GenerationConfig."""
+    from specgen.decoding.loop import GenerationConfig
+
     k, adaptive = draft_length(draft_tokens, cap)
-    return GenerationConfig(max_tokens, k, SamplingParams(temp, top_k, top_p, seed), adaptive)
+    return GenerationConfig(sampling.max_tokens, k, sampling_params(sampling), adaptive)
 
 
 def draft_length(text: str, cap: int) -> tuple[int, bool]:

@@ -8,22 +8,13 @@ import typer
 
 from specgen.cli.app import app, examples
 from specgen.cli.options import (
-    CtxOpt,
-    DraftOpt,
     DraftTokensOpt,
-    GpuLayersOpt,
-    MaxTokensOpt,
-    NoDraftOpt,
-    OfflineOpt,
-    PairOpt,
-    SeedOpt,
-    TargetOpt,
-    TempOpt,
-    ThreadsOpt,
-    TopKOpt,
-    TopPOpt,
+    ModelChoice,
+    Resources,
+    Sampling,
     generation_config,
     load_options,
+    option_groups,
     select_models,
 )
 
@@ -33,11 +24,9 @@ from specgen.cli.options import (
     "specgen serve --target big.gguf --draft small.gguf --port 8081 --temp 0.7",
     "SPECGEN_API_KEY=secret specgen serve --host 0.0.0.0",
 ))
+@option_groups
 def serve(
-    pair: PairOpt = None,
-    target: TargetOpt = None,
-    draft: DraftOpt = None,
-    offline: OfflineOpt = False,
+    models: ModelChoice = ModelChoice(),
     host: Annotated[str, typer.Option(
         "--host", help="Address to listen on; anything but loopback needs --api-key.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")] = 8080,
@@ -45,14 +34,8 @@ def serve(
         "--api-key", envvar="SPECGEN_API_KEY", help="Key every request must send as 'Authorization: Bearer KEY'.")] = None,
     queue: Annotated[int, typer.Option(
         "--queue", min=0, help="Requests that may wait while one generates; more get 503.")] = 8,
-    max_tokens: MaxTokensOpt = 512,
-    temp: TempOpt = 0.0,
-    top_k: TopKOpt = 0,
-    top_p: TopPOpt = 1.0,
-    seed: SeedOpt = None,
+    sampling: Sampling = Sampling(max_tokens=512),
     draft_tokens: DraftTokensOpt = "auto",
-    no_draft: NoDraftOpt = False,
-    ctx: CtxOpt = 4096,
     max_prompt_tokens: Annotated[Optional[int], typer.Option(
         "--max-prompt-tokens", min=1, help="Longest prompt accepted, in tokens (default: what the context holds).")] = None,
     max_tokens_limit: Annotated[int, typer.Option(
@@ -61,8 +44,7 @@ def serve(
     allow_host: Annotated[Optional[list[str]], typer.Option(
         "--allow-host", metavar="NAME", help="Also answer requests whose Host is NAME (repeatable); on loopback only "
         "localhost names are served, so that web pages cannot reach the models.")] = None,
-    threads: ThreadsOpt = None,
-    gpu_layers: GpuLayersOpt = None,
+    resources: Resources = Resources(),
 ) -> None:
     """Serve the pair behind an OpenAI-compatible API: /v1/chat/completions, /v1/completions, /v1/models.
 
@@ -72,9 +54,9 @@ def serve(
     from specgen.serve.http import serve as run_server
 
     check_binding(host, api_key)
-    selection = select_models(pair, target, draft, no_draft, offline)
-    config = generation_config(max_tokens, draft_tokens, selection.draft_tokens, temp, top_k, top_p, seed)
-    options = ServeOptions(host, port, api_key, queue, model_id=model_id(pair, target), max_prompt_tokens=max_prompt_tokens,
+    selection = select_models(models)
+    config = generation_config(sampling, draft_tokens, selection.draft_tokens)
+    options = ServeOptions(host, port, api_key, queue, model_id=model_id(models.pair, models.target), max_prompt_tokens=max_prompt_tokens,
                            max_tokens_limit=max_tokens_limit,
                            allowed_hosts=tuple(name.lower() for name in allow_host or ()))
-    run_server(selection.paths, load_options(ctx, threads, gpu_layers), config, options)
+    run_server(selection.paths, load_options(resources), config, options)

@@ -1,4 +1,4 @@
-"""The options run, chat and bench share: declared once, parsed alike, examples that parse, completion."""
+"""The options run, chat, bench and serve share: declared once, parsed alike, examples that parse, completion."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ import sys
 
 import pytest
 import typer
+from typer.testing import CliRunner
 
 from specgen import cli
+from specgen.cli.options import ModelChoice, Resources, Sampling, option_groups
 
 SHARED = ["--pair", "--target", "--draft", "--offline", "--max-tokens", "--temp", "--seed", "--ctx", "--threads",
           "--gpu-layers"]
-COMMANDS = ["run", "chat", "bench"]
+COMMANDS = ["run", "chat", "bench", "serve"]
 
 
 def command(name: str):
@@ -37,9 +39,27 @@ def test_run_and_chat_share_the_decoding_options():
 
 
 def test_defaults_stay_per_command():
-    assert [option(name, "--max-tokens").default for name in COMMANDS] == [256, 512, 128]
+    assert [option(name, "--max-tokens").default for name in COMMANDS] == [256, 512, 128, 512]
     assert option("bench", "--draft-tokens").default == "2,4,8,auto"
     assert option("run", "--draft-tokens").default == "auto"
+
+
+def test_option_groups_hand_the_command_its_groups_filled_from_the_command_line():
+    received = {}
+    probe = typer.Typer()
+
+    @probe.command()
+    @option_groups
+    def command(word: str, models: ModelChoice = ModelChoice(), sampling: Sampling = Sampling(max_tokens=7),
+                resources: Resources = Resources()) -> None:
+        received.update(word=word, models=models, sampling=sampling, resources=resources)
+
+    result = CliRunner().invoke(probe, ["hello", "--pair", "a:b", "--no-draft", "--temp", "0.5", "--seed", "3",
+                                        "--ctx", "64", "-t", "1"])
+    assert result.exit_code == 0, result.output
+    assert received == {"word": "hello", "models": ModelChoice(pair="a:b", no_draft=True),
+                        "sampling": Sampling(max_tokens=7, temp=0.5, seed=3),
+                        "resources": Resources(ctx=64, threads=1)}
 
 
 def example_lines(name: str) -> list[str]:
