@@ -418,8 +418,12 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, option
 
 def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Worker) -> None:
     """Run uvicorn on a thread and keep signals here: the first Ctrl-C (or SIGTERM) stops accepting
-    and lets running and waiting requests finish; the second stops the running one after its round."""
+    and lets running and waiting requests finish; the second stops the running one after its round.
+
+    The handler only counts signals, and the loop acts on them between waits: a signal that raised
+    wherever the main thread happened to be could cut the first stop short and hang the exit."""
     done = threading.Event()
+    received: list[int] = []
 
     def run() -> None:
         try:
@@ -428,33 +432,31 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Work
             done.set()
 
     thread = threading.Thread(target=run, name="specgen-http")
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {sig: signal.signal(sig, lambda number, frame: received.append(number))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         thread.start()
-        while not done.is_set():
-            try:
-                done.wait(0.5)  # an Event, not Thread.join: a join cut by Ctrl-C can lose track of the thread
-            except KeyboardInterrupt:
+        handled = 0
+        while not done.wait(0.1):
+            for _ in range(handled, len(received)):
                 _stop(server, worker)
+                handled += 1
         thread.join()
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _stop(server: uvicorn.Server, worker: Worker) -> None:
     if server.should_exit:
-        print("specgen: stopping now", file=sys.stderr, flush=True)
-        worker.cancel_all()
         server.force_exit = True
+        worker.cancel_all()
+        print("specgen: stopping now", file=sys.stderr, flush=True)
         return
+    server.should_exit = True
     busy = worker.busy + worker.waiting
     print(f"specgen: finishing {busy} request(s), then exiting (Ctrl-C again stops at once)" if busy
           else "specgen: exiting", file=sys.stderr, flush=True)
-    server.should_exit = True
-
-
-def _interrupt(sig, frame) -> None:
-    raise KeyboardInterrupt
 
 
 def model_id(pair: str | None, target: Path | None) -> str:
