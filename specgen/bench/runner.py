@@ -5,8 +5,9 @@ at each K) runs once per repeat, in turn (A B C A B C ...), so slow drift of the
 other load) hits all of them alike; warm-up repeats run the same way and are dropped. Every run
 starts from an empty KV cache, so prefill is measured alike too. At temperature 0 an audit
 checks that each output equals the target alone's token for token and, where it does not,
-reads the target's top-2 logit margin at the first difference: a near-tie from batched
-arithmetic is told apart from a bug; when sampling, `bench_audit` compares the distributions of
+reads the target's top-2 logit margin at the first difference and recomputes that position in
+batches of 2 to 16 tokens, as verification does: a near-tie that the kernels' batched
+arithmetic flips is told apart from a bug; when sampling, `bench_audit` compares the distributions of
 the first tokens over many seeds instead. After the runs, isolated passes of both models are
 timed (`costs.calibrate`) for the predicted speedups. `bench_stats` turns the runs into the
 reported numbers.
@@ -92,6 +93,7 @@ class Divergence:
     other_text: str
     top2_margin: float
     near_tie: bool
+    batched_flip: bool = False  # the target itself, decoding the last 2..16 tokens as one batch, picks other_token
 
 
 @dataclass(frozen=True)
@@ -280,14 +282,28 @@ def audit(target, prompts: list[list[int]], records: list[RunRecord]) -> list[Au
 
 
 def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...]) -> Divergence:
-    """The first position where `got` leaves `expected`, and the target's top-2 margin there."""
+    """The first position where `got` leaves `expected`, the target's top-2 margin there, and
+    whether the target's own batched passes pick `got`'s token there."""
     position = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), min(len(expected), len(got)))
-    logits = logits_after(target, [*prompt, *expected[:position]])
+    prefix = [*prompt, *expected[:position]]
+    logits = logits_after(target, prefix)
     second, first = np.partition(logits, -2)[-2:]
     base, other = _token_at(target, expected, position, logits), _token_at(target, got, position, logits)
     top2 = set(np.argsort(logits)[-2:].tolist())
     near = float(first - second) <= NEAR_TIE and {base, other} <= top2
-    return Divergence(position, base, other, _piece(target, base), _piece(target, other), float(first - second), near)
+    flip = other is not None and other in batched_choices(target, prefix)
+    return Divergence(position, base, other, _piece(target, base), _piece(target, other), float(first - second),
+                      near or flip, flip)
+
+
+def batched_choices(target, tokens: list[int], sizes: tuple[int, ...] = (2, 4, 8, 16)) -> set[int]:
+    """The target's greedy choices after `tokens` when the last 2, 4, 8 or 16 of them are decoded
+    as one batch, as a verify pass does: batched kernels round differently from one-token ones."""
+    choices = set()
+    for size in (n for n in sizes if n < len(tokens)):
+        target.sync(tokens[:-size])
+        choices.add(int(np.argmax(target.forward(tokens[-size:], all_logits=True)[-1])))
+    return choices
 
 
 def _token_at(target, output: tuple[int, ...], position: int, logits: np.ndarray) -> int | None:

@@ -205,7 +205,7 @@ def test_audit_flags_a_planted_divergence(pair, monkeypatch):
     bad = [a for a in result.audits if a.diverged]
     assert bad and all(a.config == "draft-k4" for a in bad)
     first = bad[0].first
-    assert first.baseline_token != first.other_token and not first.near_tie
+    assert first.baseline_token != first.other_token and not first.near_tie and not first.batched_flip
     assert first.top2_margin > bench_mod.NEAR_TIE
     baseline = next(r.output for r in result.runs if r.config == "target" and r.prompt == bad[0].prompt)
     prefix = target_model.tokenize(prompts[bad[0].prompt].text, True, False) + list(baseline[: first.position])
@@ -238,7 +238,7 @@ class _TiedTarget:
         pass
 
     def forward(self, tokens, all_logits):
-        return np.array([[0.0, 5.0, 4.99, 1.0]], dtype=np.float32)
+        return np.array([[0.0, 5.0, 4.99, 1.0]] * (len(tokens) if all_logits else 1), dtype=np.float32)
 
     def piece(self, token):
         return f"t{token}".encode()
@@ -262,6 +262,26 @@ class _EndingTarget(_TiedTarget):
 def test_an_end_token_in_a_near_tie_counts_as_a_near_tie():
     ended = divergence(_EndingTarget(), [9], (5,), (5, 2))
     assert (ended.baseline_token, ended.baseline_text, ended.other_token, ended.near_tie) == (1, "(end)", 2, True)
+
+
+class _BatchFlippingTarget(_TiedTarget):
+    """One token at a time token 1 leads by 0.2; decoded in a batch of 4 or more, token 2 leads."""
+
+    def forward(self, tokens, all_logits):
+        row = [0.0, 5.0, 4.8, 1.0] if len(tokens) < 4 else [0.0, 4.9, 5.0, 1.0]
+        return np.array([row] * (len(tokens) if all_logits else 1), dtype=np.float32)
+
+    def is_eog(self, token):
+        return False
+
+
+def test_a_choice_the_targets_own_batched_pass_makes_is_not_called_a_bug():
+    flipped = divergence(_BatchFlippingTarget(), [9, 9, 9, 9, 9], (1, 1), (1, 2))
+    assert flipped.top2_margin == pytest.approx(0.2, abs=1e-5) and flipped.batched_flip and flipped.near_tie
+    wrong = divergence(_BatchFlippingTarget(), [9, 9, 9, 9, 9], (1, 1), (1, 3))
+    assert not wrong.batched_flip and not wrong.near_tie
+    short = divergence(_BatchFlippingTarget(), [9], (1,), (2,))  # too short a prefix for a batch of 4
+    assert not short.batched_flip and not short.near_tie
 
 
 def test_prompt_file_formats(tmp_path):
