@@ -431,7 +431,7 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Work
         finally:
             done.set()
 
-    thread = threading.Thread(target=run, name="specgen-http")
+    thread = threading.Thread(target=run, name="specgen-http", daemon=True)  # never outlives an error here
     previous = {sig: signal.signal(sig, lambda number, frame: received.append(number))
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -443,6 +443,7 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Work
                 handled += 1
         thread.join()
     finally:
+        server.should_exit = True
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
