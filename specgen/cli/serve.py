@@ -41,6 +41,9 @@ def serve(
     max_tokens_limit: Annotated[int, typer.Option(
         "--max-tokens-limit", min=1, help="Longest reply any request may ask for (max_tokens above it is lowered; "
         "a full context ends a reply earlier).")] = 4096,
+    cache_ram: Annotated[int, typer.Option(
+        "--cache-ram", min=0, metavar="MIB", help="RAM for the saved KV caches of other conversations, so clients "
+        "taking turns each keep theirs (0: one cache, shared).")] = 512,
     allow_host: Annotated[Optional[list[str]], typer.Option(
         "--allow-host", metavar="NAME", help="Also answer requests whose Host is NAME (repeatable); on loopback only "
         "localhost names are served, so that web pages cannot reach the models.")] = None,
@@ -58,5 +61,5 @@ def serve(
     config = generation_config(sampling, draft_tokens, selection.draft_tokens)
     options = ServeOptions(host, port, api_key, queue, model_id=model_id(models.pair, models.target), max_prompt_tokens=max_prompt_tokens,
                            max_tokens_limit=max_tokens_limit,
-                           allowed_hosts=tuple(name.lower() for name in allow_host or ()))
+                           allowed_hosts=tuple(name.lower() for name in allow_host or ()), cache_ram_mib=cache_ram)
     run_server(selection.paths, load_options(resources), config, options)

@@ -131,14 +131,16 @@ def _key(target, draft) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
 
 
-def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixIndex, ...] = ()):
+def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixIndex, ...] = (),
+                costs: StepCosts | None = None):
     """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or
     with `config.adaptive` the auto policy over it, starting from this machine's step costs and
     copying also from `shared` (a conversation's index, a `LookupMemory`'s) and from prompt
     lookup's own shared sources.
 
     A seeded run decides from cached costs alone (or a fixed profile), not from live timings,
-    so that the same seed gives the same draft lengths and so the same text.
+    so that the same seed gives the same draft lengths and so the same text. `costs`: the step
+    costs when the caller measured them already (serve does, once, before taking requests).
     """
     if drafter is None or not config.adaptive:
         return drafter
@@ -146,5 +148,5 @@ def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixI
     if isinstance(drafter, PromptLookupDrafter):
         shared = (*shared, *drafter.shared)
     seeded = config.sampling.seed is not None
-    costs = cached_costs(target, model.model if model else None, seeded=seeded)
+    costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
     return AdaptiveDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared)

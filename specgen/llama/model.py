@@ -26,6 +26,15 @@ class ContextFull(SpecgenError):
 
 
 @dataclass(frozen=True)
+class SavedState:
+    """A model's KV cache as llama.cpp serialises it, and the tokens it holds."""
+
+    tokens: tuple[int, ...]
+    data: object  # a ctypes byte array
+    nbytes: int
+
+
+@dataclass(frozen=True)
 class LoadOptions:
     """How to load a model: context size, CPU threads, layers to offload (None = all on GPU builds)."""
 
@@ -156,6 +165,22 @@ class Model:
                 f"{self.path.name} cannot roll back its cache; speculative decoding needs a transformer model"
             )
         del self.tokens[n_keep:]
+
+    # -- saved states -----------------------------------------------------------------------
+
+    def save_state(self) -> SavedState:
+        """A copy of the KV cache and the tokens it holds (serve keeps a few, one per conversation)."""
+        size = self._lib.llama_state_seq_get_size(self._ctx, 0)
+        data = (ctypes.c_ubyte * size)()
+        written = self._lib.llama_state_seq_get_data(self._ctx, data, size, 0)
+        return SavedState(tuple(self.tokens), data, written)
+
+    def load_state(self, saved: SavedState) -> None:
+        """Make the KV cache hold what `save_state` copied."""
+        self.truncate(0)
+        if saved.nbytes and not self._lib.llama_state_seq_set_data(self._ctx, saved.data, saved.nbytes, 0):
+            raise SpecgenError(f"llama.cpp could not restore a saved cache of {self.path.name}")
+        self.tokens[:] = saved.tokens
 
     def _check_room(self, count: int) -> None:
         if len(self.tokens) + count > self.n_ctx:

@@ -10,6 +10,8 @@ target's. `tokens` keeps the ids as given, so the drafter's view of the history 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from specgen.decoding.tokens import common_prefix
@@ -64,6 +66,14 @@ class DraftVocabulary:
     def truncate(self, n_keep: int) -> None:
         self.model.truncate(n_keep)
         del self.tokens[len(self.model.tokens) :]
+
+    def save_state(self):
+        """The draft's saved cache, holding the ids as given (`load_state` maps them again)."""
+        return replace(self.model.save_state(), tokens=tuple(self.tokens))
+
+    def load_state(self, saved) -> None:
+        self.model.load_state(replace(saved, tokens=tuple(self._mapped(list(saved.tokens)))))
+        self.tokens[:] = saved.tokens
 
     def _mapped(self, tokens: list[int]) -> list[int]:
         return [t if t < self.shared else self.stand_in for t in tokens]

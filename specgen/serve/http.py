@@ -38,8 +38,8 @@ from specgen.decoding.loop import GenerationConfig
 from specgen.errors import SpecgenError, UsageError
 from specgen.llama.model import LoadOptions
 from specgen.models.paths import ModelPaths
-from specgen.serve.wire import ApiError, Outcome, Reply, cached_tokens, parse_request
-from specgen.serve.worker import Delta, Failed, Finished, Gone, Job, Worker
+from specgen.serve.wire import ApiError, Outcome, Reply, parse_request
+from specgen.serve.worker import Delta, Failed, Finished, Gone, Job, Limits, Worker
 
 LOG = "specgen.log"
 
@@ -55,6 +55,7 @@ class ServeOptions:
     max_prompt_tokens: int | None = None  # None: the context size
     max_tokens_limit: int = 4096  # the longest reply one request may ask for
     allowed_hosts: tuple[str, ...] = ()  # Host names accepted besides loopback ones, on a loopback bind
+    cache_ram_mib: int = 512  # saved KV caches of other conversations (serve.states)
 
 
 @dataclass
@@ -378,8 +379,8 @@ def access_line(scope, record: Record) -> str:
     outcome = record.outcome
     if outcome is not None:
         s = outcome.summary
-        cached = cached_tokens(s)
-        line += f" {'stream' if record.stream else 'whole'}: prompt {s.prompt_tokens} (cached {cached}), " \
+        line += f" {'stream' if record.stream else 'whole'}: prompt {s.prompt_tokens} " \
+                f"(cached {outcome.prefill.own}, prefilled {outcome.prefill.decoded}), " \
                 f"{s.tokens} tokens at {s.tokens_per_second:.1f} tok/s"
         if s.draft_tokens:
             line += f", {s.mode} accepted {s.accepted}/{s.drafted} ({s.acceptance_rate:.0%}), " \
@@ -404,8 +405,9 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, option
     sock = bind(options.host, options.port)
     with open_models(paths, load) as (target, draft):
         drafter = ModelDrafter(draft) if draft else None
-        worker = Worker(target, drafter, config, options.queue, options.max_prompt_tokens or target.n_ctx,
-                        options.max_tokens_limit)
+        limits = Limits(options.queue, options.max_prompt_tokens or target.n_ctx, options.max_tokens_limit,
+                        options.cache_ram_mib * 2**20)
+        worker = Worker(target, drafter, config, limits)
         app = build_app(worker, options, paths.draft.name if paths.draft else None)
         settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
         server = uvicorn.Server(settings)

@@ -196,6 +196,7 @@ class Outcome:
     summary: Summary
     first_token_s: float | None  # from the start of this request's turn on the worker
     queued_s: float
+    prefill: object  # serve.worker.Prefill: the client's own cached tokens, tokens decoded, seconds
 
 
 def finish_reason(stop_reason: str, stopped: bool) -> str:
@@ -203,13 +204,8 @@ def finish_reason(stop_reason: str, stopped: bool) -> str:
     return "stop" if stopped or stop_reason == "eog" else "length"
 
 
-def cached_tokens(summary: Summary) -> int:
-    """Prompt tokens the KV cache already held: all but those prefilled and the last one."""
-    return max(summary.prompt_tokens - 1 - summary.prefilled_tokens, 0)
-
-
-def usage(summary: Summary) -> dict:
-    cached = cached_tokens(summary)
+def usage(outcome: Outcome) -> dict:
+    summary, cached = outcome.summary, outcome.prefill.own
     return {"prompt_tokens": summary.prompt_tokens, "completion_tokens": summary.tokens,
             "total_tokens": summary.prompt_tokens + summary.tokens,
             "prompt_tokens_details": {"cached_tokens": cached}}
@@ -228,8 +224,8 @@ def stats(outcome: Outcome, draft_model: str | None) -> dict:
         "tokens_per_round": round(s.tokens_per_round, 3),
         "decode_tokens_per_second": round(s.tokens_per_second, 2),
         "rounds": s.rounds,
-        "prefilled_tokens": s.prefilled_tokens,
-        "prefill_s": round(s.prefill_s, 4),
+        "prefilled_tokens": outcome.prefill.decoded,
+        "prefill_s": round(outcome.prefill.seconds, 4),
         "decode_s": round(s.decode_s, 4),
         "first_token_s": None if outcome.first_token_s is None else round(outcome.first_token_s, 4),
         "queued_s": round(outcome.queued_s, 4),
@@ -262,7 +258,7 @@ class Reply:
         else:
             choice = {"index": 0, "text": text}
         choice |= {"logprobs": None, "finish_reason": outcome.finish_reason}
-        return {**self._head(self.obj), "choices": [choice], "usage": usage(outcome.summary),
+        return {**self._head(self.obj), "choices": [choice], "usage": usage(outcome),
                 "specgen": stats(outcome, self.draft_model)}
 
     def chunk(self, text: str | None, finish: str | None = None, role: bool = False) -> dict:
@@ -278,7 +274,7 @@ class Reply:
     def last_chunks(self, outcome: Outcome, include_usage: bool) -> list[dict]:
         """The chunk with the finish reason (carrying usage and stats), and OpenAI's usage-only chunk if asked."""
         last = self.chunk(None, outcome.finish_reason)
-        extra = {"usage": usage(outcome.summary), "specgen": stats(outcome, self.draft_model)}
+        extra = {"usage": usage(outcome), "specgen": stats(outcome, self.draft_model)}
         if not include_usage:
             return [last | extra]
         return [last, {**self._head(self.obj + (".chunk" if self.kind == "chat" else "")), "choices": [], **extra}]

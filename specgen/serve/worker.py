@@ -19,12 +19,16 @@ from dataclasses import dataclass, replace
 
 from specgen.decoding.events import consume
 from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.tokens import common_prefix
 from specgen.errors import SpecgenError
-from specgen.llama.calibrate import drafter_for
+from specgen.llama.calibrate import cached_costs, drafter_for
 from specgen.llama.conversation import Conversation, Prompt
 from specgen.llama.lookup_cache import new_memory
 from specgen.llama.model import ContextFull
+from specgen.serve.states import SavedStates
 from specgen.serve.wire import ApiError, GenRequest, Outcome, finish_reason
+
+PREFILL_CHUNK = 128  # prompt tokens per prefill step: a client gone is noticed within one
 
 
 @dataclass(frozen=True)
@@ -144,52 +148,77 @@ class StopMatcher:
         return out
 
 
-class Prompts:
-    """Turns requests into prompt tokens; a chat continuing the last one reuses its exact tokens."""
+@dataclass(frozen=True)
+class Encoded:
+    """A request's prompt tokens; for a user's chat turn also its Prompt and its conversation."""
 
-    def __init__(self, target, limit: int):
+    tokens: list[int]
+    prompt: Prompt | None = None
+    conversation: Conversation | None = None
+
+
+class Prompts:
+    """Turns requests into prompt tokens; a chat continuing one of the recent conversations reuses
+    that conversation's exact tokens (several clients may take turns)."""
+
+    def __init__(self, target, limit: int, kept: int = 16):
         self.target = target
         self.limit = min(limit, target.n_ctx - 1)
-        self.conversation = Conversation(target)
+        self.kept = kept
+        self.conversations: list[Conversation] = []  # least recently used first
 
-    def encode(self, request: GenRequest) -> tuple[list[int], Prompt | None]:
+    def encode(self, request: GenRequest) -> Encoded:
         if request.kind == "chat":
-            tokens, prompt = self._chat(request.messages)
+            encoded = self._chat(request.messages)
         else:
-            tokens, prompt = self._completion(request.prompt), None
-        if not tokens:
+            encoded = Encoded(self._completion(request.prompt))
+        if not encoded.tokens:
             raise ApiError(400, "the prompt is empty; send some text", param="prompt")
-        self._check(len(tokens), "messages" if request.kind == "chat" else "prompt")
-        return tokens, prompt
+        self._check(len(encoded.tokens), "messages" if request.kind == "chat" else "prompt")
+        return encoded
 
-    def remember(self, prompt: Prompt | None, text: str, tokens: list[int], whole: bool) -> None:
-        """Keep a chat reply's tokens for the next turn; a reply cut inside a token is not kept."""
-        if prompt is not None and whole:
-            self.conversation.commit(prompt, text, tokens)
+    def remember(self, encoded: Encoded, text: str, tokens: list[int], whole: bool) -> None:
+        """Keep a chat reply's tokens for the next turn; a reply cut short, or that the client
+        never received, is not kept, and its conversation is forgotten."""
+        if encoded.conversation is None:
+            return
+        if encoded.prompt is not None and whole:
+            encoded.conversation.commit(encoded.prompt, text, tokens)
         else:
-            self.conversation.reset()
+            self.forget(encoded.conversation)
 
-    def _chat(self, messages: tuple[tuple[str, str], ...]) -> tuple[list[int], Prompt | None]:
+    def forget(self, conversation: Conversation | None) -> None:
+        if conversation in self.conversations:
+            self.conversations.remove(conversation)
+
+    def _chat(self, messages: tuple[tuple[str, str], ...]) -> Encoded:
         if self.target.chat_template() is None:
             raise ApiError(400, f"{self.target.path.name} has no chat template, so it cannot tell chat turns "
                            "apart; use /v1/completions with the text as is", param="messages")
         *history, (role, text) = messages
-        conversation = self.conversation
+        if role != "user":
+            return Encoded(self.target.encode_chat(list(messages)))
+        conversation = self._conversation(history)
         try:
-            if role != "user":
-                conversation.reset()
-                return self.target.encode_chat(list(messages)), None
-            if conversation.messages != history:
-                conversation.reset()
-                conversation.messages = list(history)
             prompt = conversation.prompt(text, 0)
         except ContextFull:
             prompt = None
         if prompt is None or prompt.dropped:
+            self.forget(conversation)
             self._check(len(self.target.encode_chat(list(messages))), "messages")
             raise ApiError(400, "the messages do not fit in the context", param="messages",
                            code="context_length_exceeded")
-        return list(prompt.tokens), prompt
+        return Encoded(list(prompt.tokens), prompt, conversation)
+
+    def _conversation(self, history: list[tuple[str, str]]) -> Conversation:
+        """The recent conversation whose messages are `history`, or a new one, now the most recent."""
+        found = next((c for c in self.conversations if c.messages == history), None)
+        if found is None:
+            found = Conversation(self.target)
+            found.messages = list(history)
+        self.forget(found)
+        self.conversations = [*self.conversations, found][-self.kept :]
+        return found
 
     def _completion(self, prompt: str | tuple[int, ...]) -> list[int]:
         if isinstance(prompt, str):
@@ -207,18 +236,39 @@ class Prompts:
                            "--ctx or --max-prompt-tokens", param=param, code="context_length_exceeded")
 
 
+@dataclass(frozen=True)
+class Prefill:
+    """The prompt's way into the caches: tokens that were this client's own cache (serve.states),
+    tokens decoded, and the seconds it took."""
+
+    own: int
+    decoded: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one worker accepts and keeps: waiting requests, prompt and reply tokens, saved caches."""
+
+    queue: int
+    prompt_tokens: int
+    reply_tokens: int = 4096  # the most one reply may take, whatever it asks (a full context ends it sooner)
+    saved_bytes: int = 512 * 2**20  # KV caches of other conversations kept in RAM
+
+
 class Worker:
     """The thread that runs jobs one at a time, and the bounded queue in front of it."""
 
-    def __init__(self, target, drafter, config: GenerationConfig, queue_size: int, prompt_limit: int,
-                 reply_limit: int = 4096):
-        """`reply_limit`: the most tokens one reply may take, whatever its request asks (the
-        context stops a reply earlier when it is full)."""
+    def __init__(self, target, drafter, config: GenerationConfig, limits: Limits):
+        """Step costs are measured (or read from the cache) here, before any request waits on them."""
         self.target, self.drafter, self.config = target, drafter, config
-        self.reply_limit = reply_limit
+        self.reply_limit = limits.reply_tokens
         self.memory = new_memory()  # every reply this process served, for copy drafting
-        self.queue_size = queue_size
-        self.prompts = Prompts(target, prompt_limit)
+        self.queue_size = limits.queue
+        self.prompts = Prompts(target, limits.prompt_tokens)
+        draft_model = drafter.model if drafter is not None else None
+        self.states = SavedStates(target, draft_model, limits.saved_bytes)
+        self.costs = cached_costs(target, draft_model) if config.adaptive and drafter is not None else None
         self._cond = threading.Condition()
         self._pending: deque[Job] = deque()
         self._current: Job | None = None
@@ -305,26 +355,47 @@ class Worker:
 
         A SpecgenError in encoding the prompt is the client's (400); anything else is ours (500).
         """
-        started, start = False, time.perf_counter()
+        started, start, encoded = False, time.perf_counter(), None
         try:
-            tokens, prompt = self.prompts.encode(job.request)
+            encoded = self.prompts.encode(job.request)
             job.send(Started())
             started = True
-            self._generate(job, tokens, prompt, start)
+            self._generate(job, encoded, start)
         except ApiError as error:
             job.send(Failed(error))
         except Exception as error:  # noqa: BLE001 - the worker must survive any request
-            self.prompts.conversation.reset()
+            self.prompts.forget(encoded.conversation if encoded else None)
             if isinstance(error, SpecgenError) and not started:
                 job.send(Failed(ApiError(400, str(error))))
             else:
                 message = f"generation failed: {type(error).__name__}: {error}"
                 job.send(Failed(ApiError(500, message, kind="server_error")))
 
-    def _generate(self, job: Job, tokens: list[int], prompt: Prompt | None, start: float) -> None:
+    def _prefill(self, job: Job, tokens: list[int]) -> Prefill | None:
+        """Fill both caches with the prompt (all but its last token) a chunk at a time, so that a
+        client gone during a long prefill is noticed within a chunk (then None)."""
+        start = time.perf_counter()
+        own = min(self.states.take_up(tokens), len(tokens) - 1)
+        models = [self.target] + ([self.drafter.model] if self.drafter is not None else [])
+        reused = common_prefix(self.target.tokens, tokens[:-1])
+        for end in [*range(reused + PREFILL_CHUNK, len(tokens) - 1, PREFILL_CHUNK), len(tokens) - 1]:
+            if job.cancelled.is_set():
+                return None
+            for model in models:
+                model.sync(tokens[:end])
+        return Prefill(own, len(tokens) - 1 - reused, time.perf_counter() - start)
+
+    def _generate(self, job: Job, encoded: Encoded, start: float) -> None:
         """Stream one reply's text to the job, cut at stop strings; `start`: when the worker took it."""
+        tokens = encoded.tokens
+        prefill = self._prefill(job, tokens)
+        if prefill is None:
+            self.prompts.forget(encoded.conversation)
+            job.send(Gone())
+            return
         config = self._config(job.request)
-        drafter = drafter_for(self.target, self.drafter, config, (self.memory.index,))
+        seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
+        drafter = drafter_for(self.target, self.drafter, config, (self.memory.index,), None if seeded else self.costs)
         events = generate(self.target, drafter, tokens, config)
         stops = StopMatcher(job.request.stop)
         reply: list[int] = []
@@ -343,10 +414,10 @@ class Worker:
         if tail:
             job.send(Delta(tail))
         received = not stopped and not job.cancelled.is_set()  # a reply the client never got is not kept
-        self.prompts.remember(prompt, whole, reply, whole=received)
+        self.prompts.remember(encoded, whole, reply, whole=received)
         self.memory.add(reply)
         reason = finish_reason(summary.stop_reason, stopped)
-        job.send(Finished(Outcome(reason, summary, first, start - job.submitted)))
+        job.send(Finished(Outcome(reason, summary, first, start - job.submitted, prefill)))
 
     def _config(self, request: GenRequest) -> GenerationConfig:
         """The server's settings, with what the request sets itself."""
