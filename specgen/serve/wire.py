@@ -167,6 +167,8 @@ def _prompt(value) -> str | tuple[int, ...]:
     """A completion prompt: a string, token ids, or a one-element array of either."""
     if isinstance(value, list) and len(value) == 1 and isinstance(value[0], (str, list)):
         value = value[0]
+    if value == "":
+        raise ApiError(400, "the prompt is empty; send some text", param="prompt")
     if isinstance(value, str):
         return value
     if isinstance(value, list) and value and all(isinstance(t, int) and not isinstance(t, bool) for t in value):
