@@ -231,27 +231,34 @@ async def _whole(job: Job, reply: Reply, record: Record) -> JSONResponse:
 async def _events(job: Job, reply: Reply, include_usage: bool, record: Record):
     """Server-sent events: the OpenAI chunks as the worker sends text, then `data: [DONE]`."""
     if reply.kind == "chat":
-        yield _sse(reply.chunk(None, role=True))
+        yield sse_event(reply.chunk(None, role=True))
     while True:
         event = await job.next()
         if isinstance(event, Delta):
-            yield _sse(reply.chunk(event.text))
+            yield sse_event(reply.chunk(event.text))
         elif isinstance(event, Finished):
             record.outcome = event.outcome
             for chunk in reply.last_chunks(event.outcome, include_usage):
-                yield _sse(chunk)
+                yield sse_event(chunk)
             yield b"data: [DONE]\n\n"
             return
         elif isinstance(event, Failed):
             record.note = event.error.message
-            yield _sse(event.error.body())
+            yield sse_event(event.error.body())
             return
         elif isinstance(event, Gone):
             return
 
 
-def _sse(payload: dict) -> bytes:
-    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+# Line breaks that JSON leaves as they are but many line readers split on (str.splitlines, httpx's
+# iter_lines): a reply holding one would cut its event in two there.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
+def sse_event(payload: dict) -> bytes:
+    """One server-sent event: the payload as JSON on one line, whatever line reader the client has."""
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).translate(_LINE_BREAKS)
+    return b"data: " + text.encode() + b"\n\n"
 
 
 class EventStream:

@@ -56,3 +56,16 @@ def test_too_many_or_too_long_stop_strings_are_a_400(stop, fragment):
     with pytest.raises(ApiError) as error:
         parse_request({"prompt": "x", "stop": stop}, "completion", ("m",))
     assert error.value.status == 400 and error.value.param == "stop" and fragment in error.value.message
+
+
+def test_a_server_sent_event_stays_one_line_for_every_line_reader():
+    """U+0085, U+2028 and U+2029 pass through JSON as they are, but str.splitlines and httpx's
+    iter_lines split there: an event holding one would reach the client in two pieces."""
+    import json
+
+    from specgen.serve.http import sse_event
+
+    text = "a\x85b\u2028c\u2029d\ne"
+    event = sse_event({"text": text}).decode()
+    assert event.endswith("\n\n") and len(event[:-2].splitlines()) == 1
+    assert json.loads(event[len("data: "):])["text"] == text
