@@ -175,6 +175,9 @@ def report(tally: Tally, alone: str, seconds: float) -> str:
                      f"median {statistics.median(rss[-quarter:]):.0f} MiB, max {max(rss):.0f} MiB")
     same = sum(text == alone for text in tally.greedy)
     lines.append(f"greedy check under load: {same}/{len(tally.greedy)} equal to the reply alone")
+    for text in sorted(set(tally.greedy) - {alone}):
+        at = next(i for i, (a, b) in enumerate(zip(text + "\0", alone + "\0")) if a != b)
+        lines.append(f"  differs at character {at}: alone {alone[at:at + 20]!r}, under load {text[at:at + 20]!r}")
     lines.append(f"problems: {len(tally.problems)}" + "".join(f"\n  {p}" for p in tally.problems[:10]))
     return "\n".join(lines)
 
