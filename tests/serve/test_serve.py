@@ -383,13 +383,14 @@ def test_a_full_queue_answers_503_with_retry_after(endless):
 
 
 def test_ctrl_c_finishes_the_running_reply_then_exits(tiny_models):
-    draining = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "--ctx", "4096", "-t", "1")
+    # 4000 tokens take the tiny model most of a second: the signal lands while the reply runs
+    draining = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "--ctx", "8192", "-t", "1")
     with httpx.Client(timeout=60) as http:
-        response, lines = _open_stream(draining, http, max_tokens=400)
+        response, lines = _open_stream(draining, http, max_tokens=4000)
         draining.process.send_signal(signal.SIGINT)
         rest = [line for line in lines if line]
     assert rest[-1] == "data: [DONE]" and '"finish_reason":"length"' in rest[-2]
-    assert '"completion_tokens":400' in rest[-2]
+    assert '"completion_tokens":4000' in rest[-2]
     assert draining.process.wait(timeout=30) == 0
     draining.wait_for("stopped")
     assert "finishing 1 request" in "\n".join(draining.lines) and "Traceback" not in "\n".join(draining.lines)
