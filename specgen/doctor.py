@@ -32,7 +32,6 @@ ARM_FEATURES = {"asimd": "NEON", "asimdhp": "FP16", "asimddp": "DOTPROD", "i8mm"
                 "sve": "SVE", "sve2": "SVE2"}
 MAC_ARM_FEATURES = {"hw.optional.arm.FEAT_FP16": "FP16", "hw.optional.arm.FEAT_DotProd": "DOTPROD",
                     "hw.optional.arm.FEAT_I8MM": "I8MM", "hw.optional.arm.FEAT_BF16": "BF16"}
-GPU_DEVICE_TYPES = {1: "GPU", 2: "iGPU"}  # ggml_backend_dev_type: 0 CPU, 1 GPU, 2 IGPU, 3 ACCEL
 
 
 @dataclass(frozen=True)
@@ -122,42 +121,23 @@ def gather() -> Report:
 
 
 def build_info() -> Build:
-    from specgen.llama.library import backend_name, llama
+    from specgen.llama.library import backend_name, gpu_devices, llama, native
     from specgen.llama.library import build_info as library_build_info
 
     lib = llama()
     binding, system_info = library_build_info()
     llama_version = _call_text(lib, "llama_version") or "?"
-    native = getattr(getattr(lib, "llama_cpp", None), "_lib", None)
-    ggml = ", commit ".join(filter(None, (_native_text(native, "ggml_version"), _native_text(native, "ggml_commit"))))
+    shared = native()
+    ggml = ", commit ".join(filter(None, (_native_text(shared, "ggml_version"), _native_text(shared, "ggml_commit"))))
     return Build(
         specgen=__version__,
         llama_cpp_python=binding,
         llama_cpp=f"{llama_version} (ggml {ggml})" if ggml else llama_version,
         backend=backend_name(),
         gpu_offload_built=bool(lib.llama_supports_gpu_offload()),
-        gpu_devices=gpu_devices(native),
+        gpu_devices=gpu_devices(),
         system_info=system_info.strip(" |"),
     )
-
-
-def gpu_devices(native) -> list[str]:
-    """The GPUs llama.cpp's backends found on this machine: "CUDA0: NVIDIA H100 (GPU)"."""
-    try:
-        count = ctypes.CFUNCTYPE(ctypes.c_size_t)(("ggml_backend_dev_count", native))
-        get = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)(("ggml_backend_dev_get", native))
-        kind = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(("ggml_backend_dev_type", native))
-        name = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)(("ggml_backend_dev_name", native))
-        about = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)(("ggml_backend_dev_description", native))
-    except (AttributeError, TypeError):  # an older or unusual build without the device API
-        return []
-    found = []
-    for index in range(count()):
-        device = get(index)
-        if kind(device) in GPU_DEVICE_TYPES:
-            label = f"{_text(name(device))}: {_text(about(device))} ({GPU_DEVICE_TYPES[kind(device)]})"
-            found.append(label)
-    return found
 
 
 def _call_text(lib, function: str) -> str:

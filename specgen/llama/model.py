@@ -18,7 +18,7 @@ import numpy as np
 from specgen.decoding.tokens import common_prefix
 from specgen.errors import SpecgenError
 from specgen.llama.kernels import extra_buffer_types
-from specgen.llama.library import default_threads, llama
+from specgen.llama.library import default_threads, drop_amx_buffer_type, gpu_devices, llama
 
 
 class ContextFull(SpecgenError):
@@ -76,10 +76,12 @@ class Model:
 
     def _load(self, lib, options: LoadOptions) -> None:
         mparams = lib.llama_model_default_params()
-        offload = lib.llama_supports_gpu_offload()
+        offload = bool(gpu_devices())  # a build with GPU or RPC support, and such a device here
         mparams.n_gpu_layers = (999 if offload else 0) if options.n_gpu_layers is None else options.n_gpu_layers
         self.kernels = extra_buffer_types(self.path)
         mparams.use_extra_bufts = self.kernels.on
+        if self.kernels.on and not self.kernels.amx:
+            drop_amx_buffer_type()
         self.mapped = not (self.kernels.on and mparams.n_gpu_layers == 0 and _room_for_a_copy(self.path))
         mparams.load_mode = lib.LLAMA_LOAD_MODE_AUTO if self.mapped else lib.LLAMA_LOAD_MODE_NONE
         model = lib.llama_model_load_from_file(str(self.path).encode(), mparams)

@@ -2,13 +2,14 @@
 
 `kernels` runs this in a child so that a kernel that dies with a signal kills the child, not
 specgen: the parent forces extra buffer types on, and the child loads the model and decodes a
-few tokens.
+few tokens; with `--no-amx` it first takes the AMX kernels out, as the engine then will.
 """
 
 from __future__ import annotations
 
 import sys
 
+from specgen.llama.library import drop_amx_buffer_type
 from specgen.llama.model import LoadOptions, Model
 
 
@@ -23,4 +24,6 @@ def _probe_main(model_path: str) -> None:
 
 
 if __name__ == "__main__":
+    if "--no-amx" in sys.argv[2:]:
+        drop_amx_buffer_type()
     _probe_main(sys.argv[1])
