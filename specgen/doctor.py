@@ -1,7 +1,7 @@
 """`specgen doctor`: what this build and this machine can do, in one report to read or paste.
 
 When generation is slow or fails, the cause is usually the build (a CPU-only llama.cpp on a
-machine with a GPU), the CPU (no AVX2; AMX reported but unusable), or the files (nothing
+machine with a GPU, or one without the RPC backend that --rpc and `specgen worker` need), the CPU (no AVX2; AMX reported but unusable), or the files (nothing
 downloaded, a user registry overriding the shipped pairs). `gather()` collects those facts
 into frozen dataclasses, `render()` writes them as text and `as_json()` as one JSON object.
 Nothing here loads a model; llama.cpp is reached only through engine.py.
@@ -43,6 +43,7 @@ class Build:
     gpu_offload_built: bool
     gpu_devices: list[str]
     system_info: str
+    rpc: bool = False  # llama.cpp's RPC backend is built in (GGML_RPC=ON): --rpc and `specgen worker` work
 
     @property
     def gpu_offload_works(self) -> bool:
@@ -121,7 +122,7 @@ def gather() -> Report:
 
 
 def build_info() -> Build:
-    from specgen.llama.library import backend_name, gpu_devices, llama, native
+    from specgen.llama.library import backend_name, gpu_devices, has_rpc, llama, native
     from specgen.llama.library import build_info as library_build_info
 
     lib = llama()
@@ -137,6 +138,7 @@ def build_info() -> Build:
         gpu_offload_built=bool(lib.llama_supports_gpu_offload()),
         gpu_devices=gpu_devices(),
         system_info=system_info.strip(" |"),
+        rpc=has_rpc(),
     )
 
 
@@ -259,8 +261,9 @@ def pair_states() -> list[PairState]:
 
 
 def rebuild_advice(build: Build) -> Rebuild:
-    """The CMAKE_ARGS that build llama-cpp-python for the accelerator this machine has."""
+    """The CMAKE_ARGS that build llama-cpp-python for the accelerator this machine has, with RPC."""
     accelerator, args = detect_accelerator()
+    args += " -DGGML_RPC=ON"
     command = (f'CMAKE_ARGS="{args}" {sys.executable} -m pip install --force-reinstall --no-cache-dir '
                f'--no-deps "llama-cpp-python=={build.llama_cpp_python}"')
     needed = accelerator != "CPU" and not (build.backend in _BACKENDS[accelerator] and build.gpu_offload_works)
@@ -329,6 +332,8 @@ def render(report: Report) -> str:
     rows.append(("pairs downloaded", _pairs(report.pairs)))
     rows.append(("lookup memory", f"up to {report.lookup_memory_tokens:,} tokens of past outputs (about "
                  f"{report.lookup_memory_tokens * 100 >> 20} MB) in chat and serve; run keeps it only with --lookup-cache FILE"))
+    rows.append(("RPC", "built in: --rpc HOST:PORT and 'specgen worker' work" if b.rpc else
+                 f"not in this build, so --rpc and 'specgen worker' do not work; to add it: {r.command}"))
     rows.append(("rebuild", _rebuild(r, b)))
     width = max(len(label) for label, _ in rows)
     return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)

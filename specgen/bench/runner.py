@@ -1,8 +1,9 @@
 """Measure speculative decoding against the target alone, honestly: same engine, interleaved.
 
 For each prompt every configuration (the target alone, the draft model at each K, prompt lookup
-at each K) runs once per repeat, in turn (A B C A B C ...), so slow drift of the machine (heat,
-other load) hits all of them alike; warm-up repeats run the same way and are dropped. Every run
+at each K, and any OpenAI-compatible endpoint given, see `endpoint`) runs once per repeat, in
+turn (A B C A B C ...), so slow drift of the machine (heat, other load) hits all of them alike;
+warm-up repeats run the same way and are dropped. Every run
 starts from an empty KV cache, so prefill is measured alike too. At temperature 0 an audit
 checks that each output equals the target alone's token for token and, where it does not,
 reads the target's top-2 logit margin at the first difference and recomputes that position in
@@ -19,11 +20,13 @@ import platform
 import resource
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+import urllib.parse
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
 from specgen import __version__
+from specgen.bench import endpoint
 from specgen.bench.audit import DistributionAudit, distribution_audit
 from specgen.bench.prompts import BenchPrompt
 from specgen.bench.stats import BASELINE, Stats, Verdict, summarize, verdict
@@ -39,13 +42,15 @@ from specgen.llama.pair import encode_prompt
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 
 AUTO = "auto"
+ENDPOINT = "endpoint"
 NEAR_TIE = 0.05  # logits: a top-2 margin this small can flip between batched and single-token passes
 SCHEMA = "specgen-bench/1"
 
 
 @dataclass(frozen=True)
 class Config:
-    """One way to decode: drafter "none" (the target alone), "model" or "lookup", with K.
+    """One way to decode: drafter "none" (the target alone), "model" or "lookup", with K; or
+    "endpoint", an OpenAI-compatible server at `url` serving `model`.
 
     `adaptive`: the loop picks each round's K (up to `k`), and may take prompt lookup's proposal.
     """
@@ -54,6 +59,8 @@ class Config:
     drafter: str
     k: int
     adaptive: bool = False
+    url: str = ""
+    model: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,18 +72,25 @@ class Plan:
     sampling: SamplingParams
     audit_seeds: int = 0  # sampled runs per configuration and prompt for the distribution audit
     audit_tokens: int = 6  # positions (first generated tokens) whose distributions it compares
+    endpoint_key: str | None = None  # the API key endpoints want (never written to results)
+
+    @property
+    def local(self) -> Plan:
+        """The plan without its endpoints: what the audits check, token for token or by distribution."""
+        return replace(self, configs=tuple(c for c in self.configs if c.drafter != ENDPOINT))
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One measured run: its Summary, its output ids, and how many rounds ended in a rejection."""
+    """One measured run: its Summary, its output ids (an endpoint's: its text), and how many rounds
+    ended in a rejection."""
 
     prompt: int
     config: str
     repeat: int
     summary: Summary
     rejections: int
-    output: tuple[int, ...]
+    output: tuple[int, ...] | str
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,18 @@ class Audit:
 
 
 @dataclass(frozen=True)
+class EndpointCheck:
+    """How often an endpoint's text was the target alone's (another engine or quantization may
+    differ without a bug, so this is reported, not audited)."""
+
+    config: str
+    url: str
+    model: str
+    same_text: int
+    runs: int
+
+
+@dataclass(frozen=True)
 class BenchResult:
     """Everything one benchmark measured; `to_dict` is the --json document (docs/bench-json.md)."""
 
@@ -117,6 +143,7 @@ class BenchResult:
     audits: tuple[Audit, ...] | None  # None when sampling (temperature > 0)
     distribution: DistributionAudit | None  # when sampling with audit seeds
     verdict: Verdict
+    endpoints: tuple[EndpointCheck, ...]
     peak_rss_mib: float
     step_costs: object | None  # costs.StepCosts from the calibration
     memory_mib: dict = field(default_factory=dict)  # resident memory at the end, by kind (Linux)
@@ -145,6 +172,7 @@ class BenchResult:
             "audit": audit,
             "distribution_audit": self.distribution.to_dict(names) if self.distribution else None,
             "verdict": asdict(self.verdict),
+            "endpoints": [asdict(e) for e in self.endpoints],
             "runs": [{"prompt": names[r.prompt], "config": r.config, "repeat": r.repeat, "rejections": r.rejections,
                       **asdict(r.summary)} for r in self.runs],
         }
@@ -154,14 +182,15 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
               settings: dict | None = None) -> BenchResult:
     """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
     tokens = encode_all(target, prompts, raw)
-    records = run_plan(target, draft, tokens, plan, started)
+    records = run_plan(target, draft, tokens, plan, started, [(p.text, raw) for p in prompts])
     costs = isolated_costs(target, draft)
-    audits = tuple(audit(target, tokens, records)) if plan.sampling.greedy else None
+    local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
+    audits = tuple(audit(target, tokens, local)) if plan.sampling.greedy else None
     sampled = sampled_audit(target, draft, tokens, plan, started)
     stats = summarize(records, plan.configs, prompts, costs)
     return BenchResult(plan, tuple(prompts), tuple(len(t) for t in tokens), tuple(records), tuple(stats),
-                       audits, sampled, verdict(stats), peak_rss_mib(), costs, memory_mib(), machine(target),
-                       settings or {})
+                       audits, sampled, verdict(stats), endpoint_checks(target, plan, records), peak_rss_mib(), costs,
+                       memory_mib(), machine(target), settings or {})
 
 
 def isolated_costs(target, draft):
@@ -179,7 +208,7 @@ def sampled_audit(target, draft, tokens: list[list[int]], plan: Plan, started=No
         return None
     timed = len(tokens) * (plan.warmup + plan.repeats) * len(plan.configs)
     progress = None if started is None else lambda done, p, config: started(timed + done, p, config, None)
-    return distribution_audit(target, draft, tokens, plan, make_drafter, progress)
+    return distribution_audit(target, draft, tokens, plan.local, make_drafter, progress)
 
 
 def _costs_dict(costs) -> dict | None:
@@ -212,24 +241,28 @@ def parse_draft_tokens(text: str) -> tuple[int | str, ...]:
 
 
 def configurations(ks: tuple[int | str, ...], draft_model: bool, lookup: bool,
-                   auto_cap: int = DEFAULT_DRAFT_TOKENS) -> tuple[Config, ...]:
-    """The target alone first, the draft model at each K (and auto, up to auto_cap), prompt lookup at each K."""
+                   auto_cap: int = DEFAULT_DRAFT_TOKENS, endpoints: tuple[Config, ...] = ()) -> tuple[Config, ...]:
+    """The target alone first, the draft model at each K (and auto, up to auto_cap), prompt lookup at
+    each K, then the endpoints."""
     numbers = [k for k in ks if k != AUTO]
     configs = [Config(BASELINE, "none", 0)]
     if draft_model:
         configs += [Config(f"draft-k{k}", "model", k) for k in numbers]
         configs += [Config("draft-auto", "model", auto_cap, adaptive=True)] if AUTO in ks else []
     configs += [Config(f"lookup-k{k}", "lookup", k) for k in numbers if lookup]
+    configs += endpoints
     if len(configs) == 1:
         raise UsageError(
             "nothing to compare with the target alone: give a draft model (needed for 'auto'), "
-            "or numbers in --draft-tokens without --no-lookup"
+            "numbers in --draft-tokens without --no-lookup, or an --endpoint"
         )
     return tuple(configs)
 
 
-def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None) -> list[RunRecord]:
-    """All runs, interleaved per prompt; `started(index, prompt, config, repeat)` before each."""
+def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
+             texts: list[tuple[str, bool]] = ()) -> list[RunRecord]:
+    """All runs, interleaved per prompt; `started(index, prompt, config, repeat)` before each.
+    Endpoints are sent `texts[p]`: the prompt's text and whether it is raw."""
     records, index = [], 0
     for p, tokens in enumerate(prompts):
         for repeat in range(-plan.warmup, plan.repeats):
@@ -237,10 +270,39 @@ def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None) 
                 if started is not None:
                     started(index, p, config, repeat)
                 index += 1
-                summary, rejections, output = run_once(target, draft, tokens, config, plan)
+                if config.drafter == ENDPOINT:
+                    summary, rejections, output = run_endpoint(config, *texts[p], plan)
+                else:
+                    summary, rejections, output = run_once(target, draft, tokens, config, plan)
                 if repeat >= 0:
                     records.append(RunRecord(p, config.name, repeat, summary, rejections, output))
     return records
+
+
+def endpoint_configs(endpoints: list[endpoint.Endpoint]) -> tuple[Config, ...]:
+    """A configuration per endpoint, named after its host ("endpoint:127.0.0.1:8080")."""
+    names = [f"{ENDPOINT}:{urllib.parse.urlsplit(e.url).netloc}" for e in endpoints]
+    names = [name if names.count(name) == 1 else f"{name}#{i + 1}" for i, name in enumerate(names)]
+    return tuple(Config(name, ENDPOINT, 0, url=e.url, model=e.model) for name, e in zip(names, endpoints))
+
+
+def run_endpoint(config: Config, text: str, raw: bool, plan: Plan):
+    """Stream the prompt from the endpoint; (Summary, 0, its text)."""
+    server = endpoint.Endpoint(config.url, config.model, plan.endpoint_key)
+    reply, summary = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling)
+    return summary, 0, reply
+
+
+def endpoint_checks(target, plan: Plan, records: list[RunRecord]) -> tuple[EndpointCheck, ...]:
+    """Per endpoint: runs whose text is the target alone's first run's on that prompt."""
+    reference = {r.prompt: b"".join(map(target.piece, r.output)).decode("utf-8", errors="replace")
+                 for r in records if r.config == BASELINE and r.repeat == 0}
+    checks = []
+    for config in (c for c in plan.configs if c.drafter == ENDPOINT):
+        runs = [r for r in records if r.config == config.name]
+        same = sum(r.output == reference.get(r.prompt) for r in runs)
+        checks.append(EndpointCheck(config.name, config.url, config.model, same, len(runs)))
+    return tuple(checks)
 
 
 def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
@@ -362,6 +424,7 @@ def machine(target) -> dict:
         "specgen": __version__,
         "backend": backend_name(),
         "threads": target.threads,
+        "target_layers": target.layers,
         "extra_bufts": target.kernels.on,
         "extra_bufts_reason": target.kernels.reason,
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

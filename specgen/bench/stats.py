@@ -76,7 +76,7 @@ class Stats:
     speedup: float | None
     speedup_interval: Interval | None  # 95% bootstrap interval; None for the target, or a single run
     outcome: str | None  # "faster", "slower" or "unclear" (the interval holds 1); None for the target
-    prediction: Prediction | None  # None for the target alone, or without step costs
+    prediction: Prediction | None  # None for the target alone, an endpoint, or without step costs
     acceptance_rate: float  # accepted / drafted
     tokens_per_round: float
     acceptance_by_position: tuple[float, ...]
@@ -150,7 +150,8 @@ class _Totals:
             tokens=self.tokens, rounds=self.rounds, drafted=self.drafted, accepted=self.accepted,
             tokens_per_second=self.rate, speedup=speedup, speedup_interval=interval,
             outcome=outcome(interval) if drafting else None,
-            prediction=self._predicted(config, costs, speedup) if drafting and costs is not None else None,
+            prediction=self._predicted(config, costs, speedup) if drafting and costs is not None
+            and config.drafter in ("model", "lookup") else None,
             acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
             tokens_per_round=self.tokens / self.rounds if self.rounds else 0.0,
             acceptance_by_position=tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at)),

@@ -31,6 +31,7 @@ from rich.text import Text
 from specgen.bench.runner import BenchResult
 from specgen.bench.stats import BASELINE, Stats, csv_rows
 from specgen.errors import UsageError
+from specgen.llama.rpc import placement
 
 BAR_WIDTH = 16
 EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -63,7 +64,9 @@ def render(result: BenchResult, out: TextIO) -> None:
     console.print(results_table(result))
     if any(s.drafted for s in _overall(result)):
         console.print(positions_table(result))
-    for line in [*audit_lines(result), *distribution_lines(result), footer(result), verdict_line(result)]:
+    lines = [*audit_lines(result), *distribution_lines(result), *endpoint_lines(result), footer(result),
+             verdict_line(result)]
+    for line in lines:
         console.print(line, soft_wrap=True, markup=False)
 
 
@@ -140,6 +143,8 @@ def header(result: BenchResult) -> str:
     kernels = "on" if m.get("extra_bufts") else "off"
     line = (f"specgen bench: {m.get('backend', '?')}, {_count(m.get('threads', 0), 'thread')}, "
             f"repacked kernels {kernels} ({m.get('extra_bufts_reason', '?')})")
+    if result.settings.get("rpc"):
+        line += f"; {placement(m.get('target_layers', {}), None)}"
     if costs is not None:
         verify = ", ".join(f"{n}: {costs.verify_cost(n) * 1000:.1f}" for n in sorted(costs.verify)[:6])
         draft = f"; draft step {costs.draft_step * 1000:.1f} ms" if costs.draft_step else ""
@@ -182,6 +187,13 @@ def audit_lines(result: BenchResult) -> list[str]:
             f"top-2 margin {d.top2_margin:.4f}: {cause}"
         )
     return lines
+
+
+def endpoint_lines(result: BenchResult) -> list[str]:
+    """Per endpoint: what it served, and how often its text was the target alone's."""
+    return [f"{e.config}: {e.model} at {e.url}; its text is the target alone's in {e.same_text}/{e.runs} runs "
+            "(another engine, quantization or batching may differ without a bug); tok/s from its first streamed "
+            "token to its last, prefill column: time to the first token" for e in result.endpoints]
 
 
 def footer(result: BenchResult) -> str:

@@ -14,9 +14,9 @@ import traceback
 
 import typer
 
-from specgen.cli import bench, generate, models, serve  # noqa: F401 - each registers its commands on the app
+from specgen.cli import bench, generate, models, remote, serve  # noqa: F401 - each registers its commands on the app
 from specgen.cli.app import ClickException, app
-from specgen.errors import SpecgenError
+from specgen.errors import SpecgenError, error_line
 
 
 def _usage(error) -> tuple[str, int]:
@@ -66,5 +66,5 @@ def _report(error: BaseException) -> int:
     else:
         message = f"internal error: {type(error).__name__}: {error}; rerun with SPECGEN_DEBUG=1 and report it"
         code = 1
-    print(f"specgen: error: {message}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
     return code

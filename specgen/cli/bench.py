@@ -55,6 +55,13 @@ def bench(
         help="Write every result as JSON (docs/bench-json.md); '-': stdout, table to stderr.")] = None,
     csv_path: Annotated[Optional[Path], typer.Option(
         "--csv", metavar="PATH", dir_okay=False, help="Write the results table as CSV.")] = None,
+    endpoints: Annotated[Optional[list[str]], typer.Option(
+        "--endpoint", metavar="URL", help="Also run the prompts on this OpenAI-compatible server (llama-server, "
+        "vLLM, Ollama, LM Studio, specgen serve), as one more row (repeatable).")] = None,
+    endpoint_model: Annotated[Optional[str], typer.Option(
+        "--endpoint-model", metavar="NAME", help="The model to ask the endpoints for (default: the first they list).")] = None,
+    endpoint_key: Annotated[Optional[str], typer.Option(
+        "--endpoint-key", metavar="KEY", envvar="SPECGEN_ENDPOINT_KEY", help="API key for the endpoints.")] = None,
     resources: Resources = Resources(),
 ) -> None:
     """Benchmark speculative decoding against the target alone, interleaved, with an exactness audit.
@@ -62,8 +69,9 @@ def bench(
     Without a draft model (--no-draft, or --target alone), copying is the only drafter; temperature 0
     audits exactness.
     """
+    from specgen.bench.endpoint import resolve
     from specgen.bench.prompts import read_prompt_files
-    from specgen.bench.runner import Plan, benchmark, configurations, parse_draft_tokens
+    from specgen.bench.runner import Plan, benchmark, configurations, endpoint_configs, parse_draft_tokens
     from specgen.bench.view import check_output, progress, render, write_csv, write_json
     from specgen.llama.pair import open_models
 
@@ -73,13 +81,16 @@ def bench(
     check_output(csv_path)
     alone = models.no_draft or (models.target is not None and models.draft is None)
     selection = select_models(dataclasses.replace(models, no_draft=alone))
-    configs = configurations(ks, selection.paths.draft is not None, not no_lookup, selection.draft_tokens)
-    plan = Plan(configs, sampling.max_tokens, repeats, warmup, sampling_params(sampling), audit_seeds, audit_tokens)
+    servers = endpoint_configs([resolve(url, endpoint_model, endpoint_key) for url in endpoints or ()])
+    configs = configurations(ks, selection.paths.draft is not None, not no_lookup, selection.draft_tokens, servers)
+    plan = Plan(configs, sampling.max_tokens, repeats, warmup, sampling_params(sampling), audit_seeds, audit_tokens,
+                endpoint_key)
     settings = {"pair": models.pair, "target": str(selection.paths.target),
-                "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw, "ctx": resources.ctx}
+                "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw, "ctx": resources.ctx,
+                "rpc": resources.rpc}
     with open_models(selection.paths, load_options(resources)) as models:
         total = len(prompts) * (repeats + warmup) * len(plan.configs)
-        total += len(prompts) * len(plan.configs) * audit_seeds if sampling.temp > 0 else 0
+        total += len(prompts) * len(plan.local.configs) * audit_seeds if sampling.temp > 0 else 0
         with progress(total, [p.name for p in prompts], repeats) as started:
             result = benchmark(*models, prompts, plan, raw, started, settings)
     if json_path:

@@ -52,6 +52,7 @@ def run(
     from specgen.llama.calibrate import drafter_for
     from specgen.llama.library import backend_name
     from specgen.llama.pair import encode_prompt, open_models
+    from specgen.llama.rpc import placement
     from specgen.terminal.run_view import json_record, streamer, summary_line
 
     text = read_prompt(prompt)
@@ -67,13 +68,15 @@ def run(
         output.extend(event.tokens)
         show(event)
 
-    with open_models(paths, load_options(resources)) as (target_model, draft_model):
+    load = load_options(resources)
+    with open_models(paths, load) as (target_model, draft_model):
         tokens = encode_prompt(target_model, text, raw)
         drafter = ModelDrafter(draft_model) if draft_model else None
         shared = (memory.index,) if memory is not None else ()
         events = generate(target_model, drafter_for(target_model, drafter, config, shared), tokens, config)
         answer, summary = consume(events, on_round)
         kernels, mapped = target_model.kernels, target_model.mapped
+        layers = (target_model.layers, draft_model.layers if draft_model else {})
     if lookup_cache and not memory_file.save(lookup_cache, vocabulary, output):
         print(f"specgen: warning: could not write --lookup-cache {lookup_cache}", file=sys.stderr)
     if json_out:
@@ -81,12 +84,13 @@ def run(
                  "extra_bufts": kernels.on, "extra_bufts_reason": kernels.reason, "mmap": mapped,
                  "lookup_cache": str(lookup_cache or ""),
                  "lookup_memory_tokens": len(memory.index) if memory is not None else 0,
-                 "lookup_memory_bytes": memory.nbytes if memory is not None else 0}
+                 "lookup_memory_bytes": memory.nbytes if memory is not None else 0,
+                 "rpc": [str(e) for e in load.rpc], "target_layers": layers[0], "draft_layers": layers[1]}
         print(json_record(answer, summary, where))
     elif sys.stdout.isatty() and answer and not answer.endswith("\n"):
         print()
     if not quiet and not json_out:
-        print(summary_line(summary), file=sys.stderr)
+        print(summary_line(summary, placement(*layers) if load.rpc else ""), file=sys.stderr)
     if summary.stop_reason == "interrupted":
         raise typer.Exit(130)
 

@@ -55,7 +55,22 @@ CtxOpt = Annotated[int, typer.Option("--ctx", min=16, rich_help_panel=RESOURCES,
 ThreadsOpt = Annotated[Optional[int], typer.Option(
     "--threads", "-t", min=1, rich_help_panel=RESOURCES, help="CPU threads (default: all cores).")]
 GpuLayersOpt = Annotated[Optional[int], typer.Option(
-    "--gpu-layers", min=0, rich_help_panel=RESOURCES, help="Layers to offload (default: all, on GPU builds).")]
+    "--gpu-layers", min=0, rich_help_panel=RESOURCES,
+    help="Layers to offload to the GPU or the --rpc workers (default: all, where there is one).")]
+
+
+def _check_rpc(text: str | None) -> str | None:
+    """Refuse a malformed --rpc while parsing, before any model is looked for or downloaded."""
+    if text is not None:
+        from specgen.llama.rpc import parse_endpoints
+
+        parse_endpoints(text)
+    return text
+
+
+RpcOpt = Annotated[Optional[str], typer.Option(
+    "--rpc", metavar="HOST:PORT[,...]", callback=_check_rpc, rich_help_panel=RESOURCES,
+    help="Put the target's layers on these 'specgen worker' (or llama.cpp rpc-server) machines; the draft stays here.")]
 
 
 @dataclass(frozen=True)
@@ -87,6 +102,7 @@ class Resources:
     ctx: CtxOpt = 4096
     threads: ThreadsOpt = None
     gpu_layers: GpuLayersOpt = None
+    rpc: RpcOpt = None
 
 
 def option_groups(command: Callable) -> Callable:
@@ -127,10 +143,12 @@ def select_models(models: ModelChoice):
 
 
 def load_options(resources: Resources):
-    """--ctx/--threads/--gpu-layers -> llama.model.LoadOptions."""
+    """--ctx/--threads/--gpu-layers/--rpc -> llama.model.LoadOptions."""
     from specgen.llama.model import LoadOptions
+    from specgen.llama.rpc import parse_endpoints
 
-    return LoadOptions(n_ctx=resources.ctx, n_threads=resources.threads, n_gpu_layers=resources.gpu_layers)
+    return LoadOptions(n_ctx=resources.ctx, n_threads=resources.threads, n_gpu_layers=resources.gpu_layers,
+                       rpc=parse_endpoints(resources.rpc) if resources.rpc else ())
 
 
 def sampling_params(sampling: Sampling):

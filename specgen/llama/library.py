@@ -1,5 +1,6 @@
-"""The only module that imports llama_cpp: load it on first use, quiet its log, and say what
-this build of llama.cpp can do (its version, CPU features, GPU backend).
+"""The only module that imports llama_cpp: load it on first use, quiet its log, say what this
+build of llama.cpp can do (its version, CPU features, GPU backend, RPC), and reach the ggml
+functions llama_cpp does not wrap (devices, the RPC client and server, the abort hook).
 
 Importing llama_cpp takes a while and prints llama.cpp's log, so it happens here, once, when a
 command first needs it: `specgen --help` stays instant.
@@ -10,9 +11,14 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 _lib = None
 _log_callback = None
+_log_capture: list[str] | None = None  # llama.cpp's log lines, kept while a capture is open
+_abort_callback = None
 
 
 def llama():
@@ -25,8 +31,12 @@ def llama():
         debug = os.environ.get("SPECGEN_DEBUG") == "1"
 
         def log(level, text, user_data):
-            if debug and text:
-                sys.stderr.write(text.decode("utf-8", errors="replace"))
+            if text and (debug or _log_capture is not None):
+                line = text.decode("utf-8", errors="replace")
+                if _log_capture is not None:
+                    _log_capture.append(line)
+                if debug:
+                    sys.stderr.write(line)
 
         _log_callback = llama_cpp.llama_log_callback(log)
         llama_cpp.llama_log_set(_log_callback, ctypes.c_void_p(0))
@@ -49,25 +59,53 @@ def default_threads() -> int:
 GPU_DEVICE_TYPES = {1: "GPU", 2: "iGPU"}  # ggml_backend_dev_type: 0 CPU, 1 GPU, 2 IGPU, 3 ACCEL
 
 
-def gpu_devices() -> list[str]:
-    """The devices llama.cpp offloads layers to, as "CUDA0: NVIDIA H100 (GPU)": the GPUs its
-    backends found, and RPC servers once added. A build with GPU or RPC support but none of
-    them here has none, and its models stay on the CPU."""
-    shared = native()
+@dataclass(frozen=True)
+class Device:
+    """A ggml backend device: its handle (for llama_model_params.devices), name, description, type."""
+
+    handle: int
+    name: str
+    description: str
+    kind: int  # ggml_backend_dev_type
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.description}"
+
+
+def _bind(name: str, restype, *argtypes):
+    """A ggml function of the shared library, with its C signature declared."""
+    function = getattr(native(), name)
+    function.restype, function.argtypes = restype, list(argtypes)
+    return function
+
+
+def _device(handle: int) -> Device:
+    name = _bind("ggml_backend_dev_name", ctypes.c_char_p, ctypes.c_void_p)
+    about = _bind("ggml_backend_dev_description", ctypes.c_char_p, ctypes.c_void_p)
+    kind = _bind("ggml_backend_dev_type", ctypes.c_int, ctypes.c_void_p)
+    return Device(handle, _text(name(handle)), _text(about(handle)), kind(handle))
+
+
+def devices() -> list[Device]:
+    """Every device this process's backends found (CPU included); none in a build without the device API."""
     try:
-        count = ctypes.CFUNCTYPE(ctypes.c_size_t)(("ggml_backend_dev_count", shared))
-        get = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_size_t)(("ggml_backend_dev_get", shared))
-        kind = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(("ggml_backend_dev_type", shared))
-        name = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)(("ggml_backend_dev_name", shared))
-        about = ctypes.CFUNCTYPE(ctypes.c_char_p, ctypes.c_void_p)(("ggml_backend_dev_description", shared))
-    except (AttributeError, TypeError):  # an older or unusual build without the device API
+        count = _bind("ggml_backend_dev_count", ctypes.c_size_t)
+        get = _bind("ggml_backend_dev_get", ctypes.c_void_p, ctypes.c_size_t)
+    except AttributeError:
         return []
-    found = []
-    for index in range(count()):
-        device = get(index)
-        if kind(device) in GPU_DEVICE_TYPES:
-            found.append(f"{_text(name(device))}: {_text(about(device))} ({GPU_DEVICE_TYPES[kind(device)]})")
-    return found
+    return [_device(get(index)) for index in range(count())]
+
+
+def offload_devices() -> list[Device]:
+    """The local devices llama.cpp offloads layers to: the GPUs its backends found."""
+    return [device for device in devices() if device.kind in GPU_DEVICE_TYPES]
+
+
+def gpu_devices() -> list[str]:
+    """The local devices llama.cpp offloads layers to, as "CUDA0: NVIDIA H100 (GPU)". A build with
+    GPU support but no GPU here has none, and its models stay on the CPU. RPC workers are not
+    among them: only a model given them (--rpc) uses them."""
+    return [f"{device} ({GPU_DEVICE_TYPES[device.kind]})" for device in offload_devices()]
 
 
 def _text(raw) -> str:
@@ -75,12 +113,12 @@ def _text(raw) -> str:
 
 
 def backend_name() -> str:
-    """Where models' layers go: "CPU", or the GPU backend ("CUDA", "Metal", ...), or "RPC"."""
-    devices = gpu_devices()
-    for name in ("CUDA", "Metal", "MTL", "Vulkan", "HIP", "ROCm", "SYCL", "RPC"):
-        if any(device.upper().startswith(name.upper()) for device in devices):
+    """Where models' layers go on this machine: "CPU", or the GPU backend ("CUDA", "Metal", ...)."""
+    found = gpu_devices()
+    for name in ("CUDA", "Metal", "MTL", "Vulkan", "HIP", "ROCm", "SYCL"):
+        if any(device.upper().startswith(name.upper()) for device in found):
             return "Metal" if name == "MTL" else name
-    return "GPU" if devices else "CPU"
+    return "GPU" if found else "CPU"
 
 
 def build_info() -> tuple[str, str]:
@@ -92,22 +130,23 @@ def build_info() -> tuple[str, str]:
 def _cpu_extra_buffer_types():
     """llama.cpp's own list of the CPU's extra buffer types (a null-terminated array of
     pointers that it reads whenever a model loads), and the function naming an entry."""
-    ggml = native()
-    ggml.ggml_backend_dev_by_type.restype = ctypes.c_void_p
-    ggml.ggml_backend_dev_by_type.argtypes = [ctypes.c_int]
-    ggml.ggml_backend_dev_backend_reg.restype = ctypes.c_void_p
-    ggml.ggml_backend_dev_backend_reg.argtypes = [ctypes.c_void_p]
-    ggml.ggml_backend_reg_get_proc_address.restype = ctypes.c_void_p
-    ggml.ggml_backend_reg_get_proc_address.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-    ggml.ggml_backend_buft_name.restype = ctypes.c_char_p
-    ggml.ggml_backend_buft_name.argtypes = [ctypes.c_void_p]
-    device = ggml.ggml_backend_dev_by_type(0)  # GGML_BACKEND_DEVICE_TYPE_CPU
-    address = ggml.ggml_backend_reg_get_proc_address(ggml.ggml_backend_dev_backend_reg(device),
-                                                     b"ggml_backend_dev_get_extra_bufts") if device else None
+    by_type = _bind("ggml_backend_dev_by_type", ctypes.c_void_p, ctypes.c_int)
+    name = _bind("ggml_backend_buft_name", ctypes.c_char_p, ctypes.c_void_p)
+    device = by_type(0)  # GGML_BACKEND_DEVICE_TYPE_CPU
+    registry = _bind("ggml_backend_dev_backend_reg", ctypes.c_void_p, ctypes.c_void_p)(device) if device else None
+    address = _proc_address(registry, "ggml_backend_dev_get_extra_bufts")
     if not address:
-        return None, ggml.ggml_backend_buft_name
+        return None, name
     getter = ctypes.CFUNCTYPE(ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)(address)
-    return getter(device), ggml.ggml_backend_buft_name
+    return getter(device), name
+
+
+def _proc_address(registry: int | None, function: str) -> int | None:
+    """A function a backend registry exports by name (the way ggml reaches optional features)."""
+    if not registry:
+        return None
+    lookup = _bind("ggml_backend_reg_get_proc_address", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)
+    return lookup(registry, function.encode())
 
 
 def extra_buffer_type_names() -> list[str]:
@@ -137,3 +176,79 @@ def drop_amx_buffer_type() -> None:
         i += 1
     for j in range(i):
         entries[j] = kept[j] if j < len(kept) else None
+
+
+# -- RPC: llama.cpp's backend for devices on other machines (a build with GGML_RPC=ON) ---------
+
+_RPC_ADD_SERVER = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)
+_RPC_START_SERVER = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t,
+                                     ctypes.POINTER(ctypes.c_void_p))
+_ABORT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
+
+
+def _rpc_function(name: str, prototype):
+    """One of the RPC backend's functions, or None in a build without it."""
+    try:
+        registry = _bind("ggml_backend_reg_by_name", ctypes.c_void_p, ctypes.c_char_p)(b"RPC")
+    except AttributeError:
+        return None
+    address = _proc_address(registry, name)
+    return prototype(address) if address else None
+
+
+def has_rpc() -> bool:
+    """Whether this build has llama.cpp's RPC backend (compiled with GGML_RPC=ON)."""
+    return _rpc_function("ggml_backend_rpc_add_server", _RPC_ADD_SERVER) is not None
+
+
+def rpc_devices(endpoint: str) -> list[Device]:
+    """Connect to the RPC server at "host:port" and return its devices (llama.cpp keeps the
+    connection for the process). It aborts the process when nothing answers there: check first."""
+    add_server = _rpc_function("ggml_backend_rpc_add_server", _RPC_ADD_SERVER)
+    registry = add_server(endpoint.encode())
+    if not registry:
+        return []
+    count = _bind("ggml_backend_reg_dev_count", ctypes.c_size_t, ctypes.c_void_p)
+    get = _bind("ggml_backend_reg_dev_get", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+    return [_device(get(registry, index)) for index in range(count(registry))]
+
+
+def serving_devices() -> list[Device]:
+    """What an RPC server here offers, as llama.cpp's rpc-server chooses: the GPUs, else the CPU."""
+    found = devices()
+    return [d for d in found if d.kind not in (0, 3)] or [d for d in found if d.kind == 0][:1]
+
+
+def run_rpc_server(endpoint: str, cache_dir: str | None, threads: int, offered: list[Device]) -> None:
+    """Serve `offered` to RPC clients on "address:port" until the process ends (returns only on
+    failure: a port it cannot bind). Blocks in C without the GIL: run it on a thread."""
+    start = _rpc_function("ggml_backend_rpc_start_server", _RPC_START_SERVER)
+    handles = (ctypes.c_void_p * len(offered))(*(device.handle for device in offered))
+    start(endpoint.encode(), cache_dir.encode() if cache_dir else None, threads, len(offered), handles)
+
+
+def device_list(chosen: list[Device]):
+    """A null-terminated array of device handles for llama_model_params.devices (keep it alive
+    while the model loads) and its address."""
+    array = (ctypes.c_void_p * (len(chosen) + 1))(*(device.handle for device in chosen), None)
+    return array, ctypes.cast(array, ctypes.c_void_p).value
+
+
+def on_abort(handler: Callable[[str], None]) -> None:
+    """Call handler(message) when ggml aborts the process (an RPC server that stopped answering
+    is one: ggml cannot return that error). The process still ends when the handler returns."""
+    global _abort_callback
+    _abort_callback = _ABORT_CALLBACK(lambda message: handler(_text(message)))
+    _bind("ggml_set_abort_callback", ctypes.c_void_p, _ABORT_CALLBACK)(_abort_callback)
+
+
+@contextmanager
+def captured_log() -> Iterator[list[str]]:
+    """llama.cpp's log lines while the block runs (how it placed a model's layers, say)."""
+    global _log_capture
+    llama()
+    _log_capture = lines = []
+    try:
+        yield lines
+    finally:
+        _log_capture = None

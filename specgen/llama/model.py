@@ -9,6 +9,7 @@ context and batch are freed by an ExitStack when the Model is closed, never by _
 from __future__ import annotations
 
 import ctypes
+import re
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,17 @@ import numpy as np
 from specgen.decoding.tokens import common_prefix
 from specgen.errors import SpecgenError
 from specgen.llama.kernels import extra_buffer_types
-from specgen.llama.library import default_threads, drop_amx_buffer_type, gpu_devices, llama
+from specgen.llama.library import (
+    Device,
+    captured_log,
+    default_threads,
+    device_list,
+    devices,
+    drop_amx_buffer_type,
+    llama,
+    offload_devices,
+)
+from specgen.llama.rpc import Endpoint, connect
 
 
 class ContextFull(SpecgenError):
@@ -36,12 +47,14 @@ class SavedState:
 
 @dataclass(frozen=True)
 class LoadOptions:
-    """How to load a model: context size, CPU threads, layers to offload (None = all on GPU builds)."""
+    """How to load a model: context size, CPU threads, layers to offload (None = all, where there is
+    a GPU or a worker), and RPC workers whose devices take the layers before this machine's GPU."""
 
     n_ctx: int = 4096
     n_threads: int | None = None
     n_gpu_layers: int | None = None
     n_batch: int = 512
+    rpc: tuple[Endpoint, ...] = ()
 
 
 def _room_for_a_copy(path: Path, meminfo: str = "/proc/meminfo") -> bool:
@@ -60,6 +73,20 @@ def _room_for_a_copy(path: Path, meminfo: str = "/proc/meminfo") -> bool:
     return available > path.stat().st_size + (512 << 20)
 
 
+LAYER_PLACED = re.compile(r"layer\s+\d+ assigned to device (\S+?),")
+
+
+def layers_by_device(log: list[str], known: list[Device]) -> dict[str, int]:
+    """Where llama.cpp put a model's layers (the output layer counts as one), from its load log:
+    {"CPU": 3} here, {"127.0.0.1:50052": 2, "CPU": 1} with a worker (named by its address)."""
+    where = {device.name: device.description if device.name.startswith("RPC") else device.name for device in known}
+    counts: dict[str, int] = {}
+    for line in log:
+        for name in LAYER_PLACED.findall(line):
+            counts[where.get(name, name)] = counts.get(where.get(name, name), 0) + 1
+    return counts
+
+
 class Model:
     """A loaded model, its context and a reusable batch; `tokens` mirrors its KV cache."""
 
@@ -76,21 +103,25 @@ class Model:
 
     def _load(self, lib, options: LoadOptions) -> None:
         mparams = lib.llama_model_default_params()
-        offload = bool(gpu_devices())  # a build with GPU or RPC support, and such a device here
+        offload = connect(options.rpc) + offload_devices()  # workers first, as llama.cpp orders them
         mparams.n_gpu_layers = (999 if offload else 0) if options.n_gpu_layers is None else options.n_gpu_layers
+        if options.rpc:
+            chosen, mparams.devices = device_list(offload)  # `chosen` keeps the array alive through the load
         self.kernels = extra_buffer_types(self.path)
         mparams.use_extra_bufts = self.kernels.on
         if self.kernels.on and not self.kernels.amx:
             drop_amx_buffer_type()
         self.mapped = not (self.kernels.on and mparams.n_gpu_layers == 0 and _room_for_a_copy(self.path))
         mparams.load_mode = lib.LLAMA_LOAD_MODE_AUTO if self.mapped else lib.LLAMA_LOAD_MODE_NONE
-        model = lib.llama_model_load_from_file(str(self.path).encode(), mparams)
-        if not model and not self.mapped:  # reading the file into memory failed: map it instead
-            self.mapped, mparams.load_mode = True, lib.LLAMA_LOAD_MODE_AUTO
+        with captured_log() as log:
             model = lib.llama_model_load_from_file(str(self.path).encode(), mparams)
+            if not model and not self.mapped:  # reading the file into memory failed: map it instead
+                self.mapped, mparams.load_mode = True, lib.LLAMA_LOAD_MODE_AUTO
+                model = lib.llama_model_load_from_file(str(self.path).encode(), mparams)
         if not model:
             raise SpecgenError(f"llama.cpp could not load {self.path}; run with SPECGEN_DEBUG=1 to see why")
         self._stack.callback(lib.llama_model_free, model)
+        self.layers = layers_by_device(log, offload + devices())
         threads = options.n_threads or default_threads()
         cparams = lib.llama_context_default_params()
         cparams.n_ctx = options.n_ctx
@@ -117,7 +148,7 @@ class Model:
         stat = self.path.stat()
         self.identity = "|".join(map(str, (
             self.path.resolve(), stat.st_size, stat.st_mtime_ns, mparams.n_gpu_layers, mparams.use_extra_bufts,
-            options.n_batch, lib.__version__)))
+            options.n_batch, lib.__version__, *options.rpc)))
         self._piece_buf = ctypes.create_string_buffer(256)
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ encode the prompt with the model's chat template (or as raw text).
 from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
+from dataclasses import replace
 
 from specgen.errors import SpecgenError
 from specgen.llama.model import ContextFull, LoadOptions, Model
@@ -39,11 +40,12 @@ def preflight(paths: ModelPaths) -> GGUFInfo | None:
 
 @contextmanager
 def open_models(paths: ModelPaths, options: LoadOptions):
-    """Yield (target, draft or None), loaded after a successful pre-flight; free both on exit."""
+    """Yield (target, draft or None), loaded after a successful pre-flight; free both on exit.
+    Only the target gets the RPC workers: the draft, a few small passes a round, stays here."""
     header = preflight(paths)
     with ExitStack() as stack:
         target = stack.enter_context(Model(paths.target, options))
-        draft = stack.enter_context(Model(paths.draft, options)) if paths.draft else None
+        draft = stack.enter_context(Model(paths.draft, replace(options, rpc=()))) if paths.draft else None
         if draft is not None and draft.n_vocab != target.n_vocab:
             draft = DraftVocabulary(draft, target.n_vocab, stand_in(header, min(draft.n_vocab, target.n_vocab)))
         yield target, draft

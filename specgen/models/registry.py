@@ -32,7 +32,7 @@ DEFAULT_DRAFT_TOKENS = 4
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*-\d+(\.\d+)?[bm]:\d+(\.\d+)?[bm]$", re.IGNORECASE)
 REPO_PART = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?$")  # the hub's rules, in ASCII
 
-_MODEL_KEYS = {"repo", "file", "quant", "size_gb", "license", "gated"}
+_MODEL_KEYS = {"repo", "file", "quant", "size_gb", "license", "gated", "base"}
 _PAIR_KEYS = {"description", "draft_tokens", "target", "draft"}
 _TOP_KEYS = {"default_pair", "pairs"}
 
@@ -55,6 +55,7 @@ class ModelFile:
     size_gb: float = 0.0
     license: str = ""
     gated: bool = False
+    base: str = ""  # the original model the GGUF was converted from ("Qwen/Qwen2.5-7B-Instruct"): what vLLM loads
 
 
 @dataclass(frozen=True)
@@ -268,7 +269,10 @@ class _Validator:
         quant = self.typed(table, "quant", str, where, section, "")
         license_ = self.typed(table, "license", str, where, section, "")
         gated = self.typed(table, "gated", bool, where, section, False)
-        return ModelFile(repo, file, quant, float(size), license_, gated)
+        base = self.typed(table, "base", str, where, section, "")
+        if base and not repo_is_valid(base):
+            self.fail(f"{where}: base '{base}' is not a Hugging Face repo id; fix it in {self.path.name}", *section, "base")
+        return ModelFile(repo, file, quant, float(size), license_, gated, base)
 
     def typed(self, table: dict, key: str, kind, where: str, section: tuple[str, ...], default=_MISSING):
         value = table.get(key, default)

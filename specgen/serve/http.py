@@ -407,6 +407,7 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, option
     """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one worker thread generates."""
     from specgen.decoding.drafters.model import ModelDrafter
     from specgen.llama.pair import open_models
+    from specgen.llama.rpc import placement
 
     check_binding(options.host, options.api_key)
     sock = bind(options.host, options.port)
@@ -418,6 +419,8 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, option
         app = build_app(worker, options, paths.draft.name if paths.draft else None)
         settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
         server = uvicorn.Server(settings)
+        if load.rpc:
+            print(f"specgen: {placement(target.layers, draft.layers if draft else None)}", file=sys.stderr)
         print(f"specgen: serving {options.model_id} at {url(sock)}/v1 (OpenAI API; Ctrl-C stops)",
               file=sys.stderr, flush=True)
         with worker:

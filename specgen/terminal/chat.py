@@ -23,6 +23,7 @@ from specgen.llama.conversation import Conversation
 from specgen.llama.lookup_cache import new_memory
 from specgen.llama.model import ContextFull, LoadOptions
 from specgen.llama.pair import open_models
+from specgen.llama.rpc import placement
 from specgen.models.paths import ModelPaths
 from specgen.terminal.live import PlainView, Reply, RichView, make_view
 
@@ -64,6 +65,8 @@ def run_chat(paths: ModelPaths, load: LoadOptions, options: ChatOptions) -> None
     view = make_view(options.plain, options.show_rejected)
     with open_models(paths, load) as (target, draft):
         require_template(target)
+        if load.rpc:
+            print(f"specgen: {placement(target.layers, draft.layers if draft else None)}", file=sys.stderr)
         chat = Chat(target, ModelDrafter(draft) if draft else None, options, view)
         chat.loop(read_lines(PROMPT))
 

@@ -20,8 +20,8 @@ def streamer(out: TextIO | None) -> Callable[[Round], None]:
     return write
 
 
-def summary_line(summary: Summary) -> str:
-    """One line for stderr: speed, acceptance, and where the time went."""
+def summary_line(summary: Summary, placement: str = "") -> str:
+    """One line for stderr: speed, acceptance, where the time went (and where the models ran)."""
     if summary.draft_tokens > 0:
         spec = (
             f", {summary.mode} K={summary.draft_tokens}, accepted {summary.accepted}/{summary.drafted} "
@@ -33,7 +33,7 @@ def summary_line(summary: Summary) -> str:
     return (
         f"specgen: {summary.tokens} tokens at {summary.tokens_per_second:.1f} tok/s{spec}; "
         f"prefill {summary.prefill_s:.2f}s ({summary.prefilled_tokens} tokens), {split}; "
-        f"stop: {summary.stop_reason}"
+        f"stop: {summary.stop_reason}{'; ' + placement if placement else ''}"
     )
 
 

@@ -140,6 +140,7 @@ def test_rebuild_advice_names_the_cmake_args_for_the_gpu_found(tool, output, acc
     path = os.pathsep.join([str(tools), str(Path(sys.executable).parent), "/usr/bin", "/bin"])
     report = json.loads(doctor("--json", env={"PATH": path}).stdout)
     rebuild = report["rebuild"]
+    args += " -DGGML_RPC=ON"  # a rebuild keeps the RPC backend (--rpc, specgen worker)
     assert rebuild["accelerator"] == accelerator and rebuild["cmake_args"] == args
     assert rebuild["command"].startswith(f'CMAKE_ARGS="{args}" ')
     assert f'"llama-cpp-python=={version("llama-cpp-python")}"' in rebuild["command"]

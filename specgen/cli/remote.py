@@ -1,0 +1,164 @@
+"""`specgen worker` and `specgen export`: beyond one machine, and beyond one user.
+
+`worker` lends this machine's GPU (or CPU) to another machine's `--rpc`, through llama.cpp's RPC
+server in this same install. `export` prints how to run a pair in llama-server or vLLM.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import shlex
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from specgen.cli.app import app, examples
+from specgen.cli.options import CtxOpt, ThreadsOpt
+from specgen.errors import UsageError
+
+NO_AUTH = ("llama.cpp's RPC protocol has no authentication and is not hardened: anyone who can reach "
+           "{where} can use this machine's memory and compute, and read or overwrite what it holds. "
+           "Use it only on a network you trust, never one open to the internet")
+
+
+@app.command(epilog=examples(
+    "specgen worker",
+    "specgen worker --port 50053 --threads 4 --cache",
+    "specgen worker --host 192.168.1.20 --allow-network",
+))
+def worker(
+    host: Annotated[str, typer.Option(
+        "--host", help="IPv4 address to listen on; anything but loopback needs --allow-network.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 50052,
+    threads: ThreadsOpt = None,
+    cache: Annotated[bool, typer.Option(
+        "--cache", help="Keep large tensors clients send in specgen's cache folder, so that loading the same "
+        "model again sends only their hashes.")] = False,
+    allow_network: Annotated[bool, typer.Option(
+        "--allow-network", help="Listen on an address other machines reach. The RPC protocol has no "
+        "authentication: only on a network you trust.")] = False,
+) -> None:
+    """Lend this machine's GPU (or CPU) to 'specgen run --rpc HOST:PORT' on another machine.
+
+    Runs llama.cpp's RPC server from this install until Ctrl-C. On the main machine, list every
+    worker in --rpc; the target's layers are spread over them, and the draft model stays there.
+    """
+    from specgen.llama.library import default_threads
+    from specgen.llama.rpc import RpcError, serve
+    from specgen.storage import cache_dir
+
+    host = _worker_host(host, allow_network)
+    threads = threads or default_threads()
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda number, frame: stop.set())
+    _quiet_native_stdout()
+    folder = cache_dir() / "rpc" if cache else None
+    try:
+        serving = serve(host, port, threads, folder, stop.is_set)
+    except RpcError:
+        if not stop.is_set():
+            raise
+        _stopped()
+    offered = ", ".join(f"{device.name} ({device.description})" for device in serving.devices)
+    print(f"specgen worker: serving {offered} on {host}:{port} with {threads} threads (RPC protocol "
+          f"{serving.version}{f'; tensor cache {folder}' if folder else ''}); use it with --rpc "
+          f"{'THIS_MACHINE' if host == '0.0.0.0' else host}:{port}; Ctrl-C stops", file=sys.stderr, flush=True)
+    while not stop.wait(0.2):
+        if not serving.thread.is_alive():
+            raise RpcError("llama.cpp's RPC server stopped (see the lines above)")
+    _stopped()
+
+
+def _worker_host(host: str, allow_network: bool) -> str:
+    """The address to bind: IPv4 (llama.cpp's server binds an address, not a name), loopback unless allowed."""
+    host = "127.0.0.1" if host == "localhost" else host
+    try:
+        address = ipaddress.IPv4Address(host)
+    except ValueError:
+        raise UsageError(f"--host takes an IPv4 address of this machine (or 0.0.0.0 for all), not {host!r}") from None
+    if not address.is_loopback and not allow_network:
+        raise UsageError(f"--host {host} lets other machines reach this worker, and llama.cpp's RPC protocol has "
+                         "no authentication; pass --allow-network on a network you trust, or keep --host 127.0.0.1")
+    if not address.is_loopback:
+        print("specgen worker: WARNING: " + NO_AUTH.format(where=f"{host}:<port>"), file=sys.stderr, flush=True)
+    return host
+
+
+def _quiet_native_stdout() -> None:
+    """llama.cpp's server prints a banner and a line per connection on C's stdout (its client
+    reconnects for each query at load, so those lines mislead). stdout carries nothing here:
+    they are dropped, or shown on stderr with SPECGEN_DEBUG=1; its errors go to stderr anyway."""
+    target = sys.stderr.fileno() if os.environ.get("SPECGEN_DEBUG") == "1" else os.open(os.devnull, os.O_WRONLY)
+    os.dup2(target, sys.stdout.fileno())
+
+
+def _stopped() -> None:
+    """End the worker now. llama.cpp's server cannot be stopped from outside and its thread holds
+    its backends, so the process exits at once rather than run C++ teardown under a live server."""
+    print("specgen worker: stopped", file=sys.stderr, flush=True)
+    os._exit(0)
+
+
+@app.command(epilog=examples(
+    "specgen export qwen2.5-coder-7b:0.5b --to llama-server",
+    "specgen export qwen2.5-7b:0.5b --to vllm -k 5",
+    "specgen export qwen2.5-coder-1.5b:0.5b --to llama-server --bench results.json --local",
+))
+def export(
+    name: Annotated[str, typer.Argument(metavar="PAIR", help="Pair name from 'specgen pairs'.")],
+    to: Annotated[str, typer.Option("--to", metavar="ENGINE", help="llama-server or vllm.")],
+    method: Annotated[Optional[str], typer.Option(
+        "--method", help="draft (the pair's draft model), ngram or suffix (copying, no draft model; suffix: vLLM "
+        "only). Default: what --bench found fastest, else draft.")] = None,
+    k: Annotated[Optional[int], typer.Option(
+        "--draft-tokens", "-k", min=1, max=64, help="Tokens drafted per round (default: from --bench, else the "
+        "pair's K).")] = None,
+    bench: Annotated[Optional[Path], typer.Option(
+        "--bench", dir_okay=False, metavar="FILE", help="A 'specgen bench --json FILE' result: export the "
+        "method and K that were fastest there.")] = None,
+    ctx: CtxOpt = 4096,
+    local: Annotated[bool, typer.Option(
+        "--local", help="llama-server: the files downloaded here (-m/-md) instead of the hub (-hf/-hfd).")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object: argv, speculative_config, notes.")] = False,
+) -> None:
+    """Print the command that serves a pair in llama-server or vLLM, with the same speculation.
+
+    stdout gets the command line (or --json); why this method and K, and caveats, go to stderr.
+    """
+    from specgen.models import export as engines
+    from specgen.models.registry import load_registry
+
+    if to not in ("llama-server", "vllm"):
+        raise UsageError(f"--to takes llama-server or vllm, not {to!r}")
+    pair = load_registry().get(name)
+    spec = engines.choose(pair, method, k, _read_bench(bench) if bench else None)
+    if to == "vllm":
+        result = engines.vllm(pair, spec, ctx)
+    else:
+        result = engines.llama_server(pair, spec, ctx, _local_files(pair) if local else None)
+    print(json.dumps(result.to_dict()) if json_out else shlex.join(result.argv))
+    for note in (f"{spec.method}, K={spec.k}: {spec.reason}", *result.notes):
+        print(f"specgen: {note}", file=sys.stderr)
+
+
+def _read_bench(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"cannot read --bench {path}: {error}") from None
+
+
+def _local_files(pair) -> tuple[Path, Path]:
+    from specgen.models.hub import cached_path
+
+    target, draft = cached_path(pair.target), cached_path(pair.draft)
+    if target is None or draft is None:
+        raise UsageError(f"--local: {pair.name} is not downloaded here; 'specgen pull {pair.name}' fetches it")
+    return target, draft
