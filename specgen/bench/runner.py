@@ -29,7 +29,7 @@ from specgen import __version__
 from specgen.bench import endpoint
 from specgen.bench.audit import DistributionAudit, distribution_audit
 from specgen.bench.prompts import BenchPrompt
-from specgen.bench.stats import BASELINE, Stats, Verdict, summarize, verdict
+from specgen.bench.stats import BASELINE, ENDPOINT, Stats, Verdict, summarize, verdict
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Summary, consume
@@ -42,7 +42,6 @@ from specgen.llama.pair import encode_prompt
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 
 AUTO = "auto"
-ENDPOINT = "endpoint"
 NEAR_TIE = 0.05  # logits: a top-2 margin this small can flip between batched and single-token passes
 SCHEMA = "specgen-bench/1"
 

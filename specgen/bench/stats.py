@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 BASELINE = "target"
+ENDPOINT = "endpoint"  # the drafter of a configuration that is another server (bench.endpoint)
 CONFIDENCE = 0.95
 RESAMPLES = 2000
 BOOTSTRAP_SEED = 2023  # fixed: the same runs always give the same interval
@@ -150,8 +151,8 @@ class _Totals:
             tokens=self.tokens, rounds=self.rounds, drafted=self.drafted, accepted=self.accepted,
             tokens_per_second=self.rate, speedup=speedup, speedup_interval=interval,
             outcome=outcome(interval) if drafting else None,
-            prediction=self._predicted(config, costs, speedup) if drafting and costs is not None
-            and config.drafter in ("model", "lookup") else None,
+            prediction=self._predicted(config, costs, speedup)
+            if drafting and costs is not None and config.drafter != ENDPOINT else None,
             acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
             tokens_per_round=self.tokens / self.rounds if self.rounds else 0.0,
             acceptance_by_position=tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at)),
@@ -267,10 +268,12 @@ def _at(values: tuple[int, ...], i: int) -> int:
 
 def verdict(stats: list[Stats]) -> Verdict:
     """Speculation pays when some configuration is faster (its interval above 1): the fastest such
-    one is named; it costs when every configuration is slower; otherwise it is noise."""
+    one is named; it costs when every configuration is slower; otherwise it is noise. Endpoints,
+    other servers, count only in a bench that has nothing else to compare."""
     overall = [s for s in stats if s.group == "overall"]
     base = next(s for s in overall if s.config == BASELINE)
     others = [s for s in overall if s.config != BASELINE]
+    others = [s for s in others if s.drafter != ENDPOINT] or others
     faster = [s for s in others if s.outcome == "faster"]
     best = max(faster or others, key=lambda s: s.speedup or 0.0)
     if faster:

@@ -29,7 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from specgen.bench.runner import BenchResult
-from specgen.bench.stats import BASELINE, Stats, csv_rows
+from specgen.bench.stats import BASELINE, ENDPOINT, Stats, csv_rows
 from specgen.errors import UsageError
 from specgen.llama.rpc import placement
 
@@ -100,7 +100,7 @@ def _sections(result: BenchResult) -> list[list[Stats]]:
 def _cells(s: Stats, scale: float) -> list:
     rate = s.tokens_per_second
     split = s.time_split()
-    drafting = s.config != BASELINE
+    drafting = s.config != BASELINE and s.drafter != ENDPOINT
     return [
         s.config,
         f"{rate.median:.1f}",
@@ -110,7 +110,8 @@ def _cells(s: Stats, scale: float) -> list:
         f"{s.prediction.speedup:.2f}×" if s.prediction else "",
         f"{s.acceptance_rate:.0%}" if drafting else "",
         f"{s.tokens_per_round:.2f}",
-        f"{split['draft']:.0%}/{split['verify']:.0%}/{split['other']:.0%} ({split['python']:.1%})",
+        f"{split['draft']:.0%}/{split['verify']:.0%}/{split['other']:.0%} ({split['python']:.1%})"
+        if s.drafter != ENDPOINT else "",
         f"{s.prefill_s.median * 1000:.0f} ms",
     ]
 
@@ -192,8 +193,9 @@ def audit_lines(result: BenchResult) -> list[str]:
 def endpoint_lines(result: BenchResult) -> list[str]:
     """Per endpoint: what it served, and how often its text was the target alone's."""
     return [f"{e.config}: {e.model} at {e.url}; its text is the target alone's in {e.same_text}/{e.runs} runs "
-            "(another engine, quantization or batching may differ without a bug); tok/s from its first streamed "
-            "token to its last, prefill column: time to the first token" for e in result.endpoints]
+            "(another engine, quantization or batching may differ without a bug); its tok/s runs from the first "
+            "streamed token to the last, prefill is its time to the first token, tok/round its tokens per chunk"
+            for e in result.endpoints]
 
 
 def footer(result: BenchResult) -> str:

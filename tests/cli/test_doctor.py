@@ -66,6 +66,12 @@ def test_text_report_names_versions_cpu_threads_folders_and_pairs(downloaded_def
     assert rows["registry (user)"].endswith("models.toml (none)")
     assert rows["repacked kernels"].startswith(("on", "off"))
     assert rows["rebuild"]
+    import llama_cpp.llama_cpp
+
+    rpc = hasattr(llama_cpp.llama_cpp._lib, "ggml_backend_rpc_start_server")  # the library's own export
+    assert rows["RPC"].startswith("built in") == rpc
+    if not rpc:  # the way to get it: the rebuild command, which keeps -DGGML_RPC=ON
+        assert "-DGGML_RPC=ON" in rows["RPC"] and "--no-cache-dir" in rows["RPC"]
 
 
 @pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="reads /proc/cpuinfo")

@@ -15,7 +15,7 @@ from specgen import cli
 from specgen.cli.options import ModelChoice, Resources, Sampling, option_groups
 
 SHARED = ["--pair", "--target", "--draft", "--offline", "--max-tokens", "--temp", "--seed", "--ctx", "--threads",
-          "--gpu-layers"]
+          "--gpu-layers", "--rpc"]
 COMMANDS = ["run", "chat", "bench", "serve"]
 
 
