@@ -13,6 +13,7 @@ import shlex
 import signal
 import sys
 import threading
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -143,7 +144,7 @@ def export(
         result = engines.vllm(pair, spec, ctx)
     else:
         result = engines.llama_server(pair, spec, ctx, _local_files(pair) if local else None)
-    print(json.dumps(result.to_dict()) if json_out else shlex.join(result.argv))
+    print(json.dumps(asdict(result)) if json_out else shlex.join(result.argv))
     for note in (f"{spec.method}, K={spec.k}: {spec.reason}", *result.notes):
         print(f"specgen: {note}", file=sys.stderr)
 

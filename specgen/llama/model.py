@@ -29,7 +29,7 @@ from specgen.llama.library import (
     llama,
     offload_devices,
 )
-from specgen.llama.rpc import Endpoint, connect
+from specgen.llama.rpc import Endpoint, connect, signals_for_main_thread_only
 
 
 class ContextFull(SpecgenError):
@@ -95,7 +95,8 @@ class Model:
         self.path = Path(path)
         self._stack = ExitStack()
         try:
-            self._load(lib, options)
+            with signals_for_main_thread_only(bool(options.rpc)):  # ggml starts its RPC threads while loading
+                self._load(lib, options)
         except BaseException:
             self._stack.close()
             raise

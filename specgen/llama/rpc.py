@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,6 +111,24 @@ def _receive(sock: socket.socket, count: int) -> bytes:
     return data
 
 
+@contextmanager
+def signals_for_main_thread_only(active: bool = True) -> Iterator[None]:
+    """Block Ctrl-C and SIGTERM in this thread while the block starts threads that talk RPC
+    (ggml's dispatcher threads while a model loads, the worker's server thread): they inherit the
+    mask, so these signals always reach the main thread, where Python acts on them. Otherwise the
+    kernel may hand one to such a thread, its socket call fails with EINTR, and llama.cpp takes
+    that for a lost worker. A signal that comes meanwhile waits for the block's end (a load does
+    not stop halfway either way)."""
+    if not active or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 _connected: dict[Endpoint, list[library.Device]] = {}
 
 
@@ -122,7 +142,8 @@ def connect(endpoints: tuple[Endpoint, ...]) -> list[library.Device]:
         if endpoint not in _connected:
             probe(endpoint)
             _report_aborts(tuple(_connected) + (endpoint,))
-            _connected[endpoint] = library.rpc_devices(str(endpoint))
+            with signals_for_main_thread_only():
+                _connected[endpoint] = library.rpc_devices(str(endpoint))
             if not _connected[endpoint]:
                 raise RpcError(f"the worker at {endpoint} offers no device")
     return [device for endpoint in endpoints for device in _connected[endpoint]]
@@ -134,8 +155,7 @@ def _report_aborts(endpoints: tuple[Endpoint, ...]) -> None:
     def handler(message: str) -> None:
         if os.environ.get("SPECGEN_DEBUG") == "1":
             sys.stderr.write(f"ggml: {message}\n")
-        gone = [endpoint for endpoint in endpoints if not _listening(endpoint)] or list(endpoints)
-        names = ", ".join(map(str, gone))
+        names = ", ".join(map(str, _gone(endpoints)))
         if "handshake" in message:
             exit_now(RpcError(f"the RPC worker at {names} refused this client's protocol version: run the same "
                               "llama-cpp-python version on both machines"))
@@ -147,12 +167,28 @@ def _report_aborts(endpoints: tuple[Endpoint, ...]) -> None:
     library.on_abort(handler)
 
 
-def _listening(endpoint: Endpoint) -> bool:
+def _gone(endpoints: tuple[Endpoint, ...], within_s: float = 2.0) -> list[Endpoint]:
+    """The workers that refuse connections now, asking again for a moment: a worker process that
+    just died may close its connection to us a little before its listening port. All of them
+    when none refuses (a machine gone from the network does not answer at all)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        gone = [endpoint for endpoint in endpoints if _refuses(endpoint)]
+        if gone or time.monotonic() > deadline:
+            return gone or list(endpoints)
+        time.sleep(0.1)
+
+
+def _refuses(endpoint: Endpoint) -> bool:
+    """Whether nothing listens there any more. A live worker busy with this client may leave a new
+    connection waiting, or drop it when its one-deep queue is full: a timeout is not proof."""
     try:
-        socket.create_connection((endpoint.host, endpoint.port), timeout=1.0).close()
-        return True
-    except OSError:
+        socket.create_connection((endpoint.host, endpoint.port), timeout=0.5).close()
+    except (TimeoutError, socket.timeout):
         return False
+    except OSError:
+        return True
+    return False
 
 
 def placement(target_layers: dict[str, int], draft_layers: dict[str, int] | None) -> str:
@@ -184,7 +220,8 @@ def serve(host: str, port: int, threads: int, cache: Path | None, stopped: Calla
     offered = library.serving_devices()
     thread = threading.Thread(target=library.run_rpc_server, name="rpc-server", daemon=True,
                               args=(f"{host}:{port}", str(cache) if cache else None, threads, offered))
-    thread.start()
+    with signals_for_main_thread_only():
+        thread.start()
     local = Endpoint("127.0.0.1" if host == "0.0.0.0" else host, port)
     deadline = time.monotonic() + 30
     while True:

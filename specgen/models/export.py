@@ -39,10 +39,6 @@ class Export:
     speculative_config: dict | None  # vLLM's, as its --speculative-config takes it
     notes: tuple[str, ...] = ()  # what the user should know beyond the command (stderr)
 
-    def to_dict(self) -> dict:
-        return {"engine": self.engine, "argv": list(self.argv), "speculative_config": self.speculative_config,
-                "notes": list(self.notes)}
-
 
 def choose(pair: Pair, method: str | None, k: int | None, bench: dict | None) -> Speculation:
     """The method and K to export: as given; else what a `specgen bench --json` document found
@@ -83,7 +79,7 @@ def llama_server(pair: Pair, spec: Speculation, ctx: int, local: tuple[Path, Pat
         raise UsageError("llama-server has no suffix decoding; use --method ngram (its copying method) or draft")
     argv = ["llama-server", *(("-m", str(local[0])) if local else ("-hf", pair.target.repo, "-hff", pair.target.file)),
             "-c", str(ctx), "-ngl", ALL_LAYERS]
-    if spec.method == DRAFT:
+    if spec.method == DRAFT:  # -hfd REPO with -md FILE picks that file of the repo (llama.cpp's common/arg.cpp)
         draft = ("-md", str(local[1])) if local else ("-hfd", pair.draft.repo, "-md", pair.draft.file)
         argv += [*draft, "-ngld", ALL_LAYERS, "--spec-type", "draft-simple",
                  "--spec-draft-n-max", str(spec.k), "--spec-draft-n-min", "0"]

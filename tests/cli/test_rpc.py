@@ -49,7 +49,8 @@ class Worker:
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: list[str] = []
         self._ready = threading.Event()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         assert self._ready.wait(60), "\n".join(self.lines)
         assert self.process.poll() is None, "\n".join(self.lines)
 
@@ -63,7 +64,9 @@ class Worker:
     def stop(self, sig: int = signal.SIGINT) -> int:
         if self.process.poll() is None:
             self.process.send_signal(sig)
-        return self.process.wait(timeout=15)
+        code = self.process.wait(timeout=30)
+        self._reader.join(timeout=30)  # every line it wrote is in self.lines
+        return code
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +135,26 @@ def test_a_worker_gone_mid_generation_is_one_line_and_no_hang(workers, tiny_mode
     one_line(stderr.decode(), f"the RPC worker at {doomed.endpoint} stopped answering")  # the other still listens
     if sig == signal.SIGINT:
         assert code == 0 and doomed.lines[-1] == "specgen worker: stopped"
+
+
+@needs_rpc
+def test_ctrl_c_on_the_main_machine_keeps_the_text_and_the_workers(workers, tiny_models):
+    """Ctrl-C stops the reply as without --rpc (exit 130, the text kept); it never reaches ggml's RPC
+    threads, which would take the interrupted socket call for a lost worker."""
+    process = subprocess.Popen(
+        [*SPECGEN, "run", "the", "--target", str(tiny_models["target_endless"]), "--no-draft", "--raw",
+         "-n", "100000", "--ctx", "32768", "-t", "1", "--rpc", ",".join(w.endpoint for w in workers)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert select.select([process.stdout], [], [], 60)[0], "no text within 60 s"
+        first = os.read(process.stdout.fileno(), 64)
+        process.send_signal(signal.SIGINT)
+        rest, stderr = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 130 and first + rest
+    assert "error" not in stderr.decode() and "stop: interrupted" in stderr.decode()
+    assert all(w.process.poll() is None for w in workers)
 
 
 @pytest.mark.parametrize("address, fragment", [
