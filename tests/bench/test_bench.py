@@ -31,15 +31,13 @@ from specgen.bench.stats import (
     Interval,
     Spread,
     Stats,
-    expected_tokens_per_round,
     length_mix,
     outcome,
     speedup_interval,
     summarize,
-    survival,
     verdict,
 )
-from specgen.bench.view import audit_lines, render, verdict_line
+from specgen.bench.view import audit_lines, positions_table, render, verdict_line
 from specgen.cli import main
 from specgen.decoding.sampling import SamplingParams
 from specgen.errors import UsageError
@@ -407,7 +405,7 @@ def test_the_interval_is_deterministic_and_needs_two_runs():
     assert speedup_interval(_runs("x", rates[:, :1]), _runs("target", rates[:, :1])) is None
 
 
-def test_predicted_speedup_uses_isolated_costs_and_acceptance_by_position():
+def test_predicted_speedup_uses_isolated_costs_and_the_measured_tokens_per_round():
     """K = 2, every round drafts 2; position 1 kept 80%, position 2 kept 60% (of all drafted there)."""
     costs = SimpleNamespace(verify={1: 0.05, 2: 0.06, 3: 0.08}, draft_step=0.01,
                             verify_cost=lambda n: {1: 0.05, 2: 0.06, 3: 0.08}[n])
@@ -424,6 +422,37 @@ def test_predicted_speedup_uses_isolated_costs_and_acceptance_by_position():
     assert p.expected_tokens_per_round == pytest.approx(1 + 0.8 + 0.6)
     assert p.round_cost == pytest.approx(2 * 0.2 + 0.08 / 0.05)
     assert p.speedup == pytest.approx(2.4 / 2.0)
-    assert survival([10, 10, 5], [8, 9, 1]) == [0.8, 0.8, 0.2]
     assert length_mix(10, [8, 3]) == [2, 5, 3]
-    assert expected_tokens_per_round([0.9, 0.8, 0.5], 2) == pytest.approx(2.7)
+
+
+def test_predicted_speedup_of_auto_counts_the_tokens_its_long_copies_really_made():
+    """Half the rounds copy 15 tokens, all kept; half copy 1, never kept. By position alone that
+    would read as 50% kept at position 1 and 100% after it; the rounds made 17 and 1 tokens."""
+    verify = {1: 0.05, 2: 0.08, 16: 0.2}
+    costs = SimpleNamespace(verify=verify, draft_step=None, verify_cost=lambda n: verify.get(n, 1.0))
+    summary = SimpleNamespace(tokens=50 * 16 + 50 * 1, rounds=100, drafted=50 * 15 + 50, accepted=50 * 15,
+                              decode_s=1.0, draft_s=0.0, verify_s=0.9, other_s=0.1, lookup_rounds=100,
+                              drafted_by_position=(100,) + (50,) * 14, accepted_by_position=(50,) * 15,
+                              prefill_s=0.0, python_s=0.01)
+    record = SimpleNamespace(prompt=0, repeat=0, config="lookup-auto", summary=summary)
+    base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
+        **{**vars(summary), "tokens": 850, "rounds": 850, "drafted": 0, "accepted": 0, "drafted_by_position": ()}))
+    config = SimpleNamespace(name="lookup-auto", drafter="lookup", k=8, adaptive=True)
+    baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
+    stats = summarize([base, record], [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
+    p = next(s for s in stats if s.config == "lookup-auto" and s.group == "overall").prediction
+    assert p.expected_tokens_per_round == pytest.approx(8.5)
+    assert p.round_cost == pytest.approx((50 * 0.2 / 0.05 + 50 * 0.08 / 0.05) / 100)
+    assert p.speedup == pytest.approx(8.5 / 2.8)
+
+
+def test_acceptance_by_position_shows_long_copies_in_spans_weighted_by_what_was_drafted():
+    """20 positions: #1-#4, then 5-8, 9-16 and 17-20 as spans; a span's rate is kept / drafted."""
+    rates = (0.9, 0.8, 0.7, 0.6) + (1.0, 0.5, 0.5, 0.5) + (1.0,) * 8 + (0.25,) * 4
+    drafted = (100, 90, 80, 70) + (10, 30, 30, 30) + (5,) * 8 + (4,) * 4
+    stats = SimpleNamespace(group="overall", config="lookup-auto", drafted=1, acceptance_by_position=rates,
+                            drafted_by_position=drafted)
+    table = positions_table(SimpleNamespace(stats=[stats]))
+    assert [c.header for c in table.columns] == ["config", "#1", "#2", "#3", "#4", "#5-8", "#9-16", "#17-32"]
+    cells = [next(iter(c.cells)) for c in table.columns]
+    assert cells[1:] == ["90%", "80%", "70%", "60%", f"{(10 + 45) / 100:.0%}", "100%", "25%"]
