@@ -213,17 +213,19 @@ def parse_draft_tokens(text: str) -> tuple[int | str, ...]:
 
 def configurations(ks: tuple[int | str, ...], draft_model: bool, lookup: bool,
                    auto_cap: int = DEFAULT_DRAFT_TOKENS) -> tuple[Config, ...]:
-    """The target alone first, the draft model at each K (and auto, up to auto_cap), prompt lookup at each K."""
+    """The target alone first, the draft model at each K (and auto, up to auto_cap), prompt lookup
+    at each K; without a draft model, auto copies only (lookup-auto)."""
     numbers = [k for k in ks if k != AUTO]
     configs = [Config(BASELINE, "none", 0)]
     if draft_model:
         configs += [Config(f"draft-k{k}", "model", k) for k in numbers]
         configs += [Config("draft-auto", "model", auto_cap, adaptive=True)] if AUTO in ks else []
     configs += [Config(f"lookup-k{k}", "lookup", k) for k in numbers if lookup]
+    if AUTO in ks and lookup and not draft_model:
+        configs.append(Config("lookup-auto", "lookup", auto_cap, adaptive=True))
     if len(configs) == 1:
         raise UsageError(
-            "nothing to compare with the target alone: give a draft model (needed for 'auto'), "
-            "or numbers in --draft-tokens without --no-lookup"
+            "nothing to compare with the target alone: give a draft model, or leave out --no-lookup"
         )
     return tuple(configs)
 

@@ -325,19 +325,20 @@ def test_draft_tokens_option():
     for text in ("0", "33", "two", "2,,4"):
         with pytest.raises(UsageError, match="from 1 to 32"):
             parse_draft_tokens(text)
-    assert [c.name for c in configurations((2, "auto"), draft_model=False, lookup=True)] == ["target", "lookup-k2"]
+    assert [c.name for c in configurations((2, "auto"), draft_model=False, lookup=True)] == \
+        ["target", "lookup-k2", "lookup-auto"]
     auto = configurations(("auto",), draft_model=True, lookup=True, auto_cap=6)[-1]
     assert (auto.name, auto.k, auto.adaptive) == ("draft-auto", 6, True)
     with pytest.raises(UsageError, match="nothing to compare"):
         configurations((2,), draft_model=False, lookup=False)
 
 
-def test_stdin_twice_and_auto_without_a_draft_are_one_line_errors(tmp_path):
+def test_stdin_twice_and_nothing_to_compare_are_one_line_errors(tmp_path):
     code, _, stderr = call(["bench", "-", "-", "--target", "t.gguf"], stdin="a")
     assert code == 2 and "read only once" in stderr
     (tmp_path / "p.txt").write_text("a")
-    code, _, stderr = call(["bench", str(tmp_path / "p.txt"), "--target", "t.gguf", "-k", "auto"])
-    assert code == 2 and "needed for 'auto'" in stderr and stderr.count("\n") == 1
+    code, _, stderr = call(["bench", str(tmp_path / "p.txt"), "--target", "t.gguf", "-k", "auto", "--no-lookup"])
+    assert code == 2 and "nothing to compare" in stderr and stderr.count("\n") == 1
 
 
 def test_an_output_file_in_a_missing_folder_is_refused_before_the_runs(tmp_path):
