@@ -5,9 +5,9 @@ at each K) runs once per repeat, in turn (A B C A B C ...), so slow drift of the
 other load) hits all of them alike; warm-up repeats run the same way and are dropped. Every run
 starts from an empty KV cache, so prefill is measured alike too. At temperature 0 an audit
 checks that each output equals the target alone's token for token and, where it does not,
-reads the target's top-2 logit margin at the first difference and recomputes that position in
-batches of 2 to 16 tokens, as verification does: a near-tie that the kernels' batched
-arithmetic flips is told apart from a bug; when sampling, `bench_audit` compares the distributions of
+reads the target's top-2 logit margin at the first difference and replays the run's own
+verify batches on the target up to that position: a token that the target's own batched
+arithmetic picks there (kernels round differently by batch shape) is told apart from a bug; when sampling, `bench_audit` compares the distributions of
 the first tokens over many seeds instead. After the runs, isolated passes of both models are
 timed (`costs.calibrate`) for the predicted speedups. `bench_stats` turns the runs into the
 reported numbers.
@@ -35,7 +35,7 @@ from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import UsageError
 from specgen.llama.calibrate import calibrate, drafter_for
-from specgen.llama.pair import encode_prompt
+from specgen.llama.pair import encode_messages, encode_prompt
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 
 AUTO = "auto"
@@ -69,7 +69,8 @@ class Plan:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One measured run: its Summary, its output ids, and how many rounds ended in a rejection."""
+    """One measured run: its Summary, its output ids, how many rounds ended in a rejection, and
+    its rounds as (drafted ids, how many were kept), which the audit replays."""
 
     prompt: int
     config: str
@@ -77,6 +78,7 @@ class RunRecord:
     summary: Summary
     rejections: int
     output: tuple[int, ...]
+    rounds: tuple[tuple[tuple[int, ...], int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ class Divergence:
     other_text: str
     top2_margin: float
     near_tie: bool
-    batched_flip: bool = False  # the target itself, decoding the last 2..16 tokens as one batch, picks other_token
+    batched_flip: bool = False  # the target itself, replaying the run's batches (else batches of 2..16), picks other_token
 
 
 @dataclass(frozen=True)
@@ -239,25 +241,31 @@ def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None) 
                 if started is not None:
                     started(index, p, config, repeat)
                 index += 1
-                summary, rejections, output = run_once(target, draft, tokens, config, plan)
+                summary, rejections, output, rounds = run_once(target, draft, tokens, config, plan)
                 if repeat >= 0:
-                    records.append(RunRecord(p, config.name, repeat, summary, rejections, output))
+                    records.append(RunRecord(p, config.name, repeat, summary, rejections, output, rounds))
     return records
 
 
 def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
     """Decode one prompt from an empty cache, consuming the loop's events as `run` does;
-    (Summary, rounds that ended in a rejection, output ids)."""
+    (Summary, rounds that ended in a rejection, output ids, (drafted ids, kept) per round)."""
     target.truncate(0)
     if draft is not None:
         draft.truncate(0)
     drafter = make_drafter(config, target, draft)
     output: list[int] = []
+    rounds: list[tuple[tuple[int, ...], int]] = []
+
+    def keep(event) -> None:
+        output.extend(event.tokens)
+        rounds.append((event.drafted, event.accepted))
+
     settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling, adaptive=config.adaptive)
-    _, summary = consume(generate(target, drafter_for(target, drafter, settings), prompt, settings), lambda event: output.extend(event.tokens))
+    _, summary = consume(generate(target, drafter_for(target, drafter, settings), prompt, settings), keep)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
-    return summary, summary.rejected_rounds, tuple(output)
+    return summary, summary.rejected_rounds, tuple(output), tuple(rounds)
 
 
 def make_drafter(config: Config, target, draft):
@@ -271,29 +279,42 @@ def make_drafter(config: Config, target, draft):
 
 def audit(target, prompts: list[list[int]], records: list[RunRecord]) -> list[Audit]:
     """Compare every run with the target alone's first run on the same prompt (greedy runs only)."""
-    reference = {r.prompt: r.output for r in records if r.config == BASELINE and r.repeat == 0}
+    reference = {r.prompt: r for r in records if r.config == BASELINE and r.repeat == 0}
     groups: dict[tuple[int, str], list[RunRecord]] = {}
     for record in records:
         groups.setdefault((record.prompt, record.config), []).append(record)
     audits = []
     for (p, config), runs in groups.items():
-        bad = [r for r in runs if r.output != reference[p]]
-        first = divergence(target, prompts[p], reference[p], bad[0].output) if bad else None
+        base = reference[p]
+        bad = [r for r in runs if r.output != base.output]
+        first = divergence(target, prompts[p], base.output, bad[0].output, bad[0].rounds, base.rounds) if bad else None
         audits.append(Audit(p, config, len(runs), len(bad), first))
     return audits
 
 
-def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...]) -> Divergence:
+Rounds = tuple[tuple[tuple[int, ...], int], ...]  # per round: (drafted ids, how many were kept)
+
+
+def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...],
+               rounds: Rounds = (), expected_rounds: Rounds = ()) -> Divergence:
     """The first position where `got` leaves `expected`, the target's top-2 margin there, and
-    whether the target's own batched passes pick `got`'s token there."""
+    whether the target's own batched passes pick `got`'s token there. Where the runs' rounds are
+    known their passes are replayed (the logits of both then are exactly those the runs saw);
+    else the target alone's logits come one token at a time and the last 2..16 tokens are tried
+    as one batch."""
     position = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), min(len(expected), len(got)))
     prefix = [*prompt, *expected[:position]]
-    logits = logits_after(target, prefix)
+    replayed = replayed_logits(target, prompt, expected, expected_rounds, position) if expected_rounds else None
+    logits = replayed if replayed is not None else logits_after(target, prefix)
     second, first = np.partition(logits, -2)[-2:]
     base, other = _token_at(target, expected, position, logits), _token_at(target, got, position, logits)
     top2 = set(np.argsort(logits)[-2:].tolist())
     near = float(first - second) <= NEAR_TIE and {base, other} <= top2
-    flip = other is not None and other in batched_choices(target, prefix)
+    if rounds:
+        row = replayed_logits(target, prompt, got, rounds, position) if other is not None else None
+        flip = row is not None and int(np.argmax(row)) == other
+    else:
+        flip = other is not None and other in batched_choices(target, prefix)
     return Divergence(position, base, other, _piece(target, base), _piece(target, other), float(first - second),
                       near or flip, flip)
 
@@ -306,6 +327,27 @@ def batched_choices(target, tokens: list[int], sizes: tuple[int, ...] = (2, 4, 8
         target.sync(tokens[:-size])
         choices.add(int(np.argmax(target.forward(tokens[-size:], all_logits=True)[-1])))
     return choices
+
+
+def replayed_logits(target, prompt: list[int], output: tuple[int, ...], rounds: Rounds,
+                    position: int) -> np.ndarray | None:
+    """The target's logits for output `position` with its passes replayed as the run made them:
+    the same prefill, then each round's batch [last, drafted...], rolled back to what was kept.
+    The cache then holds the numbers the run's did, computed by the same batch shapes, so the
+    row is the one the run's verify saw (None past the rounds)."""
+    target.truncate(0)
+    target.prefill(prompt[:-1])
+    last, start = prompt[-1], 0
+    for drafted, kept in rounds:
+        rows = target.forward([last, *drafted], all_logits=True)
+        if start <= position <= start + kept:
+            return rows[position - start].copy()
+        target.truncate(len(target.tokens) - len(drafted) + kept)
+        start += kept + 1
+        if start > len(output):
+            return None
+        last = output[start - 1]
+    return None
 
 
 def _token_at(target, output: tuple[int, ...], position: int, logits: np.ndarray) -> int | None:
@@ -371,5 +413,9 @@ def machine(target) -> dict:
 
 
 def encode_all(target, prompts: list[BenchPrompt], raw: bool) -> list[list[int]]:
-    """Token ids of every prompt, chat-templated unless raw (as `specgen run` does)."""
-    return [encode_prompt(target, prompt.text, raw) for prompt in prompts]
+    """Token ids of every prompt, chat-templated unless raw (as `specgen run` does); a
+    conversation through the chat template whole (as `specgen chat` and serve do)."""
+    if raw and any(prompt.messages for prompt in prompts):
+        raise UsageError('--raw sends text as is, but a prompt file holds a "messages" conversation; drop --raw')
+    return [encode_messages(target, list(prompt.messages)) if prompt.messages else encode_prompt(target, prompt.text, raw)
+            for prompt in prompts]

@@ -18,12 +18,13 @@ import pytest
 
 import specgen.decoding.loop
 from specgen.bench import runner as bench_mod
-from specgen.bench.prompts import read_prompt_files
+from specgen.bench.prompts import BenchPrompt, read_prompt_files
 from specgen.bench.runner import (
     Plan,
     benchmark,
     configurations,
     divergence,
+    encode_all,
     parse_draft_tokens,
     run_once,
 )
@@ -221,12 +222,27 @@ def test_audit_locates_an_altered_sequence(pair):
     target_model = pair[0]
     prompt = target_model.tokenize("x = 1\nfor i in", True, False)
     plan = Plan(configurations((2,), False, True), 20, 1, 0, SamplingParams())
-    _, _, output = run_once(target_model, None, prompt, plan.configs[0], plan)
+    _, _, output, _ = run_once(target_model, None, prompt, plan.configs[0], plan)
     altered = (*output[:7], (output[7] + 1) % target_model.n_vocab, *output[8:])
     found = divergence(target_model, prompt, output, altered)
     assert (found.position, found.baseline_token, found.other_token) == (7, output[7], altered[7])
     shorter = divergence(target_model, prompt, output, output[:5])
     assert (shorter.position, shorter.other_token, shorter.other_text) == (5, None, "(end)")
+
+
+def test_replaying_a_runs_own_batches_gives_every_token_it_emitted(pair):
+    """The audit's replay of a run's verify batches yields, at every position, the token the run
+    emitted; a token the run did not get from those rows is not excused."""
+    target_model, draft_model = pair
+    prompt = target_model.tokenize("the print of self", True, False)
+    plan = Plan(configurations((4,), True, False), 40, 1, 0, SamplingParams())
+    _, _, output, rounds = run_once(target_model, draft_model, prompt, plan.configs[1], plan)
+    assert any(len(drafted) > 1 and kept for drafted, kept in rounds), "drafts were verified in batches"
+    for position, token in enumerate(output):
+        assert int(np.argmax(bench_mod.replayed_logits(target_model, prompt, output, rounds, position))) == token
+    planted = (*output[:9], (output[9] + 1) % target_model.n_vocab, *output[10:])
+    found = divergence(target_model, prompt, output, planted, rounds)
+    assert found.position == 9 and not found.batched_flip
 
 
 class _TiedTarget:
@@ -296,6 +312,21 @@ def test_prompt_file_formats(tmp_path):
     ]
 
 
+def test_a_chat_turn_is_timed_after_its_conversation(tmp_path, target_model):
+    """A "messages" line is encoded through the chat template whole, as chat and serve do; the
+    timed reply is the last user turn's."""
+    turns = [{"role": "user", "content": "write f"}, {"role": "assistant", "content": "def f(): pass"},
+             {"role": "user", "content": "rename f to g"}]
+    (tmp_path / "revise.jsonl").write_text(json.dumps({"messages": turns}) + "\n")
+    [prompt] = read_prompt_files([str(tmp_path / "revise.jsonl")], None)
+    assert (prompt.name, prompt.kind, prompt.text) == ("revise:1", "revise", "rename f to g")
+    tokens = encode_all(target_model, [prompt], raw=False)[0]
+    assert tokens == target_model.encode_chat([(t["role"], t["content"]) for t in turns])
+    assert tokens != encode_all(target_model, [BenchPrompt("x", "x", "rename f to g")], raw=False)[0]
+    with pytest.raises(UsageError, match="drop --raw"):
+        encode_all(target_model, [prompt], raw=True)
+
+
 @pytest.mark.parametrize(
     "name, content, message",
     [
@@ -307,6 +338,10 @@ def test_prompt_file_formats(tmp_path):
         ("noprompt.jsonl", '{"prompt": "a"}\n{"text": "b"}\n', 'line 2 has no "prompt" string'),
         ("latin1.txt", "caf\xe9".encode("latin-1"), "is not UTF-8"),
         ("dupes.jsonl", '{"prompt": "a", "name": "x"}\n{"prompt": "b", "name": "x"}\n', "two prompts are named 'x'"),
+        ("chat.jsonl", '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}\n',
+         "must end with the user's turn"),
+        ("role.jsonl", '{"messages": [{"role": "robot", "content": "a"}]}\n', 'each message needs a "role"'),
+        ("list.jsonl", '{"messages": "hello"}\n', '"messages" must be a list'),
     ],
 )
 def test_bad_prompt_files_get_one_line_errors(tmp_path, name, content, message):
