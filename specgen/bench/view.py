@@ -202,7 +202,7 @@ def footer(result: BenchResult) -> str:
         f"{_count(len(result.prompts), 'prompt')} × {_count(len(plan.configs), 'config')} × "
         f"{_count(plan.repeats, 'repeat')} (+{plan.warmup} warm-up), up to {plan.max_tokens} tokens, "
         f"temperature {plan.sampling.temperature:g}; tok/s is decode only (prefill apart); 95% intervals: "
-        f"bootstrap over prompts and repeats; predicted: isolated step costs × acceptance by position; "
+        f"bootstrap over prompts and repeats; predicted: the rounds that ran, priced at isolated step costs; "
         f"peak memory {result.peak_rss_mib:.0f} MiB (process RSS){_memory(result.memory_mib)}"
     )
 
