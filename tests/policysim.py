@@ -17,6 +17,7 @@ import numpy as np
 
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
+from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, expected_tokens
 
 
@@ -53,6 +54,7 @@ class World:
 
 
 Trace = Callable[[int, int], World]  # (round, rounds) -> World
+COPY_MATCH = Branch(0, 0, 8)  # every copy offer comes from an 8-token match
 
 
 def steady(r: int, n: int) -> World:
@@ -108,7 +110,9 @@ def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8,
     run, lag = Run(choices={PLAIN: 0, MODEL: 0, LOOKUP: 0}), 0
     for r in range(rounds):
         world = trace(r, rounds)
-        choice = best_choice(truth, world, k_max, lag) if oracle else policy.choose(LOOKUP_MAX, world.offer, lag)
+        offer = (r, tuple(range(100 * r, 100 * r + world.offer)))  # fresh tokens: no token is known to break
+        choice = best_choice(truth, world, k_max, lag) if oracle else \
+            policy.choose(LOOKUP_MAX, world.offer, lag, COPY_MATCH, offer)
         match = min(_kept_run(rng, [world.lookup] * world.offer), world.offer)
         drafted, accepted, confidences, dropped = 0, 0, [], None
         if choice.source == MODEL:

@@ -2,8 +2,10 @@
 
 A benchmark is only as honest as its prompts, so they live in plain files a user can read and
 keep under version control. A file is JSONL when it ends in .jsonl or its first non-blank line
-is a JSON object with a "prompt" string (optional "name" and "kind" strings); otherwise it is
-text holding one prompt, or several separated by lines of `---`. A prompt's kind (results are
+is a JSON object with a "prompt" string, or a "messages" list (a conversation, as the OpenAI API
+writes it, ending with the user's turn: the reply to that turn is what is timed), and optional
+"name" and "kind" strings; otherwise it is text holding one prompt, or several separated by
+lines of `---`. A prompt's kind (results are
 also grouped by kind) is the file's stem unless its JSONL line names one. Every mistake in a
 file becomes one line naming the file, the line and the fix.
 """
@@ -26,9 +28,12 @@ class PromptFileError(UsageError):
 
 @dataclass(frozen=True)
 class BenchPrompt:
+    """One prompt; `messages`: the conversation (role, content) it ends, where it is a chat turn."""
+
     name: str
     kind: str
     text: str
+    messages: tuple[tuple[str, str], ...] = ()
 
 
 def read_prompt_files(sources: list[str], stdin: TextIO | None) -> list[BenchPrompt]:
@@ -78,7 +83,7 @@ def _looks_like_jsonl(text: str) -> bool:
         record = json.loads(first)
     except ValueError:
         return False
-    return isinstance(record, dict) and "prompt" in record
+    return isinstance(record, dict) and ("prompt" in record or "messages" in record)
 
 
 def _jsonl(text: str, label: str, kind: str) -> list[BenchPrompt]:
@@ -91,16 +96,40 @@ def _jsonl(text: str, label: str, kind: str) -> list[BenchPrompt]:
             record = json.loads(line)
         except ValueError as error:
             raise PromptFileError(f"{where} is not valid JSON ({error.msg}); write one JSON object per line") from None
-        if not isinstance(record, dict) or not isinstance(record.get("prompt"), str):
+        if not isinstance(record, dict):
+            raise PromptFileError(f'{where} is not an object; write {{"prompt": "..."}}')
+        messages = _messages(record, where) if "messages" in record else ()
+        text = messages[-1][1] if messages else record.get("prompt")
+        if not isinstance(text, str):
             raise PromptFileError(f'{where} has no "prompt" string; write {{"prompt": "..."}}')
-        if not record["prompt"].strip():
+        if not text.strip():
             raise PromptFileError(f'{where} has an empty "prompt"')
         for key in ("name", "kind"):
             if key in record and not isinstance(record[key], str):
                 raise PromptFileError(f'{where}: "{key}" must be a string')
         name = record.get("name") or f"{kind}:{len(prompts) + 1}"
-        prompts.append(BenchPrompt(name, record.get("kind") or kind, record["prompt"]))
+        prompts.append(BenchPrompt(name, record.get("kind") or kind, text, messages))
     return prompts
+
+
+def _messages(record: dict, where: str) -> tuple[tuple[str, str], ...]:
+    """A "messages" list as (role, content) pairs, ending with the user's turn."""
+    messages = record["messages"]
+    fix = ('write "messages": [{"role": "user", "content": "..."}, {"role": "assistant", ...}, '
+           '{"role": "user", ...}]')
+    if not isinstance(messages, list) or not messages:
+        raise PromptFileError(f'{where}: "messages" must be a list of messages; {fix}')
+    pairs = []
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if role not in ("system", "user", "assistant") or not isinstance(content, str):
+            raise PromptFileError(f'{where}: each message needs a "role" (system, user or assistant) and a '
+                                  f'"content" string; {fix}')
+        pairs.append((role, content))
+    if pairs[-1][0] != "user":
+        raise PromptFileError(f"{where}: the conversation must end with the user's turn; {fix}")
+    return tuple(pairs)
 
 
 def _separated(text: str, label: str, kind: str) -> list[BenchPrompt]:

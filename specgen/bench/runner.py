@@ -6,9 +6,9 @@ turn (A B C A B C ...), so slow drift of the machine (heat, other load) hits all
 warm-up repeats run the same way and are dropped. Every run
 starts from an empty KV cache, so prefill is measured alike too. At temperature 0 an audit
 checks that each output equals the target alone's token for token and, where it does not,
-reads the target's top-2 logit margin at the first difference and recomputes that position in
-batches of 2 to 16 tokens, as verification does: a near-tie that the kernels' batched
-arithmetic flips is told apart from a bug; when sampling, `bench_audit` compares the distributions of
+reads the target's top-2 logit margin at the first difference and replays the run's own
+verify batches on the target up to that position: a token that the target's own batched
+arithmetic picks there (kernels round differently by batch shape) is told apart from a bug; when sampling, `bench_audit` compares the distributions of
 the first tokens over many seeds instead. After the runs, isolated passes of both models are
 timed (`costs.calibrate`) for the predicted speedups. `bench_stats` turns the runs into the
 reported numbers.
@@ -38,7 +38,7 @@ from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import UsageError
 from specgen.llama.calibrate import calibrate, drafter_for
-from specgen.llama.pair import encode_prompt
+from specgen.llama.pair import encode_messages, encode_prompt
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 
 AUTO = "auto"
@@ -81,8 +81,9 @@ class Plan:
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One measured run: its Summary, its output ids (an endpoint's: its text), and how many rounds
-    ended in a rejection."""
+    """One measured run: its Summary, its output ids (an endpoint's: its text), how many rounds
+    ended in a rejection, and its rounds as (drafted ids, how many were kept), which the audit
+    replays."""
 
     prompt: int
     config: str
@@ -90,6 +91,7 @@ class RunRecord:
     summary: Summary
     rejections: int
     output: tuple[int, ...] | str
+    rounds: tuple[tuple[tuple[int, ...], int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,7 @@ class Divergence:
     other_text: str
     top2_margin: float
     near_tie: bool
-    batched_flip: bool = False  # the target itself, decoding the last 2..16 tokens as one batch, picks other_token
+    batched_flip: bool = False  # the target itself, replaying the run's batches (else batches of 2..16), picks other_token
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,7 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
               settings: dict | None = None) -> BenchResult:
     """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
     tokens = encode_all(target, prompts, raw)
-    records = run_plan(target, draft, tokens, plan, started, [(p.text, raw) for p in prompts])
+    records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts])
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
     audits = tuple(audit(target, tokens, local)) if plan.sampling.greedy else None
@@ -241,27 +243,29 @@ def parse_draft_tokens(text: str) -> tuple[int | str, ...]:
 
 def configurations(ks: tuple[int | str, ...], draft_model: bool, lookup: bool,
                    auto_cap: int = DEFAULT_DRAFT_TOKENS, endpoints: tuple[Config, ...] = ()) -> tuple[Config, ...]:
-    """The target alone first, the draft model at each K (and auto, up to auto_cap), prompt lookup at
-    each K, then the endpoints."""
+    """The target alone first, the draft model at each K (and auto, up to auto_cap), prompt lookup
+    at each K (without a draft model, auto copies only: lookup-auto), then the endpoints."""
     numbers = [k for k in ks if k != AUTO]
     configs = [Config(BASELINE, "none", 0)]
     if draft_model:
         configs += [Config(f"draft-k{k}", "model", k) for k in numbers]
         configs += [Config("draft-auto", "model", auto_cap, adaptive=True)] if AUTO in ks else []
     configs += [Config(f"lookup-k{k}", "lookup", k) for k in numbers if lookup]
+    if AUTO in ks and lookup and not draft_model:
+        configs.append(Config("lookup-auto", "lookup", auto_cap, adaptive=True))
     configs += endpoints
     if len(configs) == 1:
         raise UsageError(
-            "nothing to compare with the target alone: give a draft model (needed for 'auto'), "
-            "numbers in --draft-tokens without --no-lookup, or an --endpoint"
+            "nothing to compare with the target alone: give a draft model, leave out --no-lookup, "
+            "or add an --endpoint"
         )
     return tuple(configs)
 
 
 def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
-             texts: list[tuple[str, bool]] = ()) -> list[RunRecord]:
+             texts: list[tuple[str, bool, tuple[tuple[str, str], ...]]] = ()) -> list[RunRecord]:
     """All runs, interleaved per prompt; `started(index, prompt, config, repeat)` before each.
-    Endpoints are sent `texts[p]`: the prompt's text and whether it is raw."""
+    Endpoints are sent `texts[p]`: the prompt's text, whether it is raw, and its conversation."""
     records, index = [], 0
     for p, tokens in enumerate(prompts):
         for repeat in range(-plan.warmup, plan.repeats):
@@ -270,11 +274,11 @@ def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
                     started(index, p, config, repeat)
                 index += 1
                 if config.drafter == ENDPOINT:
-                    summary, rejections, output = run_endpoint(config, *texts[p], plan)
+                    summary, rejections, output, rounds = run_endpoint(config, *texts[p], plan)
                 else:
-                    summary, rejections, output = run_once(target, draft, tokens, config, plan)
+                    summary, rejections, output, rounds = run_once(target, draft, tokens, config, plan)
                 if repeat >= 0:
-                    records.append(RunRecord(p, config.name, repeat, summary, rejections, output))
+                    records.append(RunRecord(p, config.name, repeat, summary, rejections, output, rounds))
     return records
 
 
@@ -285,11 +289,11 @@ def endpoint_configs(endpoints: list[endpoint.Endpoint]) -> tuple[Config, ...]:
     return tuple(Config(name, ENDPOINT, 0, url=e.url, model=e.model) for name, e in zip(names, endpoints))
 
 
-def run_endpoint(config: Config, text: str, raw: bool, plan: Plan):
-    """Stream the prompt from the endpoint; (Summary, 0, its text)."""
+def run_endpoint(config: Config, text: str, raw: bool, conversation: tuple[tuple[str, str], ...], plan: Plan):
+    """Stream the prompt from the endpoint; (Summary, 0, its text, no rounds)."""
     server = endpoint.Endpoint(config.url, config.model, plan.endpoint_key)
-    reply, summary = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling)
-    return summary, 0, reply
+    reply, summary = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling, conversation)
+    return summary, 0, reply, ()
 
 
 def endpoint_checks(target, plan: Plan, records: list[RunRecord]) -> tuple[EndpointCheck, ...]:
@@ -306,17 +310,23 @@ def endpoint_checks(target, plan: Plan, records: list[RunRecord]) -> tuple[Endpo
 
 def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
     """Decode one prompt from an empty cache, consuming the loop's events as `run` does;
-    (Summary, rounds that ended in a rejection, output ids)."""
+    (Summary, rounds that ended in a rejection, output ids, (drafted ids, kept) per round)."""
     target.truncate(0)
     if draft is not None:
         draft.truncate(0)
     drafter = make_drafter(config, target, draft)
     output: list[int] = []
+    rounds: list[tuple[tuple[int, ...], int]] = []
+
+    def keep(event) -> None:
+        output.extend(event.tokens)
+        rounds.append((event.drafted, event.accepted))
+
     settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling, adaptive=config.adaptive)
-    _, summary = consume(generate(target, drafter_for(target, drafter, settings), prompt, settings), lambda event: output.extend(event.tokens))
+    _, summary = consume(generate(target, drafter_for(target, drafter, settings), prompt, settings), keep)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
-    return summary, summary.rejected_rounds, tuple(output)
+    return summary, summary.rejected_rounds, tuple(output), tuple(rounds)
 
 
 def make_drafter(config: Config, target, draft):
@@ -330,29 +340,42 @@ def make_drafter(config: Config, target, draft):
 
 def audit(target, prompts: list[list[int]], records: list[RunRecord]) -> list[Audit]:
     """Compare every run with the target alone's first run on the same prompt (greedy runs only)."""
-    reference = {r.prompt: r.output for r in records if r.config == BASELINE and r.repeat == 0}
+    reference = {r.prompt: r for r in records if r.config == BASELINE and r.repeat == 0}
     groups: dict[tuple[int, str], list[RunRecord]] = {}
     for record in records:
         groups.setdefault((record.prompt, record.config), []).append(record)
     audits = []
     for (p, config), runs in groups.items():
-        bad = [r for r in runs if r.output != reference[p]]
-        first = divergence(target, prompts[p], reference[p], bad[0].output) if bad else None
+        base = reference[p]
+        bad = [r for r in runs if r.output != base.output]
+        first = divergence(target, prompts[p], base.output, bad[0].output, bad[0].rounds, base.rounds) if bad else None
         audits.append(Audit(p, config, len(runs), len(bad), first))
     return audits
 
 
-def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...]) -> Divergence:
+Rounds = tuple[tuple[tuple[int, ...], int], ...]  # per round: (drafted ids, how many were kept)
+
+
+def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...],
+               rounds: Rounds = (), expected_rounds: Rounds = ()) -> Divergence:
     """The first position where `got` leaves `expected`, the target's top-2 margin there, and
-    whether the target's own batched passes pick `got`'s token there."""
+    whether the target's own batched passes pick `got`'s token there. Where the runs' rounds are
+    known their passes are replayed (the logits of both then are exactly those the runs saw);
+    else the target alone's logits come one token at a time and the last 2..16 tokens are tried
+    as one batch."""
     position = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), min(len(expected), len(got)))
     prefix = [*prompt, *expected[:position]]
-    logits = logits_after(target, prefix)
+    replayed = replayed_logits(target, prompt, expected, expected_rounds, position) if expected_rounds else None
+    logits = replayed if replayed is not None else logits_after(target, prefix)
     second, first = np.partition(logits, -2)[-2:]
     base, other = _token_at(target, expected, position, logits), _token_at(target, got, position, logits)
     top2 = set(np.argsort(logits)[-2:].tolist())
     near = float(first - second) <= NEAR_TIE and {base, other} <= top2
-    flip = other is not None and other in batched_choices(target, prefix)
+    if rounds:
+        row = replayed_logits(target, prompt, got, rounds, position) if other is not None else None
+        flip = row is not None and int(np.argmax(row)) == other
+    else:
+        flip = other is not None and other in batched_choices(target, prefix)
     return Divergence(position, base, other, _piece(target, base), _piece(target, other), float(first - second),
                       near or flip, flip)
 
@@ -365,6 +388,27 @@ def batched_choices(target, tokens: list[int], sizes: tuple[int, ...] = (2, 4, 8
         target.sync(tokens[:-size])
         choices.add(int(np.argmax(target.forward(tokens[-size:], all_logits=True)[-1])))
     return choices
+
+
+def replayed_logits(target, prompt: list[int], output: tuple[int, ...], rounds: Rounds,
+                    position: int) -> np.ndarray | None:
+    """The target's logits for output `position` with its passes replayed as the run made them:
+    the same prefill, then each round's batch [last, drafted...], rolled back to what was kept.
+    The cache then holds the numbers the run's did, computed by the same batch shapes, so the
+    row is the one the run's verify saw (None past the rounds)."""
+    target.truncate(0)
+    target.prefill(prompt[:-1])
+    last, start = prompt[-1], 0
+    for drafted, kept in rounds:
+        rows = target.forward([last, *drafted], all_logits=True)
+        if start <= position <= start + kept:
+            return rows[position - start].copy()
+        target.truncate(len(target.tokens) - len(drafted) + kept)
+        start += kept + 1
+        if start > len(output):
+            return None
+        last = output[start - 1]
+    return None
 
 
 def _token_at(target, output: tuple[int, ...], position: int, logits: np.ndarray) -> int | None:
@@ -431,5 +475,9 @@ def machine(target) -> dict:
 
 
 def encode_all(target, prompts: list[BenchPrompt], raw: bool) -> list[list[int]]:
-    """Token ids of every prompt, chat-templated unless raw (as `specgen run` does)."""
-    return [encode_prompt(target, prompt.text, raw) for prompt in prompts]
+    """Token ids of every prompt, chat-templated unless raw (as `specgen run` does); a
+    conversation through the chat template whole (as `specgen chat` and serve do)."""
+    if raw and any(prompt.messages for prompt in prompts):
+        raise UsageError('--raw sends text as is, but a prompt file holds a "messages" conversation; drop --raw')
+    return [encode_messages(target, list(prompt.messages)) if prompt.messages else encode_prompt(target, prompt.text, raw)
+            for prompt in prompts]

@@ -43,11 +43,13 @@ class Interval:
 
 @dataclass(frozen=True)
 class Prediction:
-    """The speedup the paper's formula gives from isolated step costs and measured acceptance.
+    """The speedup that isolated step costs predict for the rounds that really ran.
 
     Costs are in single-token target passes, v(1), all from the calibration. A round that drafts
-    m tokens makes 1 + sum_{i<m} s_i tokens (s_i: the share kept at draft position i) and costs
-    m c + v(m + 1); both are averaged over the measured mix of draft lengths (docs/bench-json.md).
+    m tokens costs m c + v(m + 1), averaged over the measured mix of draft lengths; the tokens
+    per round are the measured ones (with auto, long drafts come where copies are kept, so
+    acceptance by position alone would mispredict them; docs/bench-json.md). Measured ÷
+    predicted shows what the loop costs beyond the isolated passes.
     """
 
     mean_draft: float  # tokens drafted per round
@@ -87,6 +89,7 @@ class Stats:
     other_s: float
     prefill_s: Spread  # per run
     python_s: float = 0.0  # of the decode time, the rounds' own Python: drafting, policy, bookkeeping
+    drafted_by_position: tuple[int, ...] = ()  # tokens drafted at each position, over the group's runs
 
     def time_split(self) -> dict[str, float]:
         total = self.decode_s or 1.0
@@ -157,7 +160,7 @@ class _Totals:
             tokens_per_round=self.tokens / self.rounds if self.rounds else 0.0,
             acceptance_by_position=tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at)),
             decode_s=self.decode_s, draft_s=self.draft_s, verify_s=self.verify_s, other_s=self.other_s,
-            prefill_s=self.prefill, python_s=self.python_s,
+            prefill_s=self.prefill, python_s=self.python_s, drafted_by_position=tuple(self.drafted_at),
         )
 
     def _predicted(self, config, costs, measured: float | None) -> Prediction | None:
@@ -168,10 +171,8 @@ class _Totals:
         model_share = 1.0 - self.lookup_rounds / self.rounds if uses_model else 0.0
         step = costs.verify_cost(1)
         c = (costs.draft_step or 0.0) / step
-        kept = survival(self.drafted_at, self.accepted_at)
-        tokens = cost = 0.0
+        tokens, cost = float(self.tokens), 0.0
         for m, rounds in enumerate(length_mix(self.rounds, self.drafted_at)):
-            tokens += rounds * expected_tokens_per_round(kept, m)
             cost += rounds * (m * c * model_share + costs.verify_cost(m + 1) / step)
         speedup = tokens / cost
         realized = measured / speedup if measured is not None else None
@@ -179,25 +180,10 @@ class _Totals:
                           speedup, realized)
 
 
-def survival(drafted_at: list[int], accepted_at: list[int]) -> list[float]:
-    """s_i = prod_{j<=i} a_j: the share of tokens drafted at position i that were kept (every
-    earlier one was kept too), made non-increasing, as a product of acceptances must be."""
-    out: list[float] = []
-    for drafted, accepted in zip(drafted_at, accepted_at):
-        share = accepted / drafted if drafted else 0.0
-        out.append(min(share, out[-1]) if out else share)
-    return out
-
-
 def length_mix(rounds: int, drafted_at: list[int]) -> list[int]:
     """Rounds that drafted exactly m tokens, m = 0, 1, ...; drafted_at[i] counts rounds drafting more than i."""
     at = [rounds, *drafted_at, 0]
     return [at[m] - at[m + 1] for m in range(len(at) - 1)]
-
-
-def expected_tokens_per_round(kept: list[float], m: int) -> float:
-    """E(tokens per round) of an m-token draft: 1 + sum_{i<m} prod_{j<=i} a_j, with kept[i] the products."""
-    return 1.0 + sum(kept[:m])
 
 
 def speedup_interval(runs, base_runs, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> Interval | None:

@@ -147,23 +147,35 @@ def header(result: BenchResult) -> str:
     if result.settings.get("rpc"):
         line += f"; {placement(m.get('target_layers', {}), None)}"
     if costs is not None:
-        verify = ", ".join(f"{n}: {costs.verify_cost(n) * 1000:.1f}" for n in sorted(costs.verify)[:6])
+        sizes = [n for n in sorted(costs.verify) if n & (n - 1) == 0]  # 1, 2, 4, ... 64: the shape of the curve
+        verify = ", ".join(f"{n}: {costs.verify_cost(n) * 1000:.0f}" for n in sizes)
         draft = f"; draft step {costs.draft_step * 1000:.1f} ms" if costs.draft_step else ""
         line += f"; isolated target pass by batch size (ms) {verify}{draft}"
     return line
 
 
+POSITION_SPANS = ((1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, 16), (17, 32), (33, 64))
+
+
 def positions_table(result: BenchResult) -> Table:
+    """Acceptance by draft position: one column each for the first four, then spans (copies
+    reach 64 tokens), each the share of the tokens drafted there that were kept."""
     rows = [s for s in _overall(result) if s.drafted]
     width = max(len(s.acceptance_by_position) for s in rows)
+    spans = [(lo, hi) for lo, hi in POSITION_SPANS if lo <= width]
     table = Table(box=box.SIMPLE_HEAD, title="acceptance by draft position (all prompts)", min_width=48)
     table.add_column("config", no_wrap=True)
-    for i in range(width):
-        table.add_column(f"#{i + 1}", justify="right")
+    for lo, hi in spans:
+        table.add_column(f"#{lo}" if lo == hi else f"#{lo}-{hi}", justify="right")
     for s in rows:
-        cells = [f"{a:.0%}" for a in s.acceptance_by_position]
-        table.add_row(s.config, *cells, *[""] * (width - len(cells)))
+        table.add_row(s.config, *[_span_rate(s, lo, hi) for lo, hi in spans])
     return table
+
+
+def _span_rate(s, lo: int, hi: int) -> str:
+    rates, drafted = s.acceptance_by_position[lo - 1 : hi], s.drafted_by_position[lo - 1 : hi]
+    total = sum(drafted)
+    return f"{sum(r * d for r, d in zip(rates, drafted)) / total:.0%}" if total else ""
 
 
 def audit_lines(result: BenchResult) -> list[str]:
@@ -204,7 +216,7 @@ def footer(result: BenchResult) -> str:
         f"{_count(len(result.prompts), 'prompt')} × {_count(len(plan.configs), 'config')} × "
         f"{_count(plan.repeats, 'repeat')} (+{plan.warmup} warm-up), up to {plan.max_tokens} tokens, "
         f"temperature {plan.sampling.temperature:g}; tok/s is decode only (prefill apart); 95% intervals: "
-        f"bootstrap over prompts and repeats; predicted: isolated step costs × acceptance by position; "
+        f"bootstrap over prompts and repeats; predicted: the rounds that ran, priced at isolated step costs; "
         f"peak memory {result.peak_rss_mib:.0f} MiB (process RSS){_memory(result.memory_mib)}"
     )
 

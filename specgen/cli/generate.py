@@ -45,11 +45,10 @@ def run(
     resources: Resources = Resources(),
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome)."""
-    from specgen.decoding.drafters.model import ModelDrafter
     from specgen.decoding.events import consume
     from specgen.decoding.loop import generate
     from specgen.llama import lookup_cache as memory_file
-    from specgen.llama.calibrate import drafter_for
+    from specgen.llama.calibrate import base_drafter, drafter_for
     from specgen.llama.library import backend_name
     from specgen.llama.pair import encode_prompt, open_models
     from specgen.llama.rpc import placement
@@ -71,7 +70,7 @@ def run(
     load = load_options(resources)
     with open_models(paths, load) as (target_model, draft_model):
         tokens = encode_prompt(target_model, text, raw)
-        drafter = ModelDrafter(draft_model) if draft_model else None
+        drafter = base_drafter(draft_model)
         shared = (memory.index,) if memory is not None else ()
         events = generate(target_model, drafter_for(target_model, drafter, config, shared), tokens, config)
         answer, summary = consume(events, on_round)

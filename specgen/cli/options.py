@@ -32,12 +32,13 @@ DraftOpt = Annotated[Optional[Path], typer.Option(
     "--draft", dir_okay=False, rich_help_panel=MODEL,
     help="Draft model (GGUF file) sharing the target's vocabulary.")]
 NoDraftOpt = Annotated[bool, typer.Option(
-    "--no-draft", rich_help_panel=MODEL, help="No draft model: the target alone, or with copied drafts only.")]
+    "--no-draft", rich_help_panel=MODEL, help="No draft model: drafts are copied from the text only (-k 0 for none).")]
 OfflineOpt = Annotated[bool, typer.Option(
     "--offline", rich_help_panel=MODEL, help="Never download; fail if the pair's files are not cached.")]
 DraftTokensOpt = Annotated[str, typer.Option(
     "--draft-tokens", "-k", rich_help_panel=MODEL,
-    help="Draft tokens per round: K (1-32), or auto: 0 to the pair's draft_tokens, chosen each round from measured costs.")]
+    help="Draft tokens per round: K (1-32; 0: plain decoding, the target alone), or auto: chosen each round "
+         "from measured costs (the draft model up to the pair's draft_tokens, copies up to 64).")]
 
 MaxTokensOpt = Annotated[int, typer.Option(
     "--max-tokens", "-n", min=1, rich_help_panel=SAMPLING, help="Most tokens to generate (per reply, per run).")]
@@ -172,6 +173,6 @@ def draft_length(text: str, cap: int) -> tuple[int, bool]:
         return cap, True
     from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 
-    if text.strip().isdigit() and 1 <= int(text) <= MAX_DRAFT_TOKENS:
+    if text.strip().isdigit() and 0 <= int(text) <= MAX_DRAFT_TOKENS:
         return int(text), False
-    raise UsageError(f"--draft-tokens takes a number from 1 to {MAX_DRAFT_TOKENS} or 'auto', not {text!r}")
+    raise UsageError(f"--draft-tokens takes a number from 0 to {MAX_DRAFT_TOKENS} or 'auto', not {text!r}")

@@ -15,11 +15,10 @@ x is kept with probability p(x), the chance that the target emits x). The draft 
 judged when used, so trying it while another choice looks better is exploration, allowed only
 while its predicted cost stays under 3% of the time spent so far and only when it could win.
 
-A copy is priced by its match: acceptance is learnt per bin of the match that proposed it (its
-length, and whether it was re-found near the last copy's source), each bin shrunk toward all
-copies' rates where it has few observations; the k with the most tokens per second over the
-measured verify costs wins, so a long exact match drafts to a batch size the machine verifies
-cheaply, and a weak one drafts nothing.
+A copy is priced by `CopyRates` (the chance of each copied token, from the match behind it, the
+kind of text seen so far and the tokens that broke copies before); the k with the most tokens
+per second over the measured verify costs wins, so a long exact match drafts to a batch size the
+machine verifies cheaply, and a weak one drafts nothing.
 Pure Python: no llama.cpp here, so the decisions are testable on given numbers
 (tests/policysim.py replays cost profiles and acceptance traces through this code).
 """
@@ -27,16 +26,15 @@ Pure Python: no llama.cpp here, so the decisions are testable on given numbers
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from dataclasses import dataclass, field
 
+from specgen.decoding.copy_rates import CopyJudgement, CopyRates
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
 from specgen.decoding.drafters.suffix import Branch
 
 K_MAX = 8
 LOOKUP_MAX = 64
-_MATCH_EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)  # lower edges of the match-length bins
 _FORGET = 0.96  # per round: evidence from 25 rounds ago weighs a third
 _SHRINK = 3.0  # pseudo-observations pulling a thin position toward the pooled rate
 _EXPLORE_SHARE = 0.03  # most of the time spent so far that exploration may take
@@ -71,36 +69,20 @@ class Outcome:
     copies: tuple[CopyJudgement, ...] | None = None  # None: lookup_judged/lookup_hits judge this round's offer
 
 
-@dataclass(frozen=True)
-class CopyJudgement:
-    """Positions start..judged-1 of a copy offer were judged this round against the emitted
-    tokens (the earlier ones in earlier rounds); those before `kept` were kept. The offer: the
-    bin of its match, the token before it, its tokens."""
-
-    bin: tuple[bool, int] | None
-    last: int
-    tokens: tuple[int, ...]
-    start: int
-    judged: int
-    kept: int
-
-
 @dataclass
 class Acceptance:
     """Per-position keep rates with forgetting, shrunk toward the pooled rate where data are thin."""
 
     size: int
     prior: float = 0.5
-    parent: Acceptance | None = None  # where the pooled rate comes from while this table is thin
     kept: list[float] = field(default_factory=list)
     reached: list[float] = field(default_factory=list)
     pool: list[float] = field(default_factory=list)  # [kept, reached] over all positions
-    stamp: int = 0  # the round it was last forgotten to
     _rates: dict = field(default_factory=dict)  # rates(optimistic) until the counts change
 
     def __post_init__(self) -> None:
         self.kept, self.reached = [0.0] * self.size, [0.0] * self.size
-        self.pool = [self.prior * 2.0, 2.0] if self.parent is None else [0.0, 0.0]
+        self.pool = [self.prior * 2.0, 2.0]
 
     def forget(self, factor: float) -> None:
         self._rates.clear()
@@ -119,8 +101,6 @@ class Acceptance:
         self.pool[1] += max(judged - start, 0)
 
     def pooled(self) -> float:
-        if self.parent is not None:
-            return (self.pool[0] + _SHRINK * self.parent.pooled()) / (self.pool[1] + _SHRINK)
         return (self.pool[0] + 0.1) / (self.pool[1] + 0.2)
 
     def rates(self, optimistic: bool = False) -> list[float]:
@@ -155,11 +135,9 @@ class Policy:
     def __init__(self, costs: StepCosts, k_max: int = K_MAX, timed: bool = True):
         self.costs, self.k_max, self.timed = costs, k_max, timed
         self.model = Acceptance(k_max)
-        self.lookup = Acceptance(LOOKUP_MAX, prior=0.3)  # every copy's outcome
-        self.bins: dict[tuple[bool, int], Acceptance] = {}  # copies by the match that proposed them
+        self.copies = CopyRates()
         self.rounds = 0
-        self._offer_bin: tuple[bool, int] | None = None  # the bin of this round's copy offer
-        self.copy_tokens = TokenRates()
+        self._match: tuple[bool, int] | None = None  # this round's copy offer: its match (anchored, length)
         self._offer: tuple[int, tuple[int, ...]] = (-1, ())  # the token before this round's offer, the offer
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
         self.calibration = [[(i + 0.5) / _BINS * 2.0, 2.0] for i in range(_BINS)]  # per confidence bin
@@ -199,27 +177,9 @@ class Policy:
 
     def _copy_rates(self, length: int) -> list[float]:
         """Keep rates of this round's copy offer by position, `length` of them."""
-        if self._offer[1]:
-            return self.copy_tokens.rates(self._strength(length), *self._offer)
-        return self._copy_table().rates()[:length]  # the offer's tokens are not known (a replayed trace)
-
-    def _strength(self, offer: int) -> list[float]:
-        """This round's match bin's keep rate by position over all copies' pooled rate, at most 1."""
-        pooled = self.lookup.pooled()
-        return [min(rate / pooled, 1.0) for rate in self._copy_table().rates()[:offer]]
-
-    def _copy_table(self) -> Acceptance:
-        """The acceptance of copies like this round's offer (all copies' when its match is unknown)."""
-        return self.lookup if self._offer_bin is None else self._table_for(self._offer_bin)
-
-    def _table_for(self, bin: tuple[bool, int]) -> Acceptance:
-        table = self.bins.get(bin)
-        if table is None:
-            table = self.bins[bin] = Acceptance(LOOKUP_MAX, parent=self.lookup, stamp=self.rounds)
-        if table.stamp != self.rounds:
-            table.forget(_FORGET ** (self.rounds - table.stamp))
-            table.stamp = self.rounds
-        return table
+        if self._match is None:
+            return [0.0] * length
+        return self.copies.rates(self._match, self._offer[1][:length])
 
     def model_can_pay(self) -> bool:
         """Could the draft model beat plain decoding even if every draft token were kept?"""
@@ -238,7 +198,7 @@ class Policy:
         or a bounded exploration of the draft model."""
         self._round = (1.0, 1.0, self.costs.verify_cost(1))
         self._offer = offer
-        self._offer_bin = match_bin(match) if match is not None and lookup else None
+        self._match = match_key(match) if match is not None and lookup and offer[1] else None
         options = [Choice(PLAIN)]
         copy = self.best_copy(min(lookup, room, LOOKUP_MAX))
         options += [copy] if copy is not None else []
@@ -274,8 +234,8 @@ class Policy:
     def observe(self, outcome: Outcome) -> None:
         choice = outcome.choice
         self.rounds += 1
-        for table in (self.model, self.lookup):
-            table.forget(_FORGET)
+        self.model.forget(_FORGET)
+        self.copies.forget()
         if choice.source == MODEL:
             self.model.add(min(outcome.drafted, outcome.accepted + 1), outcome.accepted)
             judged = [(c, i < outcome.accepted) for i, c in enumerate(outcome.confidences[: outcome.accepted + 1])]
@@ -285,11 +245,11 @@ class Policy:
                 self._calibrate(confidence, kept)
         if outcome.copies is not None:
             for judgement in outcome.copies:
-                self._learn_copy(judgement)
+                self.copies.learn(judgement)
         elif outcome.lookup_judged:
             judged = min(outcome.lookup_judged, outcome.lookup_hits + 1)
-            self._learn_copy(CopyJudgement(self._offer_bin, *self._offer, 0, judged, outcome.lookup_hits))
-        self._offer_bin, self._offer = None, (-1, ())
+            self.copies.learn(CopyJudgement(self._match, *self._offer, 0, judged, outcome.lookup_hits))
+        self._match, self._offer = None, (-1, ())
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
         if self.timed and outcome.seconds is not None:
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
@@ -298,90 +258,15 @@ class Policy:
         self.spent += charged
         self.explored += charged if choice.explore else 0.0
 
-    def _learn_copy(self, judgement: CopyJudgement) -> None:
-        self.lookup.add(judgement.judged, judgement.kept, judgement.start)
-        if judgement.bin is not None:
-            self._table_for(judgement.bin).add(judgement.judged, judgement.kept, judgement.start)
-        self.copy_tokens.add(judgement)
-
     def _calibrate(self, confidence: float, kept: bool) -> None:
         cell = self.calibration[_bin(confidence)]
         cell[0] = cell[0] * _FORGET + kept
         cell[1] = cell[1] * _FORGET + 1.0
 
 
-class TokenRates:
-    """How often a copied token was kept, by the token copied and by the token before it.
-
-    Copies break at places the text itself marks: a sentence that ends where the source goes
-    on, an identifier that an edit renames. So the chance to keep a copied token is learnt per
-    token, twice: for the token itself (a renamed identifier is never kept) and for the token
-    before it (a copy across the end of a sentence is not). A token not seen before gets the
-    rate that tokens had when first seen, which is high where breaks cluster on a few tokens and
-    low where copies fail anywhere (novel text). The lower of the two counts. The policy scales
-    these by how much weaker than the average copy this match's bin has been (a short match).
-    """
-
-    def __init__(self) -> None:
-        self.at: dict[int, list[float]] = {}  # token copied -> [kept, judged]
-        self.after: dict[int, list[float]] = {}  # token before the copied one -> [kept, judged]
-        self.first = {"at": [0.0, 0.0], "after": [0.0, 0.0]}  # [kept, judged] of tokens judged the first time
-
-    def rates(self, strength: list[float], last: int, offer: tuple[int, ...]) -> list[float]:
-        """Rates of `offer`'s positions; `strength`: the match bin's rate by position relative to all copies'."""
-        new_at, new_after = self._new("at"), self._new("after")
-        out: list[float] = []
-        for scale, before, token in zip(strength, (last, *offer), offer):
-            out.append(scale * min(_rate(self.at.get(token), new_at), _rate(self.after.get(before), new_after)))
-        return out
-
-    def _new(self, table: str) -> float:
-        kept, judged = self.first[table]
-        return (kept + 1.0) / (judged + 2.0)
-
-    def add(self, judgement: CopyJudgement) -> None:
-        """Count each judged position; a miss that one table already explains (its token has
-        missed before at least as often as not) counts only there, so one break is not learnt
-        twice and the other table's rate for new tokens stays clean."""
-        offer, last = judgement.tokens, judgement.last
-        for i in range(judgement.start, min(judgement.judged, len(offer))):
-            kept = i < judgement.kept
-            cells = (("at", offer[i]), ("after", offer[i - 1] if i else last))
-            if not kept:
-                explained = [name for name, token in cells if _misses(getattr(self, name).get(token))]
-                cells = tuple(cell for cell in cells if cell[0] in explained[:1]) or cells
-            for name, token in cells:
-                self._count(name, token, kept)
-
-    def _count(self, name: str, token: int, kept: bool) -> None:
-        table = getattr(self, name)
-        cell = table.get(token)
-        if cell is None:
-            cell = table[token] = [0.0, 0.0]
-            self.first[name][0] += kept
-            self.first[name][1] += 1.0
-        cell[0] += kept
-        cell[1] += 1.0
-
-
-def _misses(cell: list[float] | None) -> bool:
-    return cell is not None and cell[0] * 2 <= cell[1]
-
-
-def _rate(cell: list[float] | None, new: float) -> float:
-    if cell is None:
-        return new
-    return min((cell[0] + _TOKEN_SHRINK * new) / (cell[1] + _TOKEN_SHRINK), _TOKEN_CAP)
-
-
-_TOKEN_SHRINK = 1.0  # pseudo-observations of the first-seen rate behind a token's own counts
-_TOKEN_CAP = 0.995  # no copied token is ever certain
-
-
-def match_bin(match: Branch) -> tuple[bool, int]:
-    """Copies are told apart by how long their match was and whether it was re-found near the
-    last copy's source."""
-    return match.anchored, bisect_right(_MATCH_EDGES, match.match)
+def match_key(match: Branch) -> tuple[bool, int]:
+    """What of a copy's match prices it: whether it was re-found near the last copy's source, its length."""
+    return match.anchored, match.match
 
 
 def _bin(confidence: float) -> int:

@@ -131,6 +131,13 @@ def _key(target, draft) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
 
 
+def base_drafter(draft_model):
+    """What drafts for run, chat and serve: the draft model when there is one, else copying from
+    what was written (it costs nothing to draft, and auto copies only where it pays). With
+    K = 0 the loop drafts nothing either way: plain decoding."""
+    return ModelDrafter(draft_model) if draft_model is not None else PromptLookupDrafter()
+
+
 def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixIndex, ...] = (),
                 costs: StepCosts | None = None):
     """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or

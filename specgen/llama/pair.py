@@ -63,6 +63,13 @@ def encode_prompt(target: Model, text: str, raw: bool) -> list[int]:
     return tokens
 
 
+def encode_messages(target: Model, messages: list[tuple[str, str]]) -> list[int]:
+    """Tokens for a conversation (role, content) that ends with the user's turn."""
+    tokens = target.encode_chat(messages)
+    check_fits(target, tokens)
+    return tokens
+
+
 def check_fits(target: Model, tokens: list[int]) -> None:
     if len(tokens) >= target.n_ctx:
         raise ContextFull(

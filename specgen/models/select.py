@@ -39,7 +39,7 @@ def resolve_models(
         return Selection(ModelPaths(paths["target"], paths.get("draft")), chosen.draft_tokens)
     if draft is None and not no_draft:
         raise UsageError(f"no draft model: pass --draft PATH{_drafts_on_disk(target)}, "
-                         "or --no-draft to decode with the target alone")
+                         "or --no-draft to decode without one (drafts copied from the text)")
     return Selection(ModelPaths(target, None if no_draft else draft), DEFAULT_DRAFT_TOKENS)
 
 

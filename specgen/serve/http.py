@@ -405,14 +405,14 @@ def access_line(scope, record: Record) -> str:
 
 def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, options: ServeOptions) -> None:
     """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one worker thread generates."""
-    from specgen.decoding.drafters.model import ModelDrafter
+    from specgen.llama.calibrate import base_drafter
     from specgen.llama.pair import open_models
     from specgen.llama.rpc import placement
 
     check_binding(options.host, options.api_key)
     sock = bind(options.host, options.port)
     with open_models(paths, load) as (target, draft):
-        drafter = ModelDrafter(draft) if draft else None
+        drafter = base_drafter(draft)
         limits = Limits(options.queue, options.max_prompt_tokens or target.n_ctx, options.max_tokens_limit,
                         options.cache_ram_mib * 2**20)
         worker = Worker(target, drafter, config, limits)

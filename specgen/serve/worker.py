@@ -17,8 +17,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, replace
 
+from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import consume
 from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.policy import Policy
 from specgen.decoding.tokens import common_prefix
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import cached_costs, drafter_for
@@ -266,9 +268,13 @@ class Worker:
         self.memory = new_memory()  # every reply this process served, for copy drafting
         self.queue_size = limits.queue
         self.prompts = Prompts(target, limits.prompt_tokens)
-        draft_model = drafter.model if drafter is not None else None
-        self.states = SavedStates(target, draft_model, limits.saved_bytes)
-        self.costs = cached_costs(target, draft_model) if config.adaptive and drafter is not None else None
+        draft_model = drafter.model if isinstance(drafter, ModelDrafter) else None
+        self.costs = cached_costs(target, draft_model) if config.adaptive else None
+        # the draft model follows every prompt only where it may draft: with auto, only where the
+        # step costs say it could ever pay (on a few CPU cores it cannot, and its prefill is waste)
+        may_draft = not config.adaptive or (self.costs is not None and Policy(self.costs).model_can_pay())
+        self.draft_model = draft_model if may_draft else None
+        self.states = SavedStates(target, self.draft_model, limits.saved_bytes)
         self._cond = threading.Condition()
         self._pending: deque[Job] = deque()
         self._current: Job | None = None
@@ -376,7 +382,7 @@ class Worker:
         client gone during a long prefill is noticed within a chunk (then None)."""
         start = time.perf_counter()
         own = min(self.states.take_up(tokens), len(tokens) - 1)
-        models = [self.target] + ([self.drafter.model] if self.drafter is not None else [])
+        models = [self.target] + ([self.draft_model] if self.draft_model is not None else [])
         reused = common_prefix(self.target.tokens, tokens[:-1])
         for end in [*range(reused + PREFILL_CHUNK, len(tokens) - 1, PREFILL_CHUNK), len(tokens) - 1]:
             if job.cancelled.is_set():

@@ -13,12 +13,11 @@ import math
 import sys
 from dataclasses import dataclass, field, replace
 
-from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Tally
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import SpecgenError
-from specgen.llama.calibrate import drafter_for
+from specgen.llama.calibrate import base_drafter, drafter_for
 from specgen.llama.conversation import Conversation
 from specgen.llama.lookup_cache import new_memory
 from specgen.llama.model import ContextFull, LoadOptions
@@ -67,7 +66,7 @@ def run_chat(paths: ModelPaths, load: LoadOptions, options: ChatOptions) -> None
         require_template(target)
         if load.rpc:
             print(f"specgen: {placement(target.layers, draft.layers if draft else None)}", file=sys.stderr)
-        chat = Chat(target, ModelDrafter(draft) if draft else None, options, view)
+        chat = Chat(target, base_drafter(draft), options, view)
         chat.loop(read_lines(PROMPT))
 
 
@@ -115,7 +114,8 @@ def _read_pipe() -> str | None:
 class Chat:
     """One chat: the conversation, the generation settings /k and /temp change, and the totals."""
 
-    def __init__(self, target, drafter: ModelDrafter | None, options: ChatOptions, view: RichView | PlainView):
+    def __init__(self, target, drafter, options: ChatOptions, view: RichView | PlainView):
+        """`drafter`: the draft model's, or copying's where there is no draft model."""
         self.target, self.drafter, self.view = target, drafter, view
         self.config = options.config
         self.auto_cap = options.config.draft_tokens
@@ -214,9 +214,7 @@ class Chat:
         self.view.info("\n".join(lines))
 
     def set_k(self, argument: str) -> None:
-        if self.drafter is None:
-            self.view.notice("no draft model in this chat (--no-draft), so K does not apply")
-        elif argument.lower() == "auto":
+        if argument.lower() == "auto":
             self.config = replace(self.config, draft_tokens=self.auto_cap, adaptive=True)
             self.view.info(f"K = auto (each round chooses 0 to {self.auto_cap})")
         elif argument.isdigit() and int(argument) <= MAX_DRAFT_TOKENS:

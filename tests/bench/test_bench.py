@@ -18,12 +18,13 @@ import pytest
 
 import specgen.decoding.loop
 from specgen.bench import runner as bench_mod
-from specgen.bench.prompts import read_prompt_files
+from specgen.bench.prompts import BenchPrompt, read_prompt_files
 from specgen.bench.runner import (
     Plan,
     benchmark,
     configurations,
     divergence,
+    encode_all,
     parse_draft_tokens,
     run_once,
 )
@@ -31,15 +32,13 @@ from specgen.bench.stats import (
     Interval,
     Spread,
     Stats,
-    expected_tokens_per_round,
     length_mix,
     outcome,
     speedup_interval,
     summarize,
-    survival,
     verdict,
 )
-from specgen.bench.view import audit_lines, render, verdict_line
+from specgen.bench.view import audit_lines, positions_table, render, verdict_line
 from specgen.cli import main
 from specgen.decoding.sampling import SamplingParams
 from specgen.errors import UsageError
@@ -223,12 +222,27 @@ def test_audit_locates_an_altered_sequence(pair):
     target_model = pair[0]
     prompt = target_model.tokenize("x = 1\nfor i in", True, False)
     plan = Plan(configurations((2,), False, True), 20, 1, 0, SamplingParams())
-    _, _, output = run_once(target_model, None, prompt, plan.configs[0], plan)
+    _, _, output, _ = run_once(target_model, None, prompt, plan.configs[0], plan)
     altered = (*output[:7], (output[7] + 1) % target_model.n_vocab, *output[8:])
     found = divergence(target_model, prompt, output, altered)
     assert (found.position, found.baseline_token, found.other_token) == (7, output[7], altered[7])
     shorter = divergence(target_model, prompt, output, output[:5])
     assert (shorter.position, shorter.other_token, shorter.other_text) == (5, None, "(end)")
+
+
+def test_replaying_a_runs_own_batches_gives_every_token_it_emitted(pair):
+    """The audit's replay of a run's verify batches yields, at every position, the token the run
+    emitted; a token the run did not get from those rows is not excused."""
+    target_model, draft_model = pair
+    prompt = target_model.tokenize("the print of self", True, False)
+    plan = Plan(configurations((4,), True, False), 40, 1, 0, SamplingParams())
+    _, _, output, rounds = run_once(target_model, draft_model, prompt, plan.configs[1], plan)
+    assert any(len(drafted) > 1 and kept for drafted, kept in rounds), "drafts were verified in batches"
+    for position, token in enumerate(output):
+        assert int(np.argmax(bench_mod.replayed_logits(target_model, prompt, output, rounds, position))) == token
+    planted = (*output[:9], (output[9] + 1) % target_model.n_vocab, *output[10:])
+    found = divergence(target_model, prompt, output, planted, rounds)
+    assert found.position == 9 and not found.batched_flip
 
 
 class _TiedTarget:
@@ -298,6 +312,21 @@ def test_prompt_file_formats(tmp_path):
     ]
 
 
+def test_a_chat_turn_is_timed_after_its_conversation(tmp_path, target_model):
+    """A "messages" line is encoded through the chat template whole, as chat and serve do; the
+    timed reply is the last user turn's."""
+    turns = [{"role": "user", "content": "write f"}, {"role": "assistant", "content": "def f(): pass"},
+             {"role": "user", "content": "rename f to g"}]
+    (tmp_path / "revise.jsonl").write_text(json.dumps({"messages": turns}) + "\n")
+    [prompt] = read_prompt_files([str(tmp_path / "revise.jsonl")], None)
+    assert (prompt.name, prompt.kind, prompt.text) == ("revise:1", "revise", "rename f to g")
+    tokens = encode_all(target_model, [prompt], raw=False)[0]
+    assert tokens == target_model.encode_chat([(t["role"], t["content"]) for t in turns])
+    assert tokens != encode_all(target_model, [BenchPrompt("x", "x", "rename f to g")], raw=False)[0]
+    with pytest.raises(UsageError, match="drop --raw"):
+        encode_all(target_model, [prompt], raw=True)
+
+
 @pytest.mark.parametrize(
     "name, content, message",
     [
@@ -309,6 +338,10 @@ def test_prompt_file_formats(tmp_path):
         ("noprompt.jsonl", '{"prompt": "a"}\n{"text": "b"}\n', 'line 2 has no "prompt" string'),
         ("latin1.txt", "caf\xe9".encode("latin-1"), "is not UTF-8"),
         ("dupes.jsonl", '{"prompt": "a", "name": "x"}\n{"prompt": "b", "name": "x"}\n', "two prompts are named 'x'"),
+        ("chat.jsonl", '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}\n',
+         "must end with the user's turn"),
+        ("role.jsonl", '{"messages": [{"role": "robot", "content": "a"}]}\n', 'each message needs a "role"'),
+        ("list.jsonl", '{"messages": "hello"}\n', '"messages" must be a list'),
     ],
 )
 def test_bad_prompt_files_get_one_line_errors(tmp_path, name, content, message):
@@ -327,19 +360,20 @@ def test_draft_tokens_option():
     for text in ("0", "33", "two", "2,,4"):
         with pytest.raises(UsageError, match="from 1 to 32"):
             parse_draft_tokens(text)
-    assert [c.name for c in configurations((2, "auto"), draft_model=False, lookup=True)] == ["target", "lookup-k2"]
+    assert [c.name for c in configurations((2, "auto"), draft_model=False, lookup=True)] == \
+        ["target", "lookup-k2", "lookup-auto"]
     auto = configurations(("auto",), draft_model=True, lookup=True, auto_cap=6)[-1]
     assert (auto.name, auto.k, auto.adaptive) == ("draft-auto", 6, True)
     with pytest.raises(UsageError, match="nothing to compare"):
         configurations((2,), draft_model=False, lookup=False)
 
 
-def test_stdin_twice_and_auto_without_a_draft_are_one_line_errors(tmp_path):
+def test_stdin_twice_and_nothing_to_compare_are_one_line_errors(tmp_path):
     code, _, stderr = call(["bench", "-", "-", "--target", "t.gguf"], stdin="a")
     assert code == 2 and "read only once" in stderr
     (tmp_path / "p.txt").write_text("a")
-    code, _, stderr = call(["bench", str(tmp_path / "p.txt"), "--target", "t.gguf", "-k", "auto"])
-    assert code == 2 and "needed for 'auto'" in stderr and stderr.count("\n") == 1
+    code, _, stderr = call(["bench", str(tmp_path / "p.txt"), "--target", "t.gguf", "-k", "auto", "--no-lookup"])
+    assert code == 2 and "nothing to compare" in stderr and stderr.count("\n") == 1
 
 
 def test_an_output_file_in_a_missing_folder_is_refused_before_the_runs(tmp_path):
@@ -407,7 +441,7 @@ def test_the_interval_is_deterministic_and_needs_two_runs():
     assert speedup_interval(_runs("x", rates[:, :1]), _runs("target", rates[:, :1])) is None
 
 
-def test_predicted_speedup_uses_isolated_costs_and_acceptance_by_position():
+def test_predicted_speedup_uses_isolated_costs_and_the_measured_tokens_per_round():
     """K = 2, every round drafts 2; position 1 kept 80%, position 2 kept 60% (of all drafted there)."""
     costs = SimpleNamespace(verify={1: 0.05, 2: 0.06, 3: 0.08}, draft_step=0.01,
                             verify_cost=lambda n: {1: 0.05, 2: 0.06, 3: 0.08}[n])
@@ -424,6 +458,37 @@ def test_predicted_speedup_uses_isolated_costs_and_acceptance_by_position():
     assert p.expected_tokens_per_round == pytest.approx(1 + 0.8 + 0.6)
     assert p.round_cost == pytest.approx(2 * 0.2 + 0.08 / 0.05)
     assert p.speedup == pytest.approx(2.4 / 2.0)
-    assert survival([10, 10, 5], [8, 9, 1]) == [0.8, 0.8, 0.2]
     assert length_mix(10, [8, 3]) == [2, 5, 3]
-    assert expected_tokens_per_round([0.9, 0.8, 0.5], 2) == pytest.approx(2.7)
+
+
+def test_predicted_speedup_of_auto_counts_the_tokens_its_long_copies_really_made():
+    """Half the rounds copy 15 tokens, all kept; half copy 1, never kept. By position alone that
+    would read as 50% kept at position 1 and 100% after it; the rounds made 17 and 1 tokens."""
+    verify = {1: 0.05, 2: 0.08, 16: 0.2}
+    costs = SimpleNamespace(verify=verify, draft_step=None, verify_cost=lambda n: verify.get(n, 1.0))
+    summary = SimpleNamespace(tokens=50 * 16 + 50 * 1, rounds=100, drafted=50 * 15 + 50, accepted=50 * 15,
+                              decode_s=1.0, draft_s=0.0, verify_s=0.9, other_s=0.1, lookup_rounds=100,
+                              drafted_by_position=(100,) + (50,) * 14, accepted_by_position=(50,) * 15,
+                              prefill_s=0.0, python_s=0.01)
+    record = SimpleNamespace(prompt=0, repeat=0, config="lookup-auto", summary=summary)
+    base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
+        **{**vars(summary), "tokens": 850, "rounds": 850, "drafted": 0, "accepted": 0, "drafted_by_position": ()}))
+    config = SimpleNamespace(name="lookup-auto", drafter="lookup", k=8, adaptive=True)
+    baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
+    stats = summarize([base, record], [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
+    p = next(s for s in stats if s.config == "lookup-auto" and s.group == "overall").prediction
+    assert p.expected_tokens_per_round == pytest.approx(8.5)
+    assert p.round_cost == pytest.approx((50 * 0.2 / 0.05 + 50 * 0.08 / 0.05) / 100)
+    assert p.speedup == pytest.approx(8.5 / 2.8)
+
+
+def test_acceptance_by_position_shows_long_copies_in_spans_weighted_by_what_was_drafted():
+    """20 positions: #1-#4, then 5-8, 9-16 and 17-20 as spans; a span's rate is kept / drafted."""
+    rates = (0.9, 0.8, 0.7, 0.6) + (1.0, 0.5, 0.5, 0.5) + (1.0,) * 8 + (0.25,) * 4
+    drafted = (100, 90, 80, 70) + (10, 30, 30, 30) + (5,) * 8 + (4,) * 4
+    stats = SimpleNamespace(group="overall", config="lookup-auto", drafted=1, acceptance_by_position=rates,
+                            drafted_by_position=drafted)
+    table = positions_table(SimpleNamespace(stats=[stats]))
+    assert [c.header for c in table.columns] == ["config", "#1", "#2", "#3", "#4", "#5-8", "#9-16", "#17-32"]
+    cells = [next(iter(c.cells)) for c in table.columns]
+    assert cells[1:] == ["90%", "80%", "70%", "60%", f"{(10 + 45) / 100:.0%}", "100%", "25%"]

@@ -53,11 +53,15 @@ def test_dash_means_stdin_and_matches_the_argument(pair):
 
 def test_speculative_and_target_only_print_the_same_text(pair, tiny_models):
     spec = specgen("run", "the print of self", *pair, "-n", "30", "--raw", "-k", "3", "--json")
-    plain = specgen("run", "the print of self", "--target", str(tiny_models["target"]), "--no-draft",
+    plain = specgen("run", "the print of self", "--target", str(tiny_models["target"]), "--no-draft", "-k", "0",
                     "-n", "30", "--raw", "--json")
     a, b = json.loads(spec.stdout), json.loads(plain.stdout)
     assert a["text"] == b["text"] and a["tokens"] == b["tokens"]
     assert a["mode"] == "speculative" and b["mode"] == "target-only" and b["drafted"] == 0
+    copied = specgen("run", "the print of self", "--target", str(tiny_models["target"]), "--no-draft",
+                     "-n", "30", "--raw", "--json")
+    c = json.loads(copied.stdout)
+    assert c["text"] == b["text"] and c["mode"] == "prompt-lookup (auto)"  # no draft model: copies only
 
 
 def test_json_holds_the_text_and_every_summary_field(pair):

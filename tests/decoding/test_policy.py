@@ -10,6 +10,7 @@ from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.adaptive import AdaptiveDrafter
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
 from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
 from specgen.llama.calibrate import cached_costs, calibrate
@@ -49,10 +50,12 @@ def test_when_even_perfect_drafts_lose_the_model_is_never_tried():
 
 def test_lookup_is_judged_in_hindsight_and_taken_when_it_pays():
     policy = Policy(StepCosts({1: 1.0, 2: 1.7, 4: 2.4, 8: 4.3, 16: 5.4}, {}), 8)  # a 2-core CPU
-    for _ in range(30):  # plain rounds; lookup's offer matched the emitted token every time
+    match = Branch(0, 50, 8)
+    for r in range(30):  # plain rounds; lookup's offer matched the emitted token every time
+        policy.choose(8, 16, 0, match, (1, tuple(range(100 * r, 100 * r + 16))))
         policy.observe(Outcome(Choice(PLAIN), 0, 0, lookup_judged=1, lookup_hits=1, seconds=1.0))
-    assert policy.lookup.rates()[0] > 0.9
-    choice = policy.choose(8, 16, 0)
+    assert policy.copies.rates((False, 8), (5000,))[0] > 0.9
+    choice = policy.choose(8, 16, 0, match, (1, tuple(range(5000, 5016))))
     assert choice.source == LOOKUP and choice.k >= 8  # long copies pay even where verify is steep
 
 

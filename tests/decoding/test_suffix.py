@@ -157,15 +157,19 @@ def test_a_long_match_drafts_long_where_its_bin_keeps_copies_and_a_weak_one_noth
     costs = StepCosts(dict(DEFAULT.verify), {})
     policy = Policy(costs, 8)
     long, weak = suffix.Branch(0, 10, 40), suffix.Branch(0, 10, 1)
-    for _ in range(40):
-        policy.choose(8, LOOKUP_MAX, 0, long)
+
+    def offer(n: int) -> tuple[int, tuple[int, ...]]:
+        return 7, tuple(range(1000 * n, 1000 * n + LOOKUP_MAX))
+
+    for n in range(40):
+        policy.choose(8, LOOKUP_MAX, 0, long, offer(2 * n))
         policy.observe(Outcome(Choice(PLAIN), 0, 0, lookup_judged=64, lookup_hits=64))
-        policy.choose(8, LOOKUP_MAX, 0, weak)
+        policy.choose(8, LOOKUP_MAX, 0, weak, offer(2 * n + 1))
         policy.observe(Outcome(Choice(PLAIN), 0, 0, lookup_judged=1, lookup_hits=0))
-    choice = policy.choose(LOOKUP_MAX, LOOKUP_MAX, 0, long)
+    choice = policy.choose(LOOKUP_MAX, LOOKUP_MAX, 0, long, offer(99))
     cheapest = min(costs.verify, key=lambda n: costs.verify[n] / n)  # per token, dips included
     assert choice == Choice(LOOKUP, cheapest - 1)
-    assert policy.choose(LOOKUP_MAX, LOOKUP_MAX, 0, weak).source == PLAIN
+    assert policy.choose(LOOKUP_MAX, LOOKUP_MAX, 0, weak, offer(100)).source == PLAIN
 
 
 def test_calibration_on_a_nearly_full_context_times_what_fits(target_model):

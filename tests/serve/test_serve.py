@@ -384,7 +384,7 @@ def test_a_full_queue_answers_503_with_retry_after(endless):
 
 def test_ctrl_c_finishes_the_running_reply_then_exits(tiny_models):
     # 4000 tokens take the tiny model most of a second: the signal lands while the reply runs
-    draining = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "--ctx", "8192", "-t", "1")
+    draining = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "8192", "-t", "1")
     with httpx.Client(timeout=60) as http:
         response, lines = _open_stream(draining, http, max_tokens=4000)
         draining.process.send_signal(signal.SIGINT)
@@ -397,7 +397,7 @@ def test_ctrl_c_finishes_the_running_reply_then_exits(tiny_models):
 
 
 def test_a_second_ctrl_c_stops_the_running_reply_at_once(tiny_models):
-    stopping = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "--ctx", "32768", "-t", "1")
+    stopping = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768", "-t", "1")
     with httpx.Client(timeout=60) as http:
         _, lines = _open_stream(stopping, http)
         stopping.process.send_signal(signal.SIGINT)
@@ -479,7 +479,7 @@ def test_a_reply_cut_off_by_a_disconnect_is_not_in_the_next_turns_cached_history
 def test_a_client_gone_during_a_long_prefill_frees_the_worker_within_a_chunk(tiny_models):
     """A prompt of 30,000 tokens takes seconds to prefill; its client hangs up at once, and the
     next request is served long before that prefill would have ended."""
-    alone = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "--ctx", "32768", "-t", "1")
+    alone = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768", "-t", "1")
     try:
         long_prompt = [5 + i % 200 for i in range(30000)]
         start = time.perf_counter()

@@ -22,14 +22,8 @@ from specgen.decoding.drafters.base import (
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import SuffixIndex
-from specgen.decoding.policy import (
-    LOOKUP_MAX,
-    Choice,
-    CopyJudgement,
-    Outcome,
-    Policy,
-    match_bin,
-)
+from specgen.decoding.copy_rates import CopyJudgement
+from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, match_key
 from specgen.decoding.sampling import SamplingParams
 
 _OPEN_MAX = 8  # copy offers judged at once
@@ -42,8 +36,8 @@ class OpenOffer:
     probability p(x), the chance that the target emits x: this hindsight has the expectation
     of a real verification)."""
 
-    def __init__(self, bin: tuple[bool, int] | None, last: int, tokens: tuple[int, ...]):
-        self.bin, self.last, self.tokens = bin, last, tokens
+    def __init__(self, match: tuple[bool, int] | None, last: int, tokens: tuple[int, ...]):
+        self.match, self.last, self.tokens = match, last, tokens
         self.judged = 0
         self.settled = False
 
@@ -54,7 +48,7 @@ class OpenOffer:
         kept = next((i for i in range(start, end) if tokens[i] != emitted[i - start]), end)
         self.judged = min(kept + 1, end)
         self.settled = kept < end or end == len(tokens)
-        return CopyJudgement(self.bin, self.last, tokens, start, self.judged, kept)
+        return CopyJudgement(self.match, self.last, tokens, start, self.judged, kept)
 
 
 class AdaptiveDrafter:
@@ -88,7 +82,7 @@ class AdaptiveDrafter:
         choice = self.policy.choose(k, len(tokens), lag, offer.branch, (last, tokens))
         self._pending = (choice, tokens)
         if tokens:
-            self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(match_bin(offer.branch) if offer.branch else None,
+            self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(match_key(offer.branch) if offer.branch else None,
                                                                      last, tokens)]
         if choice.source == LOOKUP:
             return copied(offer.tokens[: choice.k], params)
