@@ -55,7 +55,7 @@ def run(
     from specgen.terminal.run_view import json_record, streamer, summary_line
 
     text = read_prompt(prompt)
-    selection = select_models(models)
+    selection = select_models(models, draft_tokens)
     paths = selection.paths
     config = generation_config(sampling, draft_tokens, selection.draft_tokens)
     vocabulary = memory_file.vocabulary_id(paths.target) if lookup_cache else ""
@@ -126,6 +126,6 @@ def chat(
     """
     from specgen.terminal.chat import ChatOptions, run_chat
 
-    selection = select_models(models)
+    selection = select_models(models, draft_tokens)
     config = generation_config(sampling, draft_tokens, selection.draft_tokens)
     run_chat(selection.paths, load_options(resources), ChatOptions(config, system, show_rejected, plain))

@@ -136,11 +136,13 @@ def option_groups(command: Callable) -> Callable:
     return with_groups
 
 
-def select_models(models: ModelChoice):
-    """The model options -> the files to load (models.select.Selection)."""
+def select_models(models: ModelChoice, draft_tokens: str = "auto"):
+    """The model options -> the files to load (models.select.Selection); -k 0 (plain decoding)
+    needs no draft model, as --no-draft."""
     from specgen.models.select import resolve_models
 
-    return resolve_models(models.pair, models.target, models.draft, models.no_draft, models.offline)
+    plain = draft_length(draft_tokens, 1) == (0, False)
+    return resolve_models(models.pair, models.target, models.draft, models.no_draft or plain, models.offline)
 
 
 def load_options(resources: Resources):

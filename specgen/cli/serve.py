@@ -57,7 +57,7 @@ def serve(
     from specgen.serve.http import serve as run_server
 
     check_binding(host, api_key)
-    selection = select_models(models)
+    selection = select_models(models, draft_tokens)
     config = generation_config(sampling, draft_tokens, selection.draft_tokens)
     options = ServeOptions(host, port, api_key, queue, model_id=model_id(models.pair, models.target), max_prompt_tokens=max_prompt_tokens,
                            max_tokens_limit=max_tokens_limit,

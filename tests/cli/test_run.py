@@ -64,6 +64,15 @@ def test_speculative_and_target_only_print_the_same_text(pair, tiny_models):
     assert c["text"] == b["text"] and c["mode"] == "prompt-lookup (auto)"  # no draft model: copies only
 
 
+def test_k0_needs_no_draft_model(tiny_models):
+    """-k 0 is plain decoding: --target alone runs it, without asking for --draft or --no-draft."""
+    result = specgen("run", "the print of self", "--target", str(tiny_models["target"]), "-k", "0",
+                     "-n", "12", "--raw", "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["mode"] == "target-only" and record["drafted"] == 0 and record["tokens"] == 12
+
+
 def test_json_holds_the_text_and_every_summary_field(pair):
     result = specgen("run", "hello there", *pair, "-n", "16", "--json")
     assert result.returncode == 0 and result.stderr == ""
