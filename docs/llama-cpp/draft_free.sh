@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# llama.cpp's five draft-free methods on every templated prompt in DIR (see template_prompts.py),
+# greedy, 256 tokens, 2 threads; one line per prompt and method: decoded tokens, tok/s, acceptance.
+#   docs/llama-cpp/draft_free.sh DIR TARGET.gguf BIN   (BIN: where build-llama-tools put llama-speculative-simple)
+# Where llama.cpp's AMX kernels crash, set PRELOAD=path/to/noamx.so (see noamx.c).
+set -u
+dir=$1 target=$2 bin=$3
+for prompt in "$dir"/*.txt; do
+  for method in ngram-simple ngram-map-k ngram-map-k4v ngram-mod ngram-cache; do
+    out=$(LD_PRELOAD=${PRELOAD:-} timeout 600 "$bin/llama-speculative-simple" -m "$target" --spec-type "$method" \
+          -f "$prompt" -n 256 -t 2 --temp 0 -c 4096 2>&1)
+    decoded=$(grep -oE "decoded +[0-9]+ tokens in +[0-9.]+ seconds, speed: +[0-9.]+" <<<"$out" | head -1)
+    accepted=$(grep -oE "accept += [0-9.]+%" <<<"$out" | head -1)
+    echo "$(basename "$prompt" .txt) $method | $decoded | $accepted"
+  done
+done

@@ -1,0 +1,57 @@
+"""How long the copy drafter takes per round at 100 to 32k tokens of history (issue 16: <= 50 us).
+
+The history is real token ids: the recorded prompts and greedy outputs of the 1.5B target
+(`tests/data/greedy-outputs.json`), concatenated until long enough, so matches are as long and as
+frequent as in real text that repeats itself. At each history length the copier first indexes it,
+then answers a round's query (`Copier.offer`, what the loop calls: sync, search, continuation of
+up to 64 tokens) after each of 2,000 further tokens; the times are per query, in microseconds.
+
+    python docs/query_bench.py
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+from specgen.decoding.drafters.lookup import Copier
+
+RECORDED = Path(__file__).resolve().parent.parent / "tests" / "data" / "greedy-outputs.json"
+LENGTHS = (100, 1_000, 4_000, 32_000)
+QUERIES = 2_000
+
+
+def corpus(tokens_needed: int) -> list[int]:
+    """Recorded prompts and outputs, one after another, repeated until long enough."""
+    records = json.loads(RECORDED.read_text())["outputs"].values()
+    text = [t for record in records for t in (*record["prompt"], *record["output"])]
+    return (text * (tokens_needed // len(text) + 1))[:tokens_needed]
+
+
+def per_query_us(history: list[int], following: list[int]) -> list[float]:
+    """Microseconds of each offer made after each of `following`'s tokens is appended."""
+    copier = Copier()
+    copier.reset(history[:-1])
+    held, last, times = list(history[:-1]), history[-1], []
+    for token in following:
+        start = time.perf_counter()
+        copier.offer(held, last, 64)
+        times.append((time.perf_counter() - start) * 1e6)
+        held.append(last)
+        last = token
+    return times
+
+
+def main() -> None:
+    tokens = corpus(max(LENGTHS) + QUERIES + 1)
+    print(f"{'history':>8}  {'median us':>9}  {'p90 us':>7}  {'p99 us':>7}")
+    for length in LENGTHS:
+        times = sorted(per_query_us(tokens[:length], tokens[length:length + QUERIES]))
+        p90, p99 = times[int(0.9 * len(times))], times[int(0.99 * len(times))]
+        print(f"{length:>8}  {statistics.median(times):9.1f}  {p90:7.1f}  {p99:7.1f}")
+
+
+if __name__ == "__main__":
+    main()
