@@ -34,6 +34,8 @@ class Speculation:
 
 @dataclass(frozen=True)
 class Export:
+    """A pair in another engine's terms: its command line, and vLLM's speculative_config."""
+
     engine: str
     argv: tuple[str, ...]
     speculative_config: dict | None  # vLLM's, as its --speculative-config takes it
