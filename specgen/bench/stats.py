@@ -46,14 +46,15 @@ class Prediction:
     """The speedup that isolated step costs predict for the rounds that really ran.
 
     Costs are in single-token target passes, v(1), all from the calibration. A round that drafts
-    m tokens costs m c + v(m + 1), averaged over the measured mix of draft lengths; the tokens
+    m tokens costs v(m + 1), plus m c where the draft model drafted them (copies cost no draft
+    steps), averaged over the measured mix of draft lengths; the tokens
     per round are the measured ones (with auto, long drafts come where copies are kept, so
     acceptance by position alone would mispredict them; docs/bench-json.md). Measured ÷
     predicted shows what the loop costs beyond the isolated passes.
     """
 
     mean_draft: float  # tokens drafted per round
-    draft_cost: float  # c: one draft step / v(1) (0 for prompt lookup)
+    draft_cost: float  # c: one draft step / v(1) (0 without a draft model)
     round_cost: float  # mean of m c + v(m + 1) over rounds, in v(1)
     expected_tokens_per_round: float
     speedup: float  # expected_tokens_per_round / round_cost
@@ -136,7 +137,7 @@ class _Totals:
         self.records = runs
         self.runs = len(runs)
         for name in ("tokens", "rounds", "drafted", "accepted", "decode_s", "draft_s", "verify_s", "other_s",
-                     "lookup_rounds", "python_s"):
+                     "lookup_rounds", "model_drafted", "python_s"):
             setattr(self, name, sum(getattr(s, name) for s in summaries))
         width = max((len(s.drafted_by_position) for s in summaries), default=0)
         self.drafted_at = [sum(_at(s.drafted_by_position, i) for s in summaries) for i in range(width)]
@@ -168,16 +169,14 @@ class _Totals:
         uses_model = config.drafter == "model"
         if not self.rounds or (uses_model and costs.draft_step is None):
             return None
-        model_share = 1.0 - self.lookup_rounds / self.rounds if uses_model else 0.0
         step = costs.verify_cost(1)
-        c = (costs.draft_step or 0.0) / step
-        tokens, cost = float(self.tokens), 0.0
+        c = (costs.draft_step or 0.0) / step if uses_model else 0.0
+        tokens, cost = float(self.tokens), self.model_drafted * c
         for m, rounds in enumerate(length_mix(self.rounds, self.drafted_at)):
-            cost += rounds * (m * c * model_share + costs.verify_cost(m + 1) / step)
+            cost += rounds * costs.verify_cost(m + 1) / step
         speedup = tokens / cost
         realized = measured / speedup if measured is not None else None
-        return Prediction(self.drafted / self.rounds, c * model_share, cost / self.rounds, tokens / self.rounds,
-                          speedup, realized)
+        return Prediction(self.drafted / self.rounds, c, cost / self.rounds, tokens / self.rounds, speedup, realized)
 
 
 def length_mix(rounds: int, drafted_at: list[int]) -> list[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from specgen.decoding.drafters.base import LOOKUP
+from specgen.decoding.drafters.base import LOOKUP, MODEL
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ class Tally:
     accepted: int = 0
     rejected_rounds: int = 0
     lookup_rounds: int = 0
+    model_drafted: int = 0  # tokens the draft model proposed (each cost one draft step)
     draft_s: float = 0.0
     verify_s: float = 0.0
     python_s: float = 0.0
@@ -69,6 +70,7 @@ class Tally:
         self.accepted += event.accepted
         self.rejected_rounds += event.accepted < drafted
         self.lookup_rounds += event.source == LOOKUP
+        self.model_drafted += drafted if event.source == MODEL else 0
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.python_s += event.python_s
@@ -115,6 +117,7 @@ class Summary:
     drafted_by_position: tuple[int, ...] = field(default=())
     accepted_by_position: tuple[int, ...] = field(default=())
     python_s: float = 0.0  # of draft_s + verify_s + other_s: the rounds' time outside the models' passes
+    model_drafted: int = 0  # of drafted: the tokens the draft model proposed (the rest were copied)
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -147,6 +147,7 @@ def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: i
         other_s=max(decode_s - tally.draft_s - tally.verify_s, 0.0),
         stop_reason=stop_reason,
         lookup_rounds=tally.lookup_rounds,
+        model_drafted=tally.model_drafted,
         rejected_rounds=tally.rejected_rounds,
         drafted_by_position=tuple(tally.drafted_at),
         accepted_by_position=tuple(tally.accepted_at),

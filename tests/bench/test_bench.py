@@ -446,8 +446,9 @@ def test_predicted_speedup_uses_isolated_costs_and_the_measured_tokens_per_round
     costs = SimpleNamespace(verify={1: 0.05, 2: 0.06, 3: 0.08}, draft_step=0.01,
                             verify_cost=lambda n: {1: 0.05, 2: 0.06, 3: 0.08}[n])
     summary = SimpleNamespace(tokens=240, rounds=100, drafted=200, accepted=140, decode_s=1.0, draft_s=0.2,
-                              verify_s=0.7, other_s=0.1, lookup_rounds=0, drafted_by_position=(100, 100),
-                              accepted_by_position=(80, 60), prefill_s=0.0, python_s=0.01)
+                              verify_s=0.7, other_s=0.1, lookup_rounds=0, model_drafted=200,
+                              drafted_by_position=(100, 100), accepted_by_position=(80, 60), prefill_s=0.0,
+                              python_s=0.01)
     record = SimpleNamespace(prompt=0, repeat=0, config="draft-k2", summary=summary)
     base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
         **{**vars(summary), "rounds": 240, "drafted": 0, "accepted": 0, "drafted_by_position": ()}))
@@ -468,7 +469,8 @@ def test_predicted_speedup_of_auto_counts_the_tokens_its_long_copies_really_made
     costs = SimpleNamespace(verify=verify, draft_step=None, verify_cost=lambda n: verify.get(n, 1.0))
     summary = SimpleNamespace(tokens=50 * 16 + 50 * 1, rounds=100, drafted=50 * 15 + 50, accepted=50 * 15,
                               decode_s=1.0, draft_s=0.0, verify_s=0.9, other_s=0.1, lookup_rounds=100,
-                              drafted_by_position=(100,) + (50,) * 14, accepted_by_position=(50,) * 15,
+                              model_drafted=0, drafted_by_position=(100,) + (50,) * 14,
+                              accepted_by_position=(50,) * 15,
                               prefill_s=0.0, python_s=0.01)
     record = SimpleNamespace(prompt=0, repeat=0, config="lookup-auto", summary=summary)
     base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
@@ -480,6 +482,29 @@ def test_predicted_speedup_of_auto_counts_the_tokens_its_long_copies_really_made
     assert p.expected_tokens_per_round == pytest.approx(8.5)
     assert p.round_cost == pytest.approx((50 * 0.2 / 0.05 + 50 * 0.08 / 0.05) / 100)
     assert p.speedup == pytest.approx(8.5 / 2.8)
+
+
+def test_predicted_speedup_of_draft_auto_charges_draft_steps_only_to_the_models_rounds():
+    """draft-auto, 100 rounds: 80 plain, 10 where the draft model drafted 2 (one kept), 10 copies of
+    8 (all kept). Draft steps cost 0.5 v(1) each, for the model's 20 tokens only."""
+    verify = {1: 0.04, 3: 0.06, 9: 0.12}
+    costs = SimpleNamespace(verify=verify, draft_step=0.02, verify_cost=lambda n: verify.get(n, 99.0))
+    tokens = 80 * 1 + 10 * 2 + 10 * 9
+    summary = SimpleNamespace(tokens=tokens, rounds=100, drafted=10 * 2 + 10 * 8, accepted=10 + 80, decode_s=1.0,
+                              draft_s=0.1, verify_s=0.8, other_s=0.1, lookup_rounds=10, model_drafted=20,
+                              drafted_by_position=(20, 20) + (10,) * 6, accepted_by_position=(20,) + (10,) * 7,
+                              prefill_s=0.0, python_s=0.01)
+    record = SimpleNamespace(prompt=0, repeat=0, config="draft-auto", summary=summary)
+    base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
+        **{**vars(summary), "rounds": tokens, "drafted": 0, "accepted": 0, "model_drafted": 0,
+           "drafted_by_position": ()}))
+    config = SimpleNamespace(name="draft-auto", drafter="model", k=4, adaptive=True)
+    baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
+    stats = summarize([base, record], [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
+    p = next(s for s in stats if s.config == "draft-auto" and s.group == "overall").prediction
+    cost_in_passes = 80 * 1 + 10 * (0.06 / 0.04 + 2 * 0.5) + 10 * (0.12 / 0.04)
+    assert p.round_cost == pytest.approx(cost_in_passes / 100)
+    assert p.speedup == pytest.approx(190 / cost_in_passes)
 
 
 def test_acceptance_by_position_shows_long_copies_in_spans_weighted_by_what_was_drafted():

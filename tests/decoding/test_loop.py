@@ -66,7 +66,7 @@ def test_rounds_report_accepted_and_rejected_tokens(target_model, draft_model):
     assert summary.verify_s == pytest.approx(sum(r.verify_s for r in rounds))
     assert summary.draft_s + summary.verify_s <= summary.decode_s
     assert summary.rejected_rounds == sum(r.accepted < len(r.drafted) for r in rounds) > 0
-    assert {r.source for r in rounds} == {"model"}
+    assert {r.source for r in rounds} == {"model"} and summary.model_drafted == summary.drafted
     _, plain_rounds, plain = run(target_model, None, prompt, GenerationConfig(max_tokens=60))
     assert plain.draft_s == 0 and plain.drafted == 0 and {r.source for r in plain_rounds} == {""}
 
@@ -91,7 +91,7 @@ def test_prompt_lookup_drafter_is_exact_and_finds_repeats(target_model):
     drafter = PromptLookupDrafter()
     looked, _, summary = run(target_model, drafter, prompt, GenerationConfig(max_tokens=30, draft_tokens=4))
     assert looked == plain
-    assert summary.mode == "prompt-lookup" and summary.drafted > 0
+    assert summary.mode == "prompt-lookup" and summary.drafted > 0 and summary.model_drafted == 0
     assert drafter.lookup([1, 2, 3, 9, 1, 2], 3) == [3, 9, 1]
     assert drafter.lookup([5, 6, 7], 2) == []
 
