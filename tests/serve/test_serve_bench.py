@@ -73,3 +73,21 @@ def test_an_endpoint_that_does_not_answer_is_one_line(tiny_models, tmp_path):
     assert done.returncode == 1 and done.stdout == ""
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"specgen: error: cannot reach http://127.0.0.1:{port}/v1/models")
+
+
+def test_a_chat_prompt_reaches_the_endpoint_as_its_whole_conversation(server, tiny_models, tmp_path):
+    """A "messages" prompt is sent as the conversation it is, so the server sees the prompt the
+    local runs decode (the same prompt tokens), not only its last user turn."""
+    conversation = [{"role": "user", "content": "def add(a, b):"}, {"role": "assistant", "content": "return a + b"},
+                    {"role": "user", "content": "now subtract"}]
+    prompts = tmp_path / "chat.jsonl"
+    prompts.write_text(json.dumps({"messages": conversation}) + "\n")
+    results = tmp_path / "results.json"
+    done = subprocess.run(
+        [*SPECGEN, "bench", str(prompts), "--target", str(tiny_models["target"]), "--no-draft", "-k", "2",
+         "-n", "8", "-r", "1", "--warmup", "0", "--ctx", "2048", "-t", "1", "--endpoint", server.url,
+         "--json", str(results)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    runs = {run["config"]: run for run in json.loads(results.read_text())["runs"]}
+    endpoint = runs[f"endpoint:{server.url.removeprefix('http://')}"]
+    assert endpoint["prompt_tokens"] == runs["target"]["prompt_tokens"] > 10
