@@ -441,6 +441,19 @@ def test_the_interval_is_deterministic_and_needs_two_runs():
     assert speedup_interval(_runs("x", rates[:, :1]), _runs("target", rates[:, :1])) is None
 
 
+def _prediction(summary, config, costs, base_tokens=None):
+    """The overall prediction for one run of `config` beside a run of the target alone that made
+    `base_tokens` tokens (default: as many), one a round."""
+    tokens = summary.tokens if base_tokens is None else base_tokens
+    base = SimpleNamespace(**{**vars(summary), "tokens": tokens, "rounds": tokens, "drafted": 0, "accepted": 0,
+                              "model_drafted": 0, "drafted_by_position": ()})
+    runs = [SimpleNamespace(prompt=0, repeat=0, config="target", summary=base),
+            SimpleNamespace(prompt=0, repeat=0, config=config.name, summary=summary)]
+    baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
+    stats = summarize(runs, [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
+    return next(s for s in stats if s.config == config.name and s.group == "overall").prediction
+
+
 def test_predicted_speedup_uses_isolated_costs_and_the_measured_tokens_per_round():
     """K = 2, every round drafts 2; position 1 kept 80%, position 2 kept 60% (of all drafted there)."""
     costs = SimpleNamespace(verify={1: 0.05, 2: 0.06, 3: 0.08}, draft_step=0.01,
@@ -449,13 +462,7 @@ def test_predicted_speedup_uses_isolated_costs_and_the_measured_tokens_per_round
                               verify_s=0.7, other_s=0.1, lookup_rounds=0, model_drafted=200,
                               drafted_by_position=(100, 100), accepted_by_position=(80, 60), prefill_s=0.0,
                               python_s=0.01)
-    record = SimpleNamespace(prompt=0, repeat=0, config="draft-k2", summary=summary)
-    base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
-        **{**vars(summary), "rounds": 240, "drafted": 0, "accepted": 0, "drafted_by_position": ()}))
-    config = SimpleNamespace(name="draft-k2", drafter="model", k=2, adaptive=False)
-    baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
-    stats = summarize([base, record], [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
-    p = next(s for s in stats if s.config == "draft-k2" and s.group == "overall").prediction
+    p = _prediction(summary, SimpleNamespace(name="draft-k2", drafter="model", k=2, adaptive=False), costs)
     assert p.expected_tokens_per_round == pytest.approx(1 + 0.8 + 0.6)
     assert p.round_cost == pytest.approx(2 * 0.2 + 0.08 / 0.05)
     assert p.speedup == pytest.approx(2.4 / 2.0)
@@ -472,13 +479,8 @@ def test_predicted_speedup_of_auto_counts_the_tokens_its_long_copies_really_made
                               model_drafted=0, drafted_by_position=(100,) + (50,) * 14,
                               accepted_by_position=(50,) * 15,
                               prefill_s=0.0, python_s=0.01)
-    record = SimpleNamespace(prompt=0, repeat=0, config="lookup-auto", summary=summary)
-    base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
-        **{**vars(summary), "tokens": 850, "rounds": 850, "drafted": 0, "accepted": 0, "drafted_by_position": ()}))
-    config = SimpleNamespace(name="lookup-auto", drafter="lookup", k=8, adaptive=True)
-    baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
-    stats = summarize([base, record], [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
-    p = next(s for s in stats if s.config == "lookup-auto" and s.group == "overall").prediction
+    p = _prediction(summary, SimpleNamespace(name="lookup-auto", drafter="lookup", k=8, adaptive=True), costs,
+                    base_tokens=850)
     assert p.expected_tokens_per_round == pytest.approx(8.5)
     assert p.round_cost == pytest.approx((50 * 0.2 / 0.05 + 50 * 0.08 / 0.05) / 100)
     assert p.speedup == pytest.approx(8.5 / 2.8)
@@ -494,14 +496,7 @@ def test_predicted_speedup_of_draft_auto_charges_draft_steps_only_to_the_models_
                               draft_s=0.1, verify_s=0.8, other_s=0.1, lookup_rounds=10, model_drafted=20,
                               drafted_by_position=(20, 20) + (10,) * 6, accepted_by_position=(20,) + (10,) * 7,
                               prefill_s=0.0, python_s=0.01)
-    record = SimpleNamespace(prompt=0, repeat=0, config="draft-auto", summary=summary)
-    base = SimpleNamespace(prompt=0, repeat=0, config="target", summary=SimpleNamespace(
-        **{**vars(summary), "rounds": tokens, "drafted": 0, "accepted": 0, "model_drafted": 0,
-           "drafted_by_position": ()}))
-    config = SimpleNamespace(name="draft-auto", drafter="model", k=4, adaptive=True)
-    baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
-    stats = summarize([base, record], [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
-    p = next(s for s in stats if s.config == "draft-auto" and s.group == "overall").prediction
+    p = _prediction(summary, SimpleNamespace(name="draft-auto", drafter="model", k=4, adaptive=True), costs)
     cost_in_passes = 80 * 1 + 10 * (0.06 / 0.04 + 2 * 0.5) + 10 * (0.12 / 0.04)
     assert p.round_cost == pytest.approx(cost_in_passes / 100)
     assert p.speedup == pytest.approx(190 / cost_in_passes)
