@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -11,6 +12,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from tinymodels import build_all  # noqa: E402
+
+# A suite started in the background by a non-interactive shell (`nohup ... &`, some CI runners)
+# gets SIGINT ignored, and every specgen it starts inherits that: the Ctrl-C tests would then see
+# a process that cannot be interrupted. A handler (unlike "ignored") is reset to the default at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
