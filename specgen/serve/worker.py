@@ -416,6 +416,8 @@ class Worker:
 
         whole, summary = consume(events, on_round, lambda: progress["stopped"] or job.cancelled.is_set())
         first, stopped = progress["first"], progress["stopped"]
+        if stopped:  # the loop saw an interrupt; the client sees a stop string
+            summary = replace(summary, stop_reason="stop string")
         tail = stops.flush()
         if tail:
             job.send(Delta(tail))

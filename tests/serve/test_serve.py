@@ -196,6 +196,13 @@ def test_stop_string_spanning_two_tokens_cuts_the_reply(server, target_model, dr
     assert streamed[-1].choices[0].finish_reason == "stop"
 
 
+def test_a_reply_cut_by_a_stop_string_says_so_in_its_stats(server):
+    """The loop ends a stopped reply as interrupted; the client and the access log read "stop string"."""
+    whole = client(server).completions.create(model="tiny-target", prompt="if self", max_tokens=24, stop=[" "])
+    assert whole.choices[0].finish_reason == "stop"
+    assert whole.model_extra["specgen"]["stop_reason"] == "stop string"
+
+
 def test_stop_matcher_holds_back_only_what_may_begin_a_stop():
     matcher = StopMatcher(("END", "xy"))
     assert matcher.feed("abcE") == ("abc", False)
