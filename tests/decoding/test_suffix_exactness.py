@@ -1,6 +1,7 @@
 """Copying from the suffix index keeps the output the target's, with a memory of past outputs in
-play: greedy token for token, sampled in distribution; and a copy drafter that peeks at the
-accept test's uniform (a planted bias) fails the same statistical test.
+play and with learnt rewrites carried in the copies: greedy token for token, sampled in
+distribution; and a copy drafter that peeks at the accept test's uniform (a planted bias) fails
+the same statistical test, rewriting or not.
 
 Real llama.cpp on the tiny models. The memory holds earlier samples that begin with the whole
 prompt, so its match is the longest and its continuations are what gets copied.
@@ -13,7 +14,9 @@ from stathelp import position_pvalues
 
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.adaptive import AdaptiveDrafter
-from specgen.decoding.drafters.base import LOOKUP, NO_DRAFT
+from collections import Counter
+
+from specgen.decoding.drafters.base import LOOKUP, NO_DRAFT, copied
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.loop import GenerationConfig, generate
@@ -105,7 +108,58 @@ def test_the_auto_policy_copying_with_the_memory_samples_the_target_distribution
     assert chosen.count(LOOKUP) > N // 2, "the policy should have copied"
 
 
-class PeekingCopier(PromptLookupDrafter):
+class Rewriting(PromptLookupDrafter):
+    """Copies carrying a planted rewrite (old span -> new span), as if learnt from the output;
+    counts the drafts that carried it."""
+
+    def __init__(self, shared, old: tuple[int, ...], new: tuple[int, ...]):
+        super().__init__(shared)
+        self.rule, self.rewritten = (old, new), 0
+
+    def prepare(self, prefix):
+        super().prepare(prefix)
+        self.copier.rewrites.learn(*self.rule, [])
+
+    def propose(self, history, last, k, params, draws, keep=None):
+        offer = self.copier.offer(history, last, k)
+        self.rewritten += offer.rewritten > 0
+        return copied(offer.tokens, params)
+
+
+def likely_rewrite(setting) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """A rule that rewrites the first token the memory offers into the target's likeliest first
+    token (by the target-alone samples), so that copies carry it and it is often kept."""
+    prompt, memory, baseline = setting
+    first = PromptLookupDrafter((memory.index,)).copier.offer(prompt[:-1], prompt[-1], 1).tokens[0]
+    likely = next(t for t, _ in Counter(s[0] for s in baseline).most_common() if t != first)
+    return (first,), (likely,)
+
+
+def test_greedy_copies_carrying_a_wrong_rewrite_still_give_the_target_alone(target_model, setting):
+    prompt, _, _ = setting
+    config = GenerationConfig(max_tokens=40, draft_tokens=16)
+    plain = tokens_of(target_model, None, prompt, GenerationConfig(max_tokens=40))
+    memory = LookupMemory(10_000)
+    memory.add([*prompt, *plain])
+    drafter = Rewriting((memory.index,), (plain[10],), ((plain[10] + 1) % target_model.n_vocab, plain[10]))
+    assert tokens_of(target_model, drafter, prompt, config) == plain
+    assert drafter.rewritten > 0
+
+
+def test_copies_carrying_a_rewrite_sample_the_target_distribution(target_model, setting):
+    memory, rule = setting[1], likely_rewrite(setting)
+    drafters = []
+
+    def make():
+        drafters.append(Rewriting((memory.index,), *rule))
+        return drafters[-1]
+
+    ok, pvalues = same_distribution(target_model, setting, make, 3)
+    assert ok, pvalues
+    assert sum(d.rewritten > 0 for d in drafters) > N // 2, "the copies should have carried the rewrite"
+
+
+class PeekingCopier(Rewriting):
     """Biased: copies only when the accept test's uniform for the first position is small, so a
     copied token is kept more often than the target would emit it."""
 
@@ -114,7 +168,10 @@ class PeekingCopier(PromptLookupDrafter):
         return draft if draws[0][1] < 0.5 else NO_DRAFT
 
 
-def test_a_copier_that_peeks_at_the_accept_test_fails_the_same_test(target_model, setting):
+@pytest.mark.parametrize("rewriting", [False, True])
+def test_a_copier_that_peeks_at_the_accept_test_fails_the_same_test(target_model, setting, rewriting):
     memory = setting[1]
-    ok, pvalues = same_distribution(target_model, setting, lambda: PeekingCopier((memory.index,)), 3)
+    rule = likely_rewrite(setting) if rewriting else ((-5,), (-6,))  # (-5,): never in a copy
+    ok, pvalues = same_distribution(target_model, setting, lambda: PeekingCopier((memory.index,), *rule), 3)
     assert not ok, pvalues
+

@@ -5,7 +5,10 @@ the accepted tokens and truncates on rollback, and searches it, then any shared 
 earlier conversation, a `LookupMemory` of past outputs), for the longest match. After a changed
 span (a renamed identifier) the match ends; the copier remembers where in its source copying
 had got to and re-finds its place near there from the last token or two, so copying resumes
-where the source continues. Copied tokens are certain (q is one-hot), so a copied token x is
+where the source continues, and learns the change as a rule (`Rewrites`) that later copies of
+the same span carry: a rename breaks one copy, not one per occurrence. A copy that carried a
+rule goes on from its place in the source while the output follows it, with the run so far as
+its match. Copied tokens are certain (q is one-hot), so a copied token x is
 kept with probability p(x): the output stays the target's, whatever is copied.
 """
 
@@ -16,12 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from specgen.decoding.drafters.base import Draft, Gate, copied
+from specgen.decoding.drafters.rewrites import SPAN_MAX, Rewrites, Rewritten
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import common_prefix
 
 _RESYNC_BELOW = 6  # a global match shorter than this yields to one near the last copy's source
 _RESYNC_WIDTH = 16  # how far from the expected source position a re-found place may be
+_REJOINED = 3  # tokens of a match that show the output rejoined its source after a change
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,16 @@ class Offer:
 
     tokens: list[int]
     branch: Branch | None = None
+    rewritten: int = 0  # learnt rewrites (`Rewrites`) the tokens carry
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """The last offer: its branch, where in the index it was made, and its tokens."""
+
+    branch: Branch
+    start: int
+    copy: Rewritten
 
 
 class Copier:
@@ -39,13 +54,19 @@ class Copier:
         self.index = SuffixIndex()
         self.shared = tuple(shared)
         self._anchor: tuple[int, int, int] | None = None  # source, position, request length then
+        self.rewrites = Rewrites()
+        self._output_start = 0  # where this request's output begins in the index
+        self._last: _Copy | None = None
+        self._broken: tuple[int, int, int] | None = None  # source, its position, output position where a copy broke
 
     def reset(self, sequence: list[int]) -> None:
         """Hold `sequence`, keeping what the index shares with it (a new request, a chat turn)."""
         keep = common_prefix(self.index.tokens, sequence)
         self.index.truncate(keep)
         self.index.extend(sequence[keep:])
-        self._anchor = None
+        self._anchor = self._last = self._broken = None
+        self.rewrites = Rewrites()
+        self._output_start = len(sequence)
 
     def sync(self, history: list[int], last: int) -> None:
         """Hold history + [last], which normally extends what the index holds: O(new tokens)."""
@@ -66,12 +87,64 @@ class Copier:
             branches = source.find(self.index, number)
             if branches and (best is None or branches[0].match > best.match):
                 best = branches[0]
+        followed, skip = self._followed()
+        if followed is not None and (best is None or followed.match > best.match):
+            best = followed
         if best is None or best.match < _RESYNC_BELOW:
             best = self._resynced(sources, best) or best
         if best is None:
+            self._last = None
             return Offer([])
+        if best is not followed:
+            self._learn(best, sources[best.source])
+            skip = 0
         self._anchor = (best.source, best.position, len(self.index))
-        return Offer(sources[best.source].continuation(best.position, k), best)
+        source = sources[best.source]
+        copy = self.rewrites.apply(source.continuation(best.position, k + skip + SPAN_MAX), best.position, k + skip)
+        if skip and copy.tokens[:skip] != self.index.tokens[len(self.index) - skip :].tolist():
+            self._last = None  # the rewrite it was inside no longer applies
+            return Offer([])
+        self._last = _Copy(best, len(self.index) - skip, copy)
+        return Offer(copy.tokens[skip:], best, sum(end > skip for _, end, _ in copy.replaced))
+
+    def _followed(self) -> tuple[Branch | None, int]:
+        """The last copy continued where the output has followed it since, through a rewrite it
+        carried (from the rewrite's start, skipping what of it was written), with the run so far
+        as its match; where the output broke off, the rewrites are scored and the break is kept
+        for `_learn`."""
+        last = self._last
+        if last is None:
+            return None, 0
+        emitted = self.index.tokens[last.start :]
+        followed = common_prefix(emitted, last.copy.tokens)
+        for start, end, old in last.copy.replaced:
+            if followed >= end or start <= followed < len(emitted):
+                self.rewrites.score(old, followed >= end)
+        if followed == len(last.copy.tokens) < len(emitted):  # it ran out, not off
+            return None, 0
+        if followed < len(emitted):
+            resume = last.copy.source_after(followed)
+            if self._broken is None and resume is not None:
+                self._broken = (last.branch.source, resume, last.start + followed)
+            return None, 0
+        if not last.copy.replaced:
+            return None, 0
+        inside = next((start for start, end, _ in last.copy.replaced if start < followed < end), followed)
+        run = last.branch.match + followed
+        branch = Branch(last.branch.source, last.copy.source_after(inside), run,
+                        anchored=last.branch.anchored and run < _RESYNC_BELOW)
+        return branch, followed - inside
+
+    def _learn(self, best: Branch, source: SuffixIndex) -> None:
+        """Where the output rejoined the source a copy broke off, learn what it wrote instead."""
+        if self._broken is None or best.match < _REJOINED:
+            return
+        number, old_start, new_start = self._broken
+        old_end, new_end = best.position - best.match, len(self.index) - best.match
+        if number == best.source and 0 < old_end - old_start <= SPAN_MAX and 0 < new_end - new_start <= SPAN_MAX:
+            self.rewrites.learn(tuple(source.tokens[old_start:old_end]),
+                                tuple(self.index.tokens[new_start:new_end]), self.index.tokens[self._output_start :])
+        self._broken = None
 
     def _resynced(self, sources, best: Branch | None) -> Branch | None:
         """A match near where the last copy's source would be by now, if it is as long as the

@@ -1,0 +1,97 @@
+"""Edits learnt from the output, applied to later copies: a rename costs one broken copy, not one
+per occurrence.
+
+An edit that renames `bal` to `balance` reprints its input with the same change at every
+occurrence. A plain copy breaks at each one, and copying only resumes once a few tokens of the
+output match the source again. When a copy broke and the output then rejoined the same source a
+few tokens further on, the source span it skipped and the tokens it wrote instead form a rule
+(old span -> new span). Later copies that pass the old span carry the new one instead. A rule
+that the output did not follow at an occurrence is scored down and stops being applied once it
+has missed as often as it hit, so a one-off fix does not spoil every later copy of its span.
+Copied tokens stay one-hot drafts, so exactness does not depend on a rule being right. Pure Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SPAN_MAX = 8  # longest old or new span a rule holds
+RULES_MAX = 256  # rules kept per request; the oldest go first
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    """A copy of source tokens from `position` on, after the rules: its tokens, and the
+    replacements made, as (start, end, old span) in `tokens`."""
+
+    tokens: list[int]
+    position: int
+    replaced: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
+
+    def source_after(self, followed: int) -> int | None:
+        """The source position after the first `followed` tokens (None: inside a replacement)."""
+        shift = 0
+        for start, end, old in self.replaced:
+            if end <= followed:
+                shift += len(old) - (end - start)
+            elif start < followed:
+                return None
+        return self.position + followed + shift
+
+
+class Rewrites:
+    """Rules old span -> new span with their record at later occurrences."""
+
+    def __init__(self) -> None:
+        self.rules: dict[tuple[int, ...], list] = {}  # old span -> [new span, hits, misses]
+        self._longest: dict[int, int] = {}  # first token of an old span -> longest such span
+
+    def learn(self, old: tuple[int, ...], new: tuple[int, ...], output: list[int]) -> None:
+        """The output wrote `new` where its source had `old`; each place where `output` (the output
+        so far) kept `old` as it was counts as a miss."""
+        if not old or not new or old == new or len(old) > SPAN_MAX or len(new) > SPAN_MAX:
+            return
+        if len(self.rules) >= RULES_MAX and old not in self.rules:
+            del self.rules[next(iter(self.rules))]
+        kept = sum(1 for i in range(len(output) - len(old) + 1)
+                   if tuple(output[i : i + len(old)]) == old and tuple(output[i : i + len(new)]) != new)
+        self.rules[old] = [new, 1, kept]
+        self._longest[old[0]] = max(self._longest.get(old[0], 0), len(old))
+
+    def score(self, old: tuple[int, ...], followed: bool) -> None:
+        """Whether the output followed the rule for `old` where a copy applied it."""
+        rule = self.rules.get(old)
+        if rule is not None:
+            rule[1 if followed else 2] += 1
+
+    def apply(self, raw: list[int], position: int, k: int) -> Rewritten:
+        """The first k tokens of `raw` (source tokens from `position` on) with the rules applied."""
+        if not self.rules:
+            return Rewritten(raw[:k], position)
+        tokens: list[int] = []
+        replaced: list[tuple[int, int, tuple[int, ...]]] = []
+        i = 0
+        while i < len(raw) and len(tokens) < k:
+            rule = self._rule_at(raw, i) if raw[i] in self._longest else None
+            if rule is None:
+                tokens.append(raw[i])
+                i += 1
+                continue
+            old, new = rule
+            replaced.append((len(tokens), len(tokens) + len(new), old))
+            tokens.extend(new)
+            i += len(old)
+        return Rewritten(tokens[:k], position, tuple(replaced))
+
+    def _rule_at(self, raw: list[int], i: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """The longest trusted rule whose old span starts raw[i:], unless the new span is already there."""
+        for n in range(min(self._longest[raw[i]], len(raw) - i), 0, -1):
+            old = tuple(raw[i : i + n])
+            rule = self.rules.get(old)
+            if rule is None or rule[1] <= rule[2]:
+                continue
+            new = rule[0]
+            if tuple(raw[i : i + len(new)]) == new:  # the source already reads the new way
+                return None
+            return old, new
+        return None

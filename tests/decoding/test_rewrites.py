@@ -1,0 +1,73 @@
+"""Edits learnt from the output: the copier learns a rename at its first occurrence and carries it
+in later copies, keeps copying from the source through it, stops applying a rule the output does
+not follow, and never trusts a change that the output already left undone elsewhere."""
+
+from __future__ import annotations
+
+from specgen.decoding.drafters.lookup import Copier
+from specgen.decoding.drafters.rewrites import Rewrites, Rewritten
+
+OLD, NEW = 500, (600, 601)  # a one-token name the output writes as two tokens
+
+
+def source_lines(count: int) -> list[list[int]]:
+    """Lines of distinct tokens, each with the name OLD after its second token."""
+    return [[100 + 10 * i, 101 + 10 * i, OLD, *range(102 + 10 * i, 108 + 10 * i)] for i in range(count)]
+
+
+def offers_while_writing(source: list[int], output: list[int]) -> list[list[int]]:
+    """The copier's offer (8 tokens) before each output token, written one token a round."""
+    copier = Copier()
+    history = [*source, 1]
+    copier.reset(history)
+    offers = []
+    for token in output:
+        offers.append(copier.offer(history[:-1], history[-1], 8).tokens)
+        history.append(token)
+    return offers
+
+
+def renamed(lines: list[list[int]], which: set[int]) -> list[int]:
+    return [t for i, line in enumerate(lines) for x in line for t in (NEW if x == OLD and i in which else (x,))]
+
+
+def test_a_rename_learnt_at_its_first_occurrence_is_carried_by_the_next_copy():
+    lines = source_lines(4)
+    output = renamed(lines, {0, 1, 2, 3})
+    offers = offers_while_writing([t for line in lines for t in line], output)
+    before_second = len(lines[0]) + 1 + 2  # line 0 (one token longer), then two tokens of line 1
+    assert offers[before_second] == [*NEW, *lines[1][3:9]]
+    # through the rewritten name the copy goes on from its place in the source
+    assert offers[before_second + 2] == lines[1][3:9] + lines[2][:2]
+
+
+def test_a_rule_the_output_does_not_follow_stops_being_applied():
+    lines = source_lines(4)
+    output = renamed(lines, {0})  # only the first occurrence is renamed
+    offers = offers_while_writing([t for line in lines for t in line], output)
+    second, third = len(lines[0]) + 1 + 2, 2 * len(lines[0]) + 1 + 2
+    assert offers[second][:2] == list(NEW)  # tried once
+    assert offers[third][0] == OLD  # then dropped
+
+
+def test_a_change_the_output_left_undone_before_is_never_trusted():
+    lines = source_lines(4)
+    output = renamed(lines, {1, 2, 3})  # the first line keeps OLD, the later ones rename it
+    offers = offers_while_writing([t for line in lines for t in line], output)
+    third = 2 * len(lines[0]) + 1 + 2
+    assert offers[third][0] == OLD
+
+
+def test_rules_apply_longest_first_and_not_where_the_source_already_reads_the_new_way():
+    rewrites = Rewrites()
+    rewrites.learn((5,), (50,), [])
+    rewrites.learn((5, 6), (56,), [])
+    rewrites.learn((7,), (7, 70), [])  # the new span begins with the old one
+    copy = rewrites.apply([1, 5, 6, 5, 2, 7, 70, 3, 7], 10, 20)
+    assert copy.tokens == [1, 56, 50, 2, 7, 70, 3, 7, 70]
+    assert copy.replaced == ((1, 2, (5, 6)), (2, 3, (5,)), (7, 9, (7,)))
+
+
+def test_the_source_position_after_a_rewritten_copy():
+    copy = Rewritten([1, 56, 50, 2, 7, 70], 10, ((1, 2, (5, 6)), (2, 3, (5,)), (4, 6, (7,))))
+    assert [copy.source_after(n) for n in range(7)] == [10, 11, 13, 14, 15, None, 16]
