@@ -71,3 +71,12 @@ def test_rules_apply_longest_first_and_not_where_the_source_already_reads_the_ne
 def test_the_source_position_after_a_rewritten_copy():
     copy = Rewritten([1, 56, 50, 2, 7, 70], 10, ((1, 2, (5, 6)), (2, 3, (5,)), (4, 6, (7,))))
     assert [copy.source_after(n) for n in range(7)] == [10, 11, 13, 14, 15, None, 16]
+
+
+def test_a_change_is_learnt_as_the_parts_that_differ():
+    rewrites = Rewrites()
+    rewrites.learn((1, 2, 3, 4, 5), (9, 3, 4, 8), [])  # '",\n  "key":' -> '"\nkey:': the key stays out
+    rewrites.learn((20,), (20, 21), [])  # an insertion takes in the token before it
+    rewrites.learn((30, 31), (32, 30, 31), [])  # or, at the start, the token after it
+    assert {old: rule[0] for old, rule in rewrites.rules.items()} == {
+        (1, 2): (9,), (5,): (8,), (20,): (20, 21), (30,): (32, 30)}

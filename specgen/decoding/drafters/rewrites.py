@@ -47,14 +47,28 @@ class Rewrites:
         self._longest: dict[int, int] = {}  # first token of an old span -> longest such span
 
     def learn(self, old: tuple[int, ...], new: tuple[int, ...], output: list[int]) -> None:
-        """The output wrote `new` where its source had `old`; each place where `output` (the output
-        so far) kept `old` as it was counts as a miss."""
-        if not old or not new or old == new or len(old) > SPAN_MAX or len(new) > SPAN_MAX:
+        """The output wrote `new` where its source had `old`: a rule for each part that differs
+        (what the two share, a key between changed quotes, say, stays out of the rules)."""
+        if len(old) > SPAN_MAX or len(new) > SPAN_MAX:
+            return
+        for i, end, j, new_end in _differences(old, new):
+            if i == end or j == new_end:  # an insertion or a deletion: take in a shared neighbour
+                if i > 0:
+                    i, j = i - 1, j - 1
+                elif end < len(old):
+                    end, new_end = end + 1, new_end + 1
+            self._learn(old[i:end], new[j:new_end], output)
+
+    def _learn(self, old: tuple[int, ...], new: tuple[int, ...], output: list[int]) -> None:
+        """A rule old -> new; each place where `output` (the output so far) kept `old` as it was
+        counts as a miss."""
+        if not old or not new:
             return
         if len(self.rules) >= RULES_MAX and old not in self.rules:
             del self.rules[next(iter(self.rules))]
-        kept = sum(1 for i in range(len(output) - len(old) + 1)
-                   if tuple(output[i : i + len(old)]) == old and tuple(output[i : i + len(new)]) != new)
+        first = old[0]
+        kept = sum(1 for i, token in enumerate(output) if token == first
+                   and tuple(output[i : i + len(old)]) == old and tuple(output[i : i + len(new)]) != new)
         self.rules[old] = [new, 1, kept]
         self._longest[old[0]] = max(self._longest.get(old[0], 0), len(old))
 
@@ -95,3 +109,26 @@ class Rewrites:
                 return None
             return old, new
         return None
+
+
+def _differences(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
+    """The parts where `old` and `new` differ, between the tokens of a longest common
+    subsequence: (start, end) in `old`, then in `new`."""
+    table = [[0] * (len(new) + 1) for _ in range(len(old) + 1)]
+    for i in range(len(old) - 1, -1, -1):
+        for j in range(len(new) - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if old[i] == new[j] else max(table[i + 1][j], table[i][j + 1])
+    parts, i, j, start = [], 0, 0, (0, 0)
+    while i < len(old) and j < len(new):
+        if old[i] == new[j]:
+            if start != (i, j):
+                parts.append((start[0], i, start[1], j))
+            i, j = i + 1, j + 1
+            start = (i, j)
+        elif table[i + 1][j] >= table[i][j + 1]:
+            i += 1
+        else:
+            j += 1
+    if start != (len(old), len(new)):
+        parts.append((start[0], len(old), start[1], len(new)))
+    return parts
