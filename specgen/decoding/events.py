@@ -29,6 +29,7 @@ class Round:
     # the round's wall time outside the models' passes (drafting logic, policy, verification,
     # bookkeeping); a round of the draft model counts all its drafting time as the model's
     python_s: float = 0.0
+    rewrites: int = 0  # learnt rewrites the drafted copy carried
 
     @property
     def text(self) -> str:
@@ -56,6 +57,7 @@ class Tally:
     rejected_rounds: int = 0
     lookup_rounds: int = 0
     model_drafted: int = 0  # tokens the draft model proposed (each cost one draft step)
+    rewrite_rounds: int = 0  # rounds whose copy carried a learnt rewrite
     draft_s: float = 0.0
     verify_s: float = 0.0
     python_s: float = 0.0
@@ -71,6 +73,7 @@ class Tally:
         self.rejected_rounds += event.accepted < drafted
         self.lookup_rounds += event.source == LOOKUP
         self.model_drafted += drafted if event.source == MODEL else 0
+        self.rewrite_rounds += event.rewrites > 0
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.python_s += event.python_s
@@ -118,6 +121,7 @@ class Summary:
     accepted_by_position: tuple[int, ...] = field(default=())
     python_s: float = 0.0  # of draft_s + verify_s + other_s: the rounds' time outside the models' passes
     model_drafted: int = 0  # of drafted: the tokens the draft model proposed (the rest were copied)
+    rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
 
     def to_dict(self) -> dict:
         return asdict(self)

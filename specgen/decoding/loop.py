@@ -121,7 +121,8 @@ def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream, draft
     target_text = text.feed(target.piece(token)) if own is not None else ""
     rejected = b"".join(target.piece(t) for t in drafted[accepted:])
     return Round(tuple(drafted), n_draft, own, accepted_text, target_text,
-                 rejected.decode("utf-8", errors="replace"), draft.source, draft_s, verify_s), ended
+                 rejected.decode("utf-8", errors="replace"), draft.source, draft_s, verify_s,
+                 rewrites=draft.rewrites), ended
 
 
 def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: int,
@@ -148,6 +149,7 @@ def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: i
         stop_reason=stop_reason,
         lookup_rounds=tally.lookup_rounds,
         model_drafted=tally.model_drafted,
+        rewrite_rounds=tally.rewrite_rounds,
         rejected_rounds=tally.rejected_rounds,
         drafted_by_position=tuple(tally.drafted_at),
         accepted_by_position=tuple(tally.accepted_at),

@@ -27,6 +27,8 @@ def summary_line(summary: Summary, placement: str = "") -> str:
             f", {summary.mode} K={summary.draft_tokens}, accepted {summary.accepted}/{summary.drafted} "
             f"({summary.acceptance_rate:.0%}), {summary.tokens_per_round:.2f} tokens/round"
         )
+        if summary.rewrite_rounds:
+            spec += f", {summary.rewrite_rounds} copies carried learnt rewrites"
     else:
         spec = ", target only"
     split = _split(summary)

@@ -80,3 +80,4 @@ def test_a_change_is_learnt_as_the_parts_that_differ():
     rewrites.learn((30, 31), (32, 30, 31), [])  # or, at the start, the token after it
     assert {old: rule[0] for old, rule in rewrites.rules.items()} == {
         (1, 2): (9,), (5,): (8,), (20,): (20, 21), (30,): (32, 30)}
+

@@ -122,8 +122,8 @@ class Rewriting(PromptLookupDrafter):
 
     def propose(self, history, last, k, params, draws, keep=None):
         offer = self.copier.offer(history, last, k)
-        self.rewritten += offer.rewritten > 0
-        return copied(offer.tokens, params)
+        self.rewritten += len(offer.rewrites) > 0
+        return copied(offer.tokens, params, len(offer.rewrites))
 
 
 def likely_rewrite(setting) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -142,8 +142,9 @@ def test_greedy_copies_carrying_a_wrong_rewrite_still_give_the_target_alone(targ
     memory = LookupMemory(10_000)
     memory.add([*prompt, *plain])
     drafter = Rewriting((memory.index,), (plain[10],), ((plain[10] + 1) % target_model.n_vocab, plain[10]))
-    assert tokens_of(target_model, drafter, prompt, config) == plain
-    assert drafter.rewritten > 0
+    events = list(generate(target_model, drafter, prompt, config))
+    assert [t for e in events[:-1] for t in e.tokens] == plain
+    assert drafter.rewritten > 0 and events[-1].rewrite_rounds == drafter.rewritten  # the summary counts them
 
 
 def test_copies_carrying_a_rewrite_sample_the_target_distribution(target_model, setting):

@@ -85,7 +85,7 @@ class AdaptiveDrafter:
             self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(match_key(offer.branch) if offer.branch else None,
                                                                      last, tokens)]
         if choice.source == LOOKUP:
-            return copied(offer.tokens[: choice.k], params)
+            return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites))
         if choice.source == MODEL:
             return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
         return NO_DRAFT

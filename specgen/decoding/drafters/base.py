@@ -34,12 +34,13 @@ class Draft:
     lag: int = 0
     dropped: tuple[float, int] | None = None
     source: str = ""  # MODEL or LOOKUP
+    rewrites: int = 0  # learnt rewrites the copied tokens carry
 
 
 NO_DRAFT = Draft([])
 
 
-def copied(tokens: list[int], params: SamplingParams) -> Draft:
-    return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=LOOKUP)
+def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0) -> Draft:
+    return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=LOOKUP, rewrites=rewrites)
 
 

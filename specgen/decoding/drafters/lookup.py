@@ -35,7 +35,7 @@ class Offer:
 
     tokens: list[int]
     branch: Branch | None = None
-    rewritten: int = 0  # learnt rewrites (`Rewrites`) the tokens carry
+    rewrites: tuple[int, ...] = ()  # where in `tokens` a learnt rewrite (`Rewrites`) begins
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class Copier:
             self._last = None  # the rewrite it was inside no longer applies
             return Offer([])
         self._last = _Copy(best, len(self.index) - skip, copy)
-        return Offer(copy.tokens[skip:], best, sum(end > skip for _, end, _ in copy.replaced))
+        return Offer(copy.tokens[skip:], best, tuple(max(start - skip, 0) for start, end, _ in copy.replaced if end > skip))
 
     def _followed(self) -> tuple[Branch | None, int]:
         """The last copy continued where the output has followed it since, through a rewrite it
@@ -186,7 +186,8 @@ class PromptLookupDrafter:
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
                 draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
         """Copied tokens are certain (q is one-hot), so `keep` has nothing to weigh."""
-        return copied(self.copier.offer(history, last, k).tokens, params)
+        offer = self.copier.offer(history, last, k)
+        return copied(offer.tokens, params, len(offer.rewrites))
 
     def lookup(self, tokens: list[int], k: int) -> list[int]:
         """The k tokens copying proposes after `tokens`."""
