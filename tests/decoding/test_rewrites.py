@@ -5,7 +5,7 @@ not follow, and never trusts a change that the output already left undone elsewh
 from __future__ import annotations
 
 from specgen.decoding.drafters.lookup import Copier
-from specgen.decoding.drafters.rewrites import Rewrites, Rewritten
+from specgen.decoding.drafters.rewrites import RULES_MAX, Rewrites, Rewritten
 
 OLD, NEW = 500, (600, 601)  # a one-token name the output writes as two tokens
 
@@ -78,6 +78,15 @@ def test_a_change_is_learnt_as_the_parts_that_differ():
     rewrites.learn((1, 2, 3, 4, 5), (9, 3, 4, 8), [])  # '",\n  "key":' -> '"\nkey:': the key stays out
     rewrites.learn((20,), (20, 21), [])  # an insertion takes in the token before it
     rewrites.learn((30, 31), (32, 30, 31), [])  # or, at the start, the token after it
-    assert {old: rule[0] for old, rule in rewrites.rules.items()} == {
+    assert {old: rule.new for old, rule in rewrites.rules.items()} == {
         (1, 2): (9,), (5,): (8,), (20,): (20, 21), (30,): (32, 30)}
 
+
+
+def test_the_rules_are_bounded_and_the_oldest_go_first():
+    rewrites = Rewrites()
+    for token in range(RULES_MAX + 10):
+        rewrites.learn((token,), (token + 10_000,), [])
+    assert len(rewrites.rules) == RULES_MAX
+    assert (0,) not in rewrites.rules and (RULES_MAX + 9,) in rewrites.rules
+    assert rewrites.apply([0, RULES_MAX + 9], 0, 2).tokens == [0, RULES_MAX + 10_009]

@@ -7,8 +7,9 @@ output match the source again. When a copy broke and the output then rejoined th
 few tokens further on, the source span it skipped and the tokens it wrote instead form a rule
 (old span -> new span). Later copies that pass the old span carry the new one instead. A rule
 that the output did not follow at an occurrence is scored down and stops being applied once it
-has missed as often as it hit, so a one-off fix does not spoil every later copy of its span.
-Copied tokens stay one-hot drafts, so exactness does not depend on a rule being right. Pure Python.
+has missed as often as it hit, so a one-off fix does not spoil every later copy of its span; a
+change the output had already left undone elsewhere starts with those misses. Copied tokens
+stay one-hot drafts, so exactness does not depend on a rule being right. Pure Python.
 """
 
 from __future__ import annotations
@@ -39,11 +40,24 @@ class Rewritten:
         return self.position + followed + shift
 
 
+@dataclass
+class Rule:
+    """What replaces an old span, and how often the output followed it (the learning counts) or not."""
+
+    new: tuple[int, ...]
+    hits: int = 1
+    misses: int = 0
+
+    @property
+    def trusted(self) -> bool:
+        return self.hits > self.misses
+
+
 class Rewrites:
     """Rules old span -> new span with their record at later occurrences."""
 
     def __init__(self) -> None:
-        self.rules: dict[tuple[int, ...], list] = {}  # old span -> [new span, hits, misses]
+        self.rules: dict[tuple[int, ...], Rule] = {}
         self._longest: dict[int, int] = {}  # first token of an old span -> longest such span
 
     def learn(self, old: tuple[int, ...], new: tuple[int, ...], output: list[int]) -> None:
@@ -69,14 +83,16 @@ class Rewrites:
         first = old[0]
         kept = sum(1 for i, token in enumerate(output) if token == first
                    and tuple(output[i : i + len(old)]) == old and tuple(output[i : i + len(new)]) != new)
-        self.rules[old] = [new, 1, kept]
+        self.rules[old] = Rule(new, misses=kept)
         self._longest[old[0]] = max(self._longest.get(old[0], 0), len(old))
 
     def score(self, old: tuple[int, ...], followed: bool) -> None:
         """Whether the output followed the rule for `old` where a copy applied it."""
         rule = self.rules.get(old)
-        if rule is not None:
-            rule[1 if followed else 2] += 1
+        if rule is not None and followed:
+            rule.hits += 1
+        elif rule is not None:
+            rule.misses += 1
 
     def apply(self, raw: list[int], position: int, k: int) -> Rewritten:
         """The first k tokens of `raw` (source tokens from `position` on) with the rules applied."""
@@ -102,12 +118,11 @@ class Rewrites:
         for n in range(min(self._longest[raw[i]], len(raw) - i), 0, -1):
             old = tuple(raw[i : i + n])
             rule = self.rules.get(old)
-            if rule is None or rule[1] <= rule[2]:
+            if rule is None or not rule.trusted:
                 continue
-            new = rule[0]
-            if tuple(raw[i : i + len(new)]) == new:  # the source already reads the new way
+            if tuple(raw[i : i + len(rule.new)]) == rule.new:  # the source already reads the new way
                 return None
-            return old, new
+            return old, rule.new
         return None
 
 
