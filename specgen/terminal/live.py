@@ -86,7 +86,8 @@ def drafting(event: Round | None) -> str:
     """What the last round did: which drafter proposed how many tokens, or plain decoding."""
     if event is None or not event.drafted:
         return "plain"
-    return f"{'lookup' if event.source == LOOKUP else 'draft'} K {len(event.drafted)}"
+    what = f"{'lookup' if event.source == LOOKUP else 'draft'} K {len(event.drafted)}"
+    return what + (" with a learnt rewrite" if event.rewrites else "")
 
 
 def status(k: str, accepted: int, drafted: int, tok_s: float, rounds: int, tokens: int) -> str:
@@ -108,6 +109,8 @@ def final_status(reply: Reply) -> str:
     if k and s.mode.endswith("(auto)"):
         k = f"K auto ≤{s.draft_tokens}, mean {s.drafted / max(s.rounds, 1):.1f}"
     line = status(k, s.accepted, s.drafted, s.tokens_per_second, s.rounds, s.tokens)
+    if s.rewrite_rounds:
+        line += f" · {s.rewrite_rounds} copies carried learnt rewrites"
     if reply.first_token_s is not None:
         line += f" · first token {reply.first_token_s:.2f}s"
     line += f" · prefilled {s.prefilled_tokens}"

@@ -1,4 +1,4 @@
-"""The one-line summary `run` prints on stderr."""
+"""The lines that tell what the drafter did: `run`'s summary on stderr, chat's status lines."""
 
 from __future__ import annotations
 
@@ -14,3 +14,15 @@ SUMMARY = Summary("prompt-lookup", 8, 10, 10, 40, 12, 30, 28, 0.93, 3.3, 30.0, 0
 def test_the_summary_line_tells_when_copies_carried_learnt_rewrites():
     assert "rewrites" not in summary_line(SUMMARY)
     assert ", 5 copies carried learnt rewrites;" in summary_line(replace(SUMMARY, rewrite_rounds=5))
+
+
+def test_chat_status_lines_tell_when_copies_carried_learnt_rewrites():
+    from specgen.decoding.drafters.base import LOOKUP
+    from specgen.decoding.events import Round
+    from specgen.terminal.live import Reply, drafting, final_status
+
+    copied = Round((5, 6, 7), 3, 8, "abc", "d", "", LOOKUP)
+    assert drafting(copied) == "lookup K 3"
+    assert drafting(replace(copied, rewrites=1)) == "lookup K 3 with a learnt rewrite"
+    assert "rewrites" not in final_status(Reply("x", (1,), SUMMARY, 0.1))
+    assert "· 5 copies carried learnt rewrites ·" in final_status(Reply("x", (1,), replace(SUMMARY, rewrite_rounds=5), 0.1))
