@@ -4,6 +4,9 @@ not follow, and never trusts a change that the output already left undone elsewh
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from specgen.decoding.drafters.lookup import Copier
 from specgen.decoding.drafters.rewrites import RULES_MAX, Rewrites, Rewritten
 
@@ -90,3 +93,24 @@ def test_the_rules_are_bounded_and_the_oldest_go_first():
     assert len(rewrites.rules) == RULES_MAX
     assert (0,) not in rewrites.rules and (RULES_MAX + 9,) in rewrites.rules
     assert rewrites.apply([0, RULES_MAX + 9], 0, 2).tokens == [0, RULES_MAX + 10_009]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=2, max_size=60), st.integers(0, 5),
+       st.lists(st.integers(6, 7), min_size=1, max_size=3), st.lists(st.integers(0, 7), max_size=20),
+       st.lists(st.integers(1, 6), min_size=1, max_size=40), st.integers(1, 12))
+def test_copying_with_rewrites_never_fails_on_any_text(source, old, new, tail, steps, k):
+    """An output that reprints its source with one token renamed (6 and 7 are new tokens), then
+    goes on its own way, written a few tokens a round: no offer raises, every offer holds at most
+    k tokens, and its rewrites point inside it."""
+    output = [t for x in source for t in (new if x == old else [x])] + tail
+    copier = Copier()
+    history = [*source, 1]
+    copier.reset(history)
+    written, step = 0, 0
+    while written < len(output):
+        offer = copier.offer(history[:-1], history[-1], k)
+        assert len(offer.tokens) <= k and all(0 <= start < len(offer.tokens) for start in offer.rewrites)
+        take = steps[step % len(steps)]
+        history += output[written : written + take]
+        written, step = written + take, step + 1
