@@ -37,6 +37,8 @@ CURVES = {
     # the same VM in a spell where one token costs 9% less and batches the same (measured later that day)
     "xeon-vm-fast": {1: .0605, 2: .0963, 3: .1195, 4: .1092, 6: .1634, 8: .1968, 12: .2411, 16: .2366,
                      24: .3669, 32: .406, 64: .7657},
+    # simulated, not measured: a GPU's nearly flat verify (12 ms for one token, 30 ms for 64)
+    "gpu-sim": {1: .012, 2: .0122, 4: .0125, 8: .013, 16: .015, 32: .02, 64: .03},
     # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)
     "epyc": {1: .030, 2: .051, 3: .069, 4: .084, 6: .123, 8: .200, 12: .243, 16: .228, 24: .348, 32: .414,
              48: .549, 64: .750},
