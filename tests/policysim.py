@@ -18,7 +18,8 @@ import numpy as np
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
 from specgen.decoding.drafters.suffix import Branch
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, expected_tokens
+from specgen.decoding.copy_rates import CopyJudgement
+from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, expected_tokens, match_key
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,10 @@ def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8,
         if r == hiccup_at:
             seconds *= 10
         emitted = accepted + 1
-        outcome = Outcome(choice, drafted, accepted, tuple(confidences), lag,
-                          min(world.offer, emitted), min(match, emitted), dropped, seconds)
+        hits = min(match, emitted)  # the offer, judged in hindsight against the emitted tokens
+        judged = CopyJudgement(match_key(COPY_MATCH), *offer, 0, min(world.offer, emitted, hits + 1), hits)
+        outcome = Outcome(choice, drafted, accepted, tuple(confidences), lag, dropped, seconds,
+                          (judged,) if world.offer else ())
         if not oracle:
             policy.observe(outcome)
         lag = 0 if choice.source == MODEL else lag + emitted

@@ -54,20 +54,17 @@ class Choice:
 @dataclass(frozen=True)
 class Outcome:
     """What one round showed. `copies`: the copy offers this round's emitted tokens judged (made
-    in this round or earlier ones); where None, `lookup_hits` says how many of this round's offer
-    (`lookup_judged` long at most) matched the emitted tokens. `dropped`: the confidence of a
-    draft token the gate refused and, where known, whether the target then emitted it."""
+    in this round or earlier ones). `dropped`: the confidence of a draft token the gate refused
+    and, where known, whether the target then emitted it."""
 
     choice: Choice
     drafted: int
     accepted: int
     confidences: tuple[float, ...] = ()
     lag: int = 0
-    lookup_judged: int = 0
-    lookup_hits: int = 0
     dropped: tuple[float, bool] | None = None
     seconds: float | None = None  # wall time of drafting and verifying; None when untimed
-    copies: tuple[CopyJudgement, ...] | None = None  # None: lookup_judged/lookup_hits judge this round's offer
+    copies: tuple[CopyJudgement, ...] = ()
 
 
 @dataclass
@@ -248,12 +245,8 @@ class Policy:
                 judged.append(outcome.dropped)
             for confidence, kept in judged:
                 self._calibrate(confidence, kept)
-        if outcome.copies is not None:
-            for judgement in outcome.copies:
-                self.copies.learn(judgement)
-        elif outcome.lookup_judged:
-            judged = min(outcome.lookup_judged, outcome.lookup_hits + 1)
-            self.copies.learn(CopyJudgement(self._match, *self._offer, 0, judged, outcome.lookup_hits))
+        for judgement in outcome.copies:
+            self.copies.learn(judgement)
         self._match, self._offer = None, (-1, ())
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
         if self.timed and outcome.seconds is not None:

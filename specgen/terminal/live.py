@@ -23,6 +23,7 @@ from rich.text import Text
 
 from specgen.decoding.drafters.base import LOOKUP
 from specgen.decoding.events import Round, Summary, Tally, consume
+from specgen.terminal.run_view import rewrites_note
 
 ACCEPTED = "green"
 TARGET = "cyan"
@@ -110,7 +111,7 @@ def final_status(reply: Reply) -> str:
         k = f"K auto ≤{s.draft_tokens}, mean {s.drafted / max(s.rounds, 1):.1f}"
     line = status(k, s.accepted, s.drafted, s.tokens_per_second, s.rounds, s.tokens)
     if s.rewrite_rounds:
-        line += f" · {s.rewrite_rounds} copies carried learnt rewrites"
+        line += f" · {rewrites_note(s)}"
     if reply.first_token_s is not None:
         line += f" · first token {reply.first_token_s:.2f}s"
     line += f" · prefilled {s.prefilled_tokens}"

@@ -28,7 +28,7 @@ def summary_line(summary: Summary, placement: str = "") -> str:
             f"({summary.acceptance_rate:.0%}), {summary.tokens_per_round:.2f} tokens/round"
         )
         if summary.rewrite_rounds:
-            spec += f", {summary.rewrite_rounds} copies carried learnt rewrites"
+            spec += f", {rewrites_note(summary)}"
     else:
         spec = ", target only"
     split = _split(summary)
@@ -37,6 +37,11 @@ def summary_line(summary: Summary, placement: str = "") -> str:
         f"prefill {summary.prefill_s:.2f}s ({summary.prefilled_tokens} tokens), {split}; "
         f"stop: {summary.stop_reason}{'; ' + placement if placement else ''}"
     )
+
+
+def rewrites_note(summary: Summary) -> str:
+    """How many copies carried a learnt rewrite (chat's status line says it the same way)."""
+    return f"{summary.rewrite_rounds} copies carried learnt rewrites"
 
 
 def _split(summary: Summary) -> str:

@@ -12,7 +12,8 @@ from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
+from specgen.decoding.copy_rates import CopyJudgement
+from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens, match_key
 from specgen.llama.calibrate import cached_costs, calibrate
 
 FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.6}, {1: 0.15, 16: 0.5})
@@ -63,8 +64,10 @@ def test_lookup_is_judged_in_hindsight_and_taken_when_it_pays():
     policy = Policy(StepCosts({1: 1.0, 2: 1.7, 4: 2.4, 8: 4.3, 16: 5.4}, {}), 8)  # a 2-core CPU
     match = Branch(0, 50, 8)
     for r in range(30):  # plain rounds; lookup's offer matched the emitted token every time
-        policy.choose(8, 16, 0, match, (1, tuple(range(100 * r, 100 * r + 16))))
-        policy.observe(Outcome(Choice(PLAIN), 0, 0, lookup_judged=1, lookup_hits=1, seconds=1.0))
+        offer = (1, tuple(range(100 * r, 100 * r + 16)))
+        policy.choose(8, 16, 0, match, offer)
+        hit = CopyJudgement(match_key(match), *offer, 0, 1, 1)
+        policy.observe(Outcome(Choice(PLAIN), 0, 0, seconds=1.0, copies=(hit,)))
     assert policy.copies.rates((False, 8), (5000,))[0] > 0.9
     choice = policy.choose(8, 16, 0, match, (1, tuple(range(5000, 5016))))
     assert choice.source == LOOKUP and choice.k >= 8  # long copies pay even where verify is steep

@@ -15,7 +15,8 @@ from specgen.decoding.drafters.lookup import Copier
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import MAX_MATCH, LookupMemory, SuffixIndex
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
+from specgen.decoding.copy_rates import CopyJudgement
+from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, match_key
 from specgen.decoding.sampling import SamplingParams
 from specgen.llama.calibrate import DEFAULT, SIZES, cached_costs, calibrate, drafter_for
 
@@ -163,9 +164,11 @@ def test_a_long_match_drafts_long_where_its_bin_keeps_copies_and_a_weak_one_noth
 
     for n in range(40):
         policy.choose(8, LOOKUP_MAX, 0, long, offer(2 * n))
-        policy.observe(Outcome(Choice(PLAIN), 0, 0, lookup_judged=64, lookup_hits=64))
+        kept = CopyJudgement(match_key(long), *offer(2 * n), 0, 64, 64)
+        policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(kept,)))
         policy.choose(8, LOOKUP_MAX, 0, weak, offer(2 * n + 1))
-        policy.observe(Outcome(Choice(PLAIN), 0, 0, lookup_judged=1, lookup_hits=0))
+        missed = CopyJudgement(match_key(weak), *offer(2 * n + 1), 0, 1, 0)
+        policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(missed,)))
     choice = policy.choose(LOOKUP_MAX, LOOKUP_MAX, 0, long, offer(99))
     cheapest = min(costs.verify, key=lambda n: costs.verify[n] / n)  # per token, dips included
     assert choice == Choice(LOOKUP, cheapest - 1)

@@ -99,7 +99,8 @@ class AdaptiveDrafter:
             dropped = (draft.dropped[0], emitted[len(draft.tokens)] == draft.dropped[1])
         self.policy.observe(Outcome(
             choice, len(draft.tokens), len(emitted) - 1, tuple(draft.confidences),
-            draft.lag, 0, 0, dropped, seconds, copies))
+            draft.lag, dropped, seconds, copies))
+
     def rollback(self, history: list[int]) -> None:
         """The copy index holds accepted tokens only; the draft model forgets its drafted ones."""
         if self.model is not None:
