@@ -24,6 +24,7 @@ import numpy as np
 
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.adaptive import AdaptiveDrafter
+from specgen.decoding.drafters.template import Vocabulary
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
@@ -96,11 +97,15 @@ def compact(prompt: list[int], output: list[int]) -> tuple[list[int], list[int]]
     return renumber[: len(prompt)], renumber[len(prompt):]
 
 
-def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: dict[int, float]) -> Replay:
-    prompt, output = compact(prompt, output)
+def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: dict[int, float],
+           vocabulary: Vocabulary | None = None) -> Replay:
+    """`vocabulary`: the recorded tokens' own, for offers by the output's record pattern (the
+    ids stay as recorded); without one, patterns are not in play."""
+    if vocabulary is None:
+        prompt, output = compact(prompt, output)
     costs = StepCosts(curve, {})
     target = RecordedTarget(prompt, output, costs)
-    drafter = AdaptiveDrafter(None, Policy(costs, 8, timed=False))
+    drafter = AdaptiveDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary)
     config = GenerationConfig(max_tokens=len(output), draft_tokens=8, adaptive=True)
     rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]
     emitted = [t for r in rounds for t in r.tokens]
@@ -108,9 +113,18 @@ def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: di
     return Replay(name, kind, len(output), len(rounds), plain / target.seconds, emitted[: len(output)])
 
 
-def replay_all(curve: dict[int, float], outputs: Path = OUTPUTS) -> list[Replay]:
+def replay_all(curve: dict[int, float], outputs: Path = OUTPUTS, vocabulary: Vocabulary | None = None) -> list[Replay]:
     recorded = json.loads(outputs.read_text())["outputs"]
-    return [replay(name, r["kind"], r["prompt"], r["output"], curve) for name, r in recorded.items()]
+    return [replay(name, r["kind"], r["prompt"], r["output"], curve, vocabulary) for name, r in recorded.items()]
+
+
+def qwen_vocabulary(path: Path) -> Vocabulary:
+    """The vocabulary of a GGUF file of the family the outputs were recorded with (the 0.5B
+    draft loads in a second)."""
+    from specgen.llama.model import Model
+
+    model = Model(path)
+    return Vocabulary(model.piece, lambda text: model.tokenize(text, False, False))
 
 
 def geometric_mean(values: list[float]) -> float:
@@ -118,9 +132,16 @@ def geometric_mean(values: list[float]) -> float:
 
 
 def main() -> None:
-    for outputs in [Path(name) for name in sys.argv[1:]] or [OUTPUTS]:
+    """Arguments: recorded-output files; `--vocab FILE.gguf` puts record patterns in play."""
+    args = sys.argv[1:]
+    vocabulary = None
+    if "--vocab" in args:
+        at = args.index("--vocab")
+        vocabulary = qwen_vocabulary(Path(args[at + 1]))
+        del args[at : at + 2]
+    for outputs in [Path(name) for name in args] or [OUTPUTS]:
         for curve, table in CURVES.items():
-            print_replays(curve, replay_all(table, outputs))
+            print_replays(curve, replay_all(table, outputs, vocabulary))
 
 
 def print_replays(curve: str, results: list[Replay]) -> None:

@@ -122,7 +122,7 @@ def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream, draft
     rejected = b"".join(target.piece(t) for t in drafted[accepted:])
     return Round(tuple(drafted), n_draft, own, accepted_text, target_text,
                  rejected.decode("utf-8", errors="replace"), draft.source, draft_s, verify_s,
-                 rewrites=draft.rewrites), ended
+                 rewrites=draft.rewrites, patterned=draft.patterned), ended
 
 
 def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: int,
@@ -150,6 +150,7 @@ def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: i
         lookup_rounds=tally.lookup_rounds,
         model_drafted=tally.model_drafted,
         rewrite_rounds=tally.rewrite_rounds,
+        pattern_rounds=tally.pattern_rounds,
         rejected_rounds=tally.rejected_rounds,
         drafted_by_position=tuple(tally.drafted_at),
         accepted_by_position=tuple(tally.accepted_at),

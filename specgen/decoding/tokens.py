@@ -26,3 +26,8 @@ class Utf8Stream:
 
     def feed(self, data: bytes) -> str:
         return self._decoder.decode(data)
+
+    @property
+    def pending(self) -> bool:
+        """Whether a multi-byte character is half fed."""
+        return bool(self._decoder.getstate()[0])

@@ -23,6 +23,7 @@ from specgen.decoding.drafters.adaptive import AdaptiveDrafter
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import SuffixIndex
+from specgen.decoding.drafters.template import Vocabulary
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import Policy
 from specgen.storage import cache_dir, write_atomically
@@ -143,7 +144,8 @@ def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixI
     """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or
     with `config.adaptive` the auto policy over it, starting from this machine's step costs and
     copying also from `shared` (a conversation's index, a `LookupMemory`'s) and from prompt
-    lookup's own shared sources.
+    lookup's own shared sources, and offering what the output's record pattern predicts in the
+    target's vocabulary.
 
     A seeded run decides from cached costs alone (or a fixed profile), not from live timings,
     so that the same seed gives the same draft lengths and so the same text. `costs`: the step
@@ -156,4 +158,5 @@ def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixI
         shared = (*shared, *drafter.shared)
     seeded = config.sampling.seed is not None
     costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
-    return AdaptiveDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared)
+    vocabulary = Vocabulary(target.piece, lambda text: target.tokenize(text, False, False))
+    return AdaptiveDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary)

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from specgen.decoding.drafters.base import LOOKUP
 from specgen.decoding.events import Round, Summary, Tally, consume
-from specgen.terminal.run_view import rewrites_note
+from specgen.terminal.run_view import copy_notes
 
 ACCEPTED = "green"
 TARGET = "cyan"
@@ -88,7 +88,8 @@ def drafting(event: Round | None) -> str:
     if event is None or not event.drafted:
         return "plain"
     what = f"{'lookup' if event.source == LOOKUP else 'draft'} K {len(event.drafted)}"
-    return what + (" with a learnt rewrite" if event.rewrites else "")
+    what += " with a learnt rewrite" if event.rewrites else ""
+    return what + (" by the record pattern" if event.patterned else "")
 
 
 def status(k: str, accepted: int, drafted: int, tok_s: float, rounds: int, tokens: int) -> str:
@@ -110,8 +111,7 @@ def final_status(reply: Reply) -> str:
     if k and s.mode.endswith("(auto)"):
         k = f"K auto ≤{s.draft_tokens}, mean {s.drafted / max(s.rounds, 1):.1f}"
     line = status(k, s.accepted, s.drafted, s.tokens_per_second, s.rounds, s.tokens)
-    if s.rewrite_rounds:
-        line += f" · {rewrites_note(s)}"
+    line += "".join(f" · {note}" for note in copy_notes(s))
     if reply.first_token_s is not None:
         line += f" · first token {reply.first_token_s:.2f}s"
     line += f" · prefilled {s.prefilled_tokens}"

@@ -27,8 +27,7 @@ def summary_line(summary: Summary, placement: str = "") -> str:
             f", {summary.mode} K={summary.draft_tokens}, accepted {summary.accepted}/{summary.drafted} "
             f"({summary.acceptance_rate:.0%}), {summary.tokens_per_round:.2f} tokens/round"
         )
-        if summary.rewrite_rounds:
-            spec += f", {rewrites_note(summary)}"
+        spec += "".join(f", {note}" for note in copy_notes(summary))
     else:
         spec = ", target only"
     split = _split(summary)
@@ -39,9 +38,13 @@ def summary_line(summary: Summary, placement: str = "") -> str:
     )
 
 
-def rewrites_note(summary: Summary) -> str:
-    """How many copies carried a learnt rewrite (chat's status line says it the same way)."""
-    return f"{summary.rewrite_rounds} copies carried learnt rewrites"
+def copy_notes(summary: Summary) -> list[str]:
+    """How many copies carried a learnt rewrite or followed the output's record pattern (chat's
+    status line says it the same way)."""
+    notes = [f"{summary.rewrite_rounds} copies carried learnt rewrites"] if summary.rewrite_rounds else []
+    if summary.pattern_rounds:
+        notes.append(f"{summary.pattern_rounds} copies followed the output's record pattern")
+    return notes
 
 
 def _split(summary: Summary) -> str:

@@ -26,3 +26,21 @@ def test_chat_status_lines_tell_when_copies_carried_learnt_rewrites():
     assert drafting(replace(copied, rewrites=1)) == "lookup K 3 with a learnt rewrite"
     assert "rewrites" not in final_status(Reply("x", (1,), SUMMARY, 0.1))
     assert "· 5 copies carried learnt rewrites ·" in final_status(Reply("x", (1,), replace(SUMMARY, rewrite_rounds=5), 0.1))
+
+
+def test_the_summary_line_tells_when_copies_followed_the_record_pattern():
+    assert "pattern" not in summary_line(SUMMARY)
+    line = summary_line(replace(SUMMARY, rewrite_rounds=2, pattern_rounds=7))
+    assert ", 2 copies carried learnt rewrites, 7 copies followed the output's record pattern;" in line
+
+
+def test_chat_status_lines_tell_when_copies_followed_the_record_pattern():
+    from specgen.decoding.drafters.base import LOOKUP
+    from specgen.decoding.events import Round
+    from specgen.terminal.live import Reply, drafting, final_status
+
+    copied = Round((5, 6, 7), 3, 8, "abc", "d", "", LOOKUP, patterned=True)
+    assert drafting(copied) == "lookup K 3 by the record pattern"
+    assert "pattern" not in final_status(Reply("x", (1,), SUMMARY, 0.1))
+    status = final_status(Reply("x", (1,), replace(SUMMARY, pattern_rounds=4), 0.1))
+    assert "· 4 copies followed the output's record pattern ·" in status

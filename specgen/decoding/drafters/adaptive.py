@@ -3,7 +3,9 @@ model at some K, or a copy from the text so far, and learns from what the round 
 
 The copy source is fed incrementally: its index grows by the accepted tokens each round (and
 would truncate if the history were rewound), so a round's copy lookup costs the same at any
-length of history.
+length of history. Given the target's `Vocabulary`, a `Patterned` source also offers each round
+what the output's record pattern predicts (`template`); the offer the output has followed
+longer is the one priced.
 """
 
 from __future__ import annotations
@@ -21,12 +23,15 @@ from specgen.decoding.drafters.base import (
 )
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
-from specgen.decoding.drafters.suffix import SuffixIndex
+from specgen.decoding.drafters.suffix import Branch, SuffixIndex
+from specgen.decoding.drafters.template import Template, Vocabulary
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, match_key
 from specgen.decoding.sampling import SamplingParams
+from specgen.decoding.tokens import Utf8Stream, common_prefix
 
 _OPEN_MAX = 8  # copy offers judged at once
+_PATTERN_CHARS = 256  # characters of text a pattern offer predicts
 
 
 class OpenOffer:
@@ -51,14 +56,60 @@ class OpenOffer:
         return CopyJudgement(self.match, self.last, tokens, start, self.judged, kept)
 
 
+class Patterned:
+    """This request's `Template` over the prompt's text, fed the output's text as it is
+    accepted, and how many tokens the output has followed its offers for in a row (the match
+    its offers are priced by, like a copy's)."""
+
+    def __init__(self, vocabulary: Vocabulary, prefix: list[int]):
+        self.vocabulary, self.start = vocabulary, len(prefix)
+        self.template = Template(self._text(prefix))
+        self.stream, self.read = Utf8Stream(), self.start
+        self.run = 0
+        self._last: tuple[int, list[int]] = (0, [])  # where the last offer was made, its tokens
+
+    def _text(self, tokens) -> str:
+        return b"".join(self.vocabulary.piece(t) for t in tokens).decode("utf-8", errors="replace")
+
+    def offer(self, tokens: list[int], k: int) -> Offer:
+        """What the pattern predicts after `tokens` (the prompt, then the accepted output)."""
+        if len(tokens) < self.read:
+            return Offer([])
+        self._score(tokens)
+        self.template.extend(self.stream.feed(b"".join(self.vocabulary.piece(t) for t in tokens[self.read :])))
+        self.read = len(tokens)
+        text = self.template.predict(_PATTERN_CHARS) if not self.stream.pending else ""
+        predicted = self.vocabulary.tokenize(text)[:k] if text else []
+        self._last = (len(tokens), predicted)
+        if not predicted:
+            return Offer([])
+        return Offer(predicted, Branch(-1, -1, max(self.run, 1)))
+
+    def _score(self, tokens: list[int]) -> None:
+        """The run grows by what the output followed of the last offer, and ends where it did not."""
+        at, predicted = self._last
+        emitted = tokens[at:]
+        followed = common_prefix(emitted, predicted)
+        if not predicted:
+            self.run = 0
+        elif followed < min(len(emitted), len(predicted)):
+            self.run = 0
+        else:
+            self.run += len(emitted)
+
+
 class AdaptiveDrafter:
     """`--draft-tokens auto`: each round a `Policy` picks plain decoding, the draft model at some
     K, or prompt lookup; `observe` feeds it what the round showed and how long it took."""
 
-    def __init__(self, model: ModelDrafter | None, policy: Policy, shared: tuple[SuffixIndex, ...] = ()):
-        """`shared`: copy sources searched after this request (a conversation, a `LookupMemory`'s index)."""
+    def __init__(self, model: ModelDrafter | None, policy: Policy, shared: tuple[SuffixIndex, ...] = (),
+                 vocabulary: Vocabulary | None = None):
+        """`shared`: copy sources searched after this request (a conversation, a `LookupMemory`'s
+        index); `vocabulary`: the target's, for offers by the output's record pattern."""
         self.model, self.policy = model, policy
         self.copier = Copier(shared)
+        self.vocabulary = vocabulary
+        self.patterned: Patterned | None = None
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
         self._pending: tuple[Choice, tuple[int, ...]] = (Choice(PLAIN), ())  # this round's choice and copy offer
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
@@ -71,12 +122,16 @@ class AdaptiveDrafter:
         """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
         self.copier.reset(prefix)
         self._open = []
+        self.patterned = Patterned(self.vocabulary, prefix) if self.vocabulary is not None else None
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
                 draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
         offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
+        pattern = self.patterned.offer([*history, last], LOOKUP_MAX) if self.patterned is not None else Offer([])
+        if pattern.tokens and (offer.branch is None or pattern.branch.match >= offer.branch.match):
+            offer = pattern
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
         choice = self.policy.choose(k, len(tokens), lag, offer.branch, (last, tokens))
@@ -85,7 +140,8 @@ class AdaptiveDrafter:
             self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(match_key(offer.branch) if offer.branch else None,
                                                                      last, tokens)]
         if choice.source == LOOKUP:
-            return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites))
+            return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
+                          patterned=offer is pattern)
         if choice.source == MODEL:
             return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
         return NO_DRAFT

@@ -35,12 +35,14 @@ class Draft:
     dropped: tuple[float, int] | None = None
     source: str = ""  # MODEL or LOOKUP
     rewrites: int = 0  # learnt rewrites the copied tokens carry
+    patterned: bool = False  # the copy follows the output's record pattern (`template`)
 
 
 NO_DRAFT = Draft([])
 
 
-def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0) -> Draft:
-    return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=LOOKUP, rewrites=rewrites)
+def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, patterned: bool = False) -> Draft:
+    return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=LOOKUP, rewrites=rewrites,
+                 patterned=patterned)
 
 

@@ -1,0 +1,227 @@
+"""Drafting a reformat's next record from how the output rewrote the records before it.
+
+In a reformat (CSV to JSON, `print` calls to a table, a list of objects to YAML) every record of
+the source is rewritten the same way: its values are copied, and the punctuation around them is
+the output's own pattern. Copying tokens breaks two or three times a line there, because each
+value sits between new punctuation, and because a value's tokens differ on the two sides (`,Desk`
+in the CSV, ` "Desk` in the JSON). So this works on text.
+
+The output is read word by word. A word found in the source at or after where the last copied
+value ended (the nearest occurrence, at word boundaries both sides) starts a *value*, which runs
+as far as source and output agree and ends on a word character. Between two values the output
+wrote a *literal* and the source had a *gap*. The pattern learnt is: after literal L, a value
+that ends where the source reads gap G is followed by literal L'. Written `(L, G) -> L'`.
+
+The prediction continues the output: copy the source from where the current value stands up to
+the nearest gap that has followed the current literal before, write the literal that followed
+it, go on after the gap, and so on. A record's values come out in the source's order with the
+output's punctuation around them. The caller tokenizes the text (`Vocabulary`); its tokens are a
+copy like any other: one-hot drafts, so the output stays the target's whatever is predicted.
+
+State grows with the output (amortised: each word is read once) and is bounded by `PATTERNS`.
+Pure Python: no llama.cpp.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+LITERAL_MAX = 120  # characters of a literal the pattern keeps
+GAP_MAX = 80  # characters of a source gap
+PATTERNS = 512  # (literal, gap) -> literal entries kept per request
+_REACH = 400  # how far ahead in the source a gap is looked for
+_TRIES = 16  # occurrences of a word looked at before giving up on it
+_WORD = re.compile(r"(?<!\w)\w+")
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The target's tokens as text and text as tokens (no special tokens either way)."""
+
+    piece: Callable[[int], bytes]
+    tokenize: Callable[[str], list[int]]
+
+
+@dataclass(frozen=True)
+class _Value:
+    """Output characters start..end, copied from the source at `source_start`."""
+
+    start: int
+    end: int
+    source_start: int
+
+    @property
+    def source_end(self) -> int:
+        return self.source_start + self.end - self.start
+
+
+class Template:
+    """The source text, the output text read so far, its values and the pattern between them."""
+
+    def __init__(self, source: str = ""):
+        self.source = source
+        self.output = ""
+        self.values: list[_Value] = []
+        self.patterns: dict[tuple[str, str], str] = {}  # (literal, gap) -> the literal that followed
+        self.gaps: dict[str, dict[str, None]] = {}  # literal -> the gaps seen after it, in order
+        self._read = 0  # output characters read into values
+        self._cursor = 0  # source position after the last value
+
+    def extend(self, text: str) -> None:
+        self.output += text
+        self._scan()
+
+    def predict(self, limit: int) -> str:
+        """Up to `limit` characters that continue the output by the pattern ("" if none)."""
+        where = self._position()
+        if where is None:
+            return ""
+        position, literal, pending = where
+        text = []
+        if pending is not None:  # the output is inside a literal: finish it
+            finished = self._finish(literal, pending, position)
+            if finished is None:
+                return ""
+            literal, position, rest = finished
+            text.append(rest)
+        size = sum(map(len, text))
+        while size < limit:
+            step = self._next(literal, position)
+            if step is None:
+                break
+            value, literal, position = step
+            text += [value, literal]
+            size += len(value) + len(literal)
+        return "".join(text)[:limit]
+
+    # -- reading the output -------------------------------------------------------------------
+
+    def _scan(self) -> None:
+        """Read values from the output until a word or value reaches its end (it may grow)."""
+        output = self.output
+        while True:
+            word = _WORD.search(output, self._read)
+            if word is None or word.end() == len(output):
+                self._read = word.start() if word else len(output)
+                return
+            start = self._find(word.group(), self._cursor)
+            if start < 0:
+                self._read = word.end()
+                continue
+            length = _agreement(output, word.start(), self.source, start)
+            if word.start() + length == len(output):
+                self._read = word.start()
+                return
+            while not _wordy(output[word.start() + length - 1]):
+                length -= 1
+            self._add(_Value(word.start(), word.start() + length, start))
+
+    def _add(self, value: _Value) -> None:
+        """Keep a value and learn the pattern that led to it."""
+        self.values.append(value)
+        self._read, self._cursor = value.end, value.source_end
+        if len(self.values) < 3:
+            return
+        before, last = self.values[-3], self.values[-2]
+        literal = self.output[before.end : last.start]
+        gap = self.source[last.source_end : value.source_start]
+        following = self.output[last.end : value.start]
+        if gap and len(gap) <= GAP_MAX and len(literal) <= LITERAL_MAX and len(following) <= LITERAL_MAX:
+            if (literal, gap) not in self.patterns and len(self.patterns) >= PATTERNS:
+                return
+            self.patterns[(literal, gap)] = following
+            self.gaps.setdefault(literal, {})[gap] = None
+
+    def _find(self, word: str, start: int) -> int:
+        """The nearest occurrence of `word` in the source at or after `start`, as a whole word
+        (among the first `_TRIES` occurrences)."""
+        source = self.source
+        at = source.find(word, start)
+        for _ in range(_TRIES):
+            if at < 0:
+                break
+            end = at + len(word)
+            if (at == 0 or not _wordy(source[at - 1])) and (end == len(source) or not _wordy(source[end])):
+                return at
+            at = source.find(word, at + 1)
+        return -1
+
+    # -- predicting ---------------------------------------------------------------------------
+
+    def _position(self) -> tuple[int, str, str | None] | None:
+        """Where the output stands: the source position, the literal before the current value,
+        and the part of a literal written since that value (None while inside it). Text that
+        begins a literal seen here before is read as that literal, else as a new value."""
+        if len(self.values) < 2:
+            return None
+        last, before = self.values[-1], self.values[-2]
+        literal, written = self.output[before.end : last.start], self.output[last.end :]
+        if self._finish(literal, written, last.source_end) is not None:
+            return last.source_end, literal, written
+        tail = self.output[self._read :]
+        size = len(tail)
+        while size and not _wordy(tail[size - 1]):
+            size -= 1
+        if not size or not _wordy(tail[0]):
+            return None
+        at = self._prefix_at(tail)  # a value is being written, or was just
+        if at < 0:
+            return None
+        literal, written = self.output[last.end : self._read], tail[size:]
+        if written and self._finish(literal, written, at + size) is not None:
+            return at + size, literal, written
+        return at + len(tail), literal, None
+
+    def _prefix_at(self, tail: str) -> int:
+        """The nearest place at or after the cursor where the source starts a word with `tail`
+        (among the first `_TRIES` occurrences)."""
+        source = self.source
+        at = source.find(tail, self._cursor)
+        for _ in range(_TRIES):
+            if at <= 0 or not _wordy(source[at - 1]):
+                return at
+            at = source.find(tail, at + 1)
+        return -1
+
+    def _finish(self, literal: str, written: str, position: int) -> tuple[str, int, str] | None:
+        """The literal that follows `literal` here and begins with `written`: it, the source
+        position after its gap, and what is left of it to write."""
+        for gap in self.gaps.get(literal, ()):
+            following = self.patterns[(literal, gap)]
+            if following.startswith(written) and self.source.startswith(gap, position):
+                return following, position + len(gap), following[len(written) :]
+        return None
+
+    def _next(self, literal: str, position: int) -> tuple[str, str, int] | None:
+        """The value from `position` to the nearest gap seen after `literal` on the same line,
+        the literal that follows, and the source position after the gap."""
+        best: tuple[int, str] | None = None
+        end = position + _REACH
+        for gap in self.gaps.get(literal, ()):
+            at = self.source.find(gap, position, end)
+            if at >= 0 and (best is None or at < best[0]):
+                best, end = (at, gap), at + len(gap)
+        if best is None:
+            return None
+        at, gap = best
+        value = self.source[position:at]
+        if "\n" in value:  # values are read within a line: this gap belongs to a later record
+            return None
+        return value, self.patterns[(literal, gap)], at + len(gap)
+
+
+def _agreement(output: str, start: int, source: str, source_start: int) -> int:
+    """How many characters from `start` in the output equal those from `source_start` in the source."""
+    length, limit, chunk = 0, min(len(output) - start, len(source) - source_start), 64
+    while length + chunk <= limit and output[start + length : start + length + chunk] == \
+            source[source_start + length : source_start + length + chunk]:
+        length += chunk
+    while length < limit and output[start + length] == source[source_start + length]:
+        length += 1
+    return length
+
+
+def _wordy(char: str) -> bool:
+    return char.isalnum() or char == "_"
