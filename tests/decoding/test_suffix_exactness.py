@@ -1,7 +1,8 @@
 """Copying from the suffix index keeps the output the target's, with a memory of past outputs in
-play and with learnt rewrites carried in the copies: greedy token for token, sampled in
-distribution; and a copy drafter that peeks at the accept test's uniform (a planted bias) fails
-the same statistical test, rewriting or not.
+play, with learnt rewrites carried in the copies, and with copies by the output's record
+pattern: greedy token for token, sampled in distribution; and a copy drafter that peeks at the
+accept test's uniform (a planted bias) fails the same statistical test, rewriting or not, by
+pattern or not.
 
 Real llama.cpp on the tiny models. The memory holds earlier samples that begin with the whole
 prompt, so its match is the longest and its continuations are what gets copied.
@@ -19,6 +20,7 @@ from collections import Counter
 from specgen.decoding.drafters.base import LOOKUP, NO_DRAFT, copied
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.suffix import LookupMemory
+from specgen.decoding.drafters.template import Template, Vocabulary
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
 from specgen.decoding.sampling import SamplingParams
@@ -176,3 +178,86 @@ def test_a_copier_that_peeks_at_the_accept_test_fails_the_same_test(target_model
     ok, pvalues = same_distribution(target_model, setting, lambda: PeekingCopier((memory.index,), *rule), 3)
     assert not ok, pvalues
 
+
+
+# one character per token both ways, so that a planted text stands for exactly the tokens it was
+# made of (the tiny models emit byte tokens that are no valid UTF-8 on their own)
+CHARACTERS = Vocabulary(lambda token: chr(0x4E00 + token).encode(), lambda text: [ord(c) - 0x4E00 for c in text])
+
+
+class PlantedPattern(Template):
+    """A record pattern that predicts `tokens` (as CHARACTERS text) wherever the output so far
+    is a prefix of them, with every `wrong`-th token of the prediction changed when set."""
+
+    def __init__(self, tokens: list[int], wrong: int = 0):
+        super().__init__()
+        self.truth = "".join(CHARACTERS.piece(t).decode() for t in tokens)
+        self.wrong = wrong
+
+    def predict(self, limit: int) -> str:
+        if not self.truth.startswith(self.output):
+            return ""
+        start = len(self.output)
+        return "".join(chr(ord(c) + 1) if self.wrong and (start + i) % self.wrong == self.wrong - 1 else c
+                       for i, c in enumerate(self.truth[start : start + limit]))
+
+
+class Patterning(AdaptiveDrafter):
+    """Auto with a planted record pattern, trusted from the start; counts its drafted rounds, and
+    with `peek` offers the pattern only when the accept test's first uniform is small."""
+
+    def __init__(self, policy, pattern: PlantedPattern, peek: bool = False):
+        super().__init__(None, policy, (), CHARACTERS)
+        self.pattern, self.peek, self.patterned_rounds = pattern, peek, 0
+
+    def prepare(self, prefix):
+        super().prepare(prefix)
+        self.patterned.template = PlantedPattern([], self.pattern.wrong)
+        self.patterned.template.truth = self.pattern.truth
+        self.patterned.run = 32  # as if the output had followed it for long: it wins over the copier
+
+    def propose(self, history, last, k, params, draws, keep=None):
+        draft = super().propose(history, last, k, params, draws, keep)
+        if self.peek and draft.patterned and draws[0][1] >= 0.5:
+            return NO_DRAFT
+        self.patterned_rounds += draft.patterned
+        return draft
+
+
+def test_greedy_copies_by_a_half_wrong_record_pattern_give_the_target_alone(target_model, setting):
+    prompt = setting[0]
+    config = GenerationConfig(max_tokens=40, draft_tokens=8, adaptive=True)
+    plain = tokens_of(target_model, None, prompt, GenerationConfig(max_tokens=40))
+    drafter = Patterning(Policy(CHEAP, 8, timed=False), PlantedPattern([prompt[-1], *plain], wrong=9))
+    events = list(generate(target_model, drafter, prompt, config))
+    assert [t for e in events[:-1] for t in e.tokens] == plain
+    assert drafter.patterned_rounds > 3 and events[-1].pattern_rounds == drafter.patterned_rounds
+    assert any(e.patterned and e.accepted for e in events[:-1]) and any(
+        e.patterned and e.accepted < len(e.drafted) for e in events[:-1])  # kept and refused
+
+
+def likely_pattern(setting) -> PlantedPattern:
+    """A pattern that predicts the target-alone samples' commonest continuation."""
+    prompt, _, baseline = setting
+    commonest = Counter(baseline).most_common(1)[0][0]
+    return PlantedPattern([prompt[-1], *[t for t in commonest if t >= 0]])
+
+
+def test_copies_by_the_record_pattern_sample_the_target_distribution(target_model, setting):
+    pattern, drafters = likely_pattern(setting), []
+
+    def make():
+        drafters.append(Patterning(Policy(CHEAP, 4, timed=False), pattern))
+        return drafters[-1]
+
+    ok, pvalues = same_distribution(target_model, setting, make, 4, adaptive=True)
+    assert ok, pvalues
+    assert sum(d.patterned_rounds > 0 for d in drafters) > N // 2, "the pattern should have been copied"
+
+
+def test_record_pattern_copies_that_peek_at_the_accept_test_fail_the_same_test(target_model, setting):
+    pattern = likely_pattern(setting)
+    ok, pvalues = same_distribution(
+        target_model, setting, lambda: Patterning(Policy(CHEAP, 4, timed=False), pattern, peek=True),
+        4, adaptive=True)
+    assert not ok, pvalues

@@ -90,9 +90,9 @@ class Patterned:
         at, predicted = self._last
         emitted = tokens[at:]
         followed = common_prefix(emitted, predicted)
-        if not predicted:
-            self.run = 0
-        elif followed < min(len(emitted), len(predicted)):
+        if not predicted:  # no offer, no evidence
+            return
+        if followed < min(len(emitted), len(predicted)):
             self.run = 0
         else:
             self.run += len(emitted)
