@@ -103,3 +103,19 @@ def test_any_text_read_in_any_pieces_gives_a_bounded_prediction(source, output, 
     for start in range(0, len(output), step):
         made.extend(output[start : start + step])
         assert len(made.predict(limit)) <= limit
+
+
+def test_how_a_value_is_written_depends_on_its_shape():
+    """TOML quotes text and leaves numbers bare: the third table's `size` is text where the
+    first two had numbers, and is quoted like the other text values."""
+    source = "a:\n  name: alpha\n  size: 10\n  kind: box\nb:\n  name: beta\n  size: 20\n  kind: bag\n" \
+             "c:\n  name: gamma\n  size: big\n  kind: cup\n"
+    output = '[a]\nname = "alpha"\nsize = 10\nkind = "box"\n\n[b]\nname = "beta"\nsize = 20\nkind = "bag"\n\n[c]\n'
+    assert template(output, source).predict(100) == 'name = "gamma"\nsize = "big"\nkind = "cup"\n\n['
+
+
+def test_a_gap_never_seen_before_a_value_of_this_shape_is_written_as_the_source_has_it():
+    """INI to TOML: text was quoted so far; a number is not, as the source wrote it."""
+    source = "a = x\nb = y\nc = 5\n"
+    assert template('a = "x"\nb = "y"\nc', source).predict(100) == " = "
+    assert template('a = "x"\nb = "y"\nc', source.replace("5", "z")).predict(100) == ' = "z"\n'

@@ -34,6 +34,9 @@ PATTERNS = 512  # (literal, gap) -> literal entries kept per request
 _REACH = 400  # how far ahead in the source a gap is looked for
 _TRIES = 16  # occurrences of a word looked at before giving up on it
 _WORD = re.compile(r"(?<!\w)\w+")
+_RUN = re.compile(r"[^\s,;:()\[\]{}<>|=\"'`]*")  # a value's first run of characters
+_NUMBER = re.compile(r"[-+]?\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_KEYWORDS = frozenset({"true", "false", "null", "none", "nil", "yes", "no", "on", "off"})
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,10 @@ class Template:
         self.source = source
         self.output = ""
         self.values: list[_Value] = []
-        self.patterns: dict[tuple[str, str], str] = {}  # (literal, gap) -> the literal that followed
+        # the literal that followed, by (literal, gap, shape of the next value), and by (gap,
+        # shape) for what that has not seen
+        self.patterns: dict[tuple[str, str, str], str] = {}
+        self.by_gap: dict[tuple[str, str], str] = {}
         self.gaps: dict[str, dict[str, None]] = {}  # literal -> the gaps seen after it, in order
         self._read = 0  # output characters read into values
         self._cursor = 0  # source position after the last value
@@ -129,10 +135,22 @@ class Template:
         gap = self.source[last.source_end : value.source_start]
         following = self.output[last.end : value.start]
         if gap and len(gap) <= GAP_MAX and len(literal) <= LITERAL_MAX and len(following) <= LITERAL_MAX:
-            if (literal, gap) not in self.patterns and len(self.patterns) >= PATTERNS:
+            shape = _shape(self.source, value.source_start)
+            if (literal, gap, shape) not in self.patterns and len(self.patterns) >= PATTERNS:
                 return
-            self.patterns[(literal, gap)] = following
+            self.patterns[(literal, gap, shape)] = following
+            self.by_gap[(gap, shape)] = following
             self.gaps.setdefault(literal, {})[gap] = None
+
+    def _following(self, literal: str, gap: str, position: int) -> str:
+        """The literal that follows `literal` where the source has `gap` before `position`: by
+        the most context that has been seen; where this shape of value never followed the gap,
+        the gap as the source has it (what the output does where it does not rewrite)."""
+        shape = _shape(self.source, position)
+        found = self.patterns.get((literal, gap, shape))
+        if found is None:
+            found = self.by_gap.get((gap, shape), gap)
+        return found
 
     def _find(self, word: str, start: int) -> int:
         """The nearest occurrence of `word` in the source at or after `start`, as a whole word
@@ -189,9 +207,10 @@ class Template:
         """The literal that follows `literal` here and begins with `written`: it, the source
         position after its gap, and what is left of it to write."""
         for gap in self.gaps.get(literal, ()):
-            following = self.patterns[(literal, gap)]
-            if following.startswith(written) and self.source.startswith(gap, position):
-                return following, position + len(gap), following[len(written) :]
+            if self.source.startswith(gap, position):
+                following = self._following(literal, gap, position + len(gap))
+                if following.startswith(written):
+                    return following, position + len(gap), following[len(written) :]
         return None
 
     def _next(self, literal: str, position: int) -> tuple[str, str, int] | None:
@@ -209,7 +228,7 @@ class Template:
         value = self.source[position:at]
         if "\n" in value:  # values are read within a line: this gap belongs to a later record
             return None
-        return value, self.patterns[(literal, gap)], at + len(gap)
+        return value, self._following(literal, gap, at + len(gap)), at + len(gap)
 
 
 def _agreement(output: str, start: int, source: str, source_start: int) -> int:
@@ -221,6 +240,14 @@ def _agreement(output: str, start: int, source: str, source_start: int) -> int:
     while length < limit and output[start + length] == source[source_start + length]:
         length += 1
     return length
+
+
+def _shape(source: str, at: int) -> str:
+    """What kind of value starts at `at`: a number, a keyword (true, null...) or other text."""
+    run = _RUN.match(source, at).group()
+    if _NUMBER.fullmatch(run):
+        return "number"
+    return "keyword" if run.lower() in _KEYWORDS else "text"
 
 
 def _wordy(char: str) -> bool:
