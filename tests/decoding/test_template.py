@@ -119,3 +119,14 @@ def test_a_gap_never_seen_before_a_value_of_this_shape_is_written_as_the_source_
     source = "a = x\nb = y\nc = 5\n"
     assert template('a = "x"\nb = "y"\nc', source).predict(100) == " = "
     assert template('a = "x"\nb = "y"\nc', source.replace("5", "z")).predict(100) == ' = "z"\n'
+
+
+def test_fields_that_the_same_punctuation_separates_are_told_apart_by_their_place():
+    """The last field holds spaces, which separate the fields before it: it runs to the end of
+    its line, and only it."""
+    rows = [("ana", "31", "porto", "reads old maps"), ("ben", "45", "leeds", "keeps bees at home"),
+            ("cai", "27", "turin", "builds small boats")]
+    source = "Make a table.\n\n" + "\n".join(" ".join(row) for row in rows) + "\n"
+    table = "".join(f"| {a} | {b} | {c} | {d} |\n" for a, b, c, d in rows)
+    upto = table.index("cai")
+    assert template(table[:upto], source).predict(100) == "cai | 27 | turin | builds small boats |\n| "

@@ -83,7 +83,7 @@ class Patterned:
         self._last = (len(tokens), predicted)
         if not predicted:
             return Offer([])
-        return Offer(predicted, Branch(-1, -1, max(self.run, 1)))
+        return Offer(predicted, Branch(-1, -1, max(self.run, 1)))  # no place in a source: priced by the run
 
     def _score(self, tokens: list[int]) -> None:
         """The run grows by what the output followed of the last offer, and ends where it did not."""

@@ -9,11 +9,14 @@ in the CSV, ` "Desk` in the JSON). So this works on text.
 The output is read word by word. A word found in the source at or after where the last copied
 value ended (the nearest occurrence, at word boundaries both sides) starts a *value*, which runs
 as far as source and output agree and ends on a word character. Between two values the output
-wrote a *literal* and the source had a *gap*. The pattern learnt is: after literal L, a value
-that ends where the source reads gap G is followed by literal L'. Written `(L, G) -> L'`.
+wrote a *literal* and the source had a *gap*. The pattern learnt is: after literal L, the i-th
+value of its line, ending where the source reads gap G, is followed by literal L'; written
+`((L, i), G, shape) -> L'`, where the shape of the value after the gap (a number, a keyword such
+as `true`, other text) tells how it is written (TOML quotes text, not numbers), and i tells the
+fields of a line apart where the same punctuation separates them.
 
 The prediction continues the output: copy the source from where the current value stands up to
-the nearest gap that has followed the current literal before, write the literal that followed
+the nearest gap that has followed the current context before, write the literal that followed
 it, go on after the gap, and so on. A record's values come out in the source's order with the
 output's punctuation around them. The caller tokenizes the text (`Vocabulary`); its tokens are a
 copy like any other: one-hot drafts, so the output stays the target's whatever is predicted.
@@ -30,7 +33,8 @@ from dataclasses import dataclass
 
 LITERAL_MAX = 120  # characters of a literal the pattern keeps
 GAP_MAX = 80  # characters of a source gap
-PATTERNS = 512  # (literal, gap) -> literal entries kept per request
+PATTERNS = 512  # (context, gap, shape) -> literal entries kept per request
+_INDEX_MAX = 16  # a value's place in its line is counted up to this
 _REACH = 400  # how far ahead in the source a gap is looked for
 _TRIES = 16  # occurrences of a word looked at before giving up on it
 _WORD = re.compile(r"(?<!\w)\w+")
@@ -47,13 +51,18 @@ class Vocabulary:
     tokenize: Callable[[str], list[int]]
 
 
+Context = tuple[str, int]  # the literal before a value, and the value's place in its line
+
+
 @dataclass(frozen=True)
 class _Value:
-    """Output characters start..end, copied from the source at `source_start`."""
+    """Output characters start..end, copied from the source at `source_start`; the `index`-th
+    value of its output line."""
 
     start: int
     end: int
     source_start: int
+    index: int
 
     @property
     def source_end(self) -> int:
@@ -66,12 +75,12 @@ class Template:
     def __init__(self, source: str = ""):
         self.source = source
         self.output = ""
-        self.values: list[_Value] = []
-        # the literal that followed, by (literal, gap, shape of the next value), and by (gap,
+        self.values: list[_Value] = []  # the last three read
+        # the literal that followed, by (context, gap, shape of the next value), and by (gap,
         # shape) for what that has not seen
-        self.patterns: dict[tuple[str, str, str], str] = {}
+        self.patterns: dict[tuple[Context, str, str], str] = {}
         self.by_gap: dict[tuple[str, str], str] = {}
-        self.gaps: dict[str, dict[str, None]] = {}  # literal -> the gaps seen after it, in order
+        self.gaps: dict[Context, dict[str, None]] = {}  # the gaps seen after a context, in order
         self._read = 0  # output characters read into values
         self._cursor = 0  # source position after the last value
 
@@ -84,20 +93,22 @@ class Template:
         where = self._position()
         if where is None:
             return ""
-        position, literal, pending = where
+        position, context, pending = where
         text = []
         if pending is not None:  # the output is inside a literal: finish it
-            finished = self._finish(literal, pending, position)
+            finished = self._finish(context, pending, position)
             if finished is None:
                 return ""
             literal, position, rest = finished
+            context = _after(context, literal)
             text.append(rest)
         size = sum(map(len, text))
         while size < limit:
-            step = self._next(literal, position)
+            step = self._next(context, position)
             if step is None:
                 break
             value, literal, position = step
+            context = _after(context, literal)
             text += [value, literal]
             size += len(value) + len(literal)
         return "".join(text)[:limit]
@@ -122,11 +133,19 @@ class Template:
                 return
             while not _wordy(output[word.start() + length - 1]):
                 length -= 1
-            self._add(_Value(word.start(), word.start() + length, start))
+            self._add(_Value(word.start(), word.start() + length, start, self._index_at(word.start())))
+
+    def _index_at(self, start: int) -> int:
+        """The place in its line of a value that starts at `start` in the output."""
+        if not self.values:
+            return 0
+        last = self.values[-1]
+        return _after(("", last.index), self.output[last.end : start])[1]
 
     def _add(self, value: _Value) -> None:
         """Keep a value and learn the pattern that led to it."""
         self.values.append(value)
+        del self.values[:-3]  # the pattern and the prediction look at the last three
         self._read, self._cursor = value.end, value.source_end
         if len(self.values) < 3:
             return
@@ -135,19 +154,19 @@ class Template:
         gap = self.source[last.source_end : value.source_start]
         following = self.output[last.end : value.start]
         if gap and len(gap) <= GAP_MAX and len(literal) <= LITERAL_MAX and len(following) <= LITERAL_MAX:
-            shape = _shape(self.source, value.source_start)
-            if (literal, gap, shape) not in self.patterns and len(self.patterns) >= PATTERNS:
+            context, shape = (literal, last.index), _shape(self.source, value.source_start)
+            if (context, gap, shape) not in self.patterns and len(self.patterns) >= PATTERNS:
                 return
-            self.patterns[(literal, gap, shape)] = following
+            self.patterns[(context, gap, shape)] = following
             self.by_gap[(gap, shape)] = following
-            self.gaps.setdefault(literal, {})[gap] = None
+            self.gaps.setdefault(context, {})[gap] = None
 
-    def _following(self, literal: str, gap: str, position: int) -> str:
-        """The literal that follows `literal` where the source has `gap` before `position`: by
+    def _following(self, context: Context, gap: str, position: int) -> str:
+        """The literal that follows `context` where the source has `gap` before `position`: by
         the most context that has been seen; where this shape of value never followed the gap,
         the gap as the source has it (what the output does where it does not rewrite)."""
         shape = _shape(self.source, position)
-        found = self.patterns.get((literal, gap, shape))
+        found = self.patterns.get((context, gap, shape))
         if found is None:
             found = self.by_gap.get((gap, shape), gap)
         return found
@@ -168,16 +187,16 @@ class Template:
 
     # -- predicting ---------------------------------------------------------------------------
 
-    def _position(self) -> tuple[int, str, str | None] | None:
-        """Where the output stands: the source position, the literal before the current value,
+    def _position(self) -> tuple[int, Context, str | None] | None:
+        """Where the output stands: the source position, the context of the current value,
         and the part of a literal written since that value (None while inside it). Text that
         begins a literal seen here before is read as that literal, else as a new value."""
         if len(self.values) < 2:
             return None
         last, before = self.values[-1], self.values[-2]
-        literal, written = self.output[before.end : last.start], self.output[last.end :]
-        if self._finish(literal, written, last.source_end) is not None:
-            return last.source_end, literal, written
+        context, written = (self.output[before.end : last.start], last.index), self.output[last.end :]
+        if self._finish(context, written, last.source_end) is not None:
+            return last.source_end, context, written
         tail = self.output[self._read :]
         size = len(tail)
         while size and not _wordy(tail[size - 1]):
@@ -188,9 +207,10 @@ class Template:
         if at < 0:
             return None
         literal, written = self.output[last.end : self._read], tail[size:]
-        if written and self._finish(literal, written, at + size) is not None:
-            return at + size, literal, written
-        return at + len(tail), literal, None
+        context = (literal, self._index_at(self._read))
+        if written and self._finish(context, written, at + size) is not None:
+            return at + size, context, written
+        return at + len(tail), context, None
 
     def _prefix_at(self, tail: str) -> int:
         """The nearest place at or after the cursor where the source starts a word with `tail`
@@ -203,22 +223,22 @@ class Template:
             at = source.find(tail, at + 1)
         return -1
 
-    def _finish(self, literal: str, written: str, position: int) -> tuple[str, int, str] | None:
-        """The literal that follows `literal` here and begins with `written`: it, the source
+    def _finish(self, context: Context, written: str, position: int) -> tuple[str, int, str] | None:
+        """The literal that follows `context` here and begins with `written`: it, the source
         position after its gap, and what is left of it to write."""
-        for gap in self.gaps.get(literal, ()):
+        for gap in self.gaps.get(context, ()):
             if self.source.startswith(gap, position):
-                following = self._following(literal, gap, position + len(gap))
+                following = self._following(context, gap, position + len(gap))
                 if following.startswith(written):
                     return following, position + len(gap), following[len(written) :]
         return None
 
-    def _next(self, literal: str, position: int) -> tuple[str, str, int] | None:
-        """The value from `position` to the nearest gap seen after `literal` on the same line,
+    def _next(self, context: Context, position: int) -> tuple[str, str, int] | None:
+        """The value from `position` to the nearest gap seen after `context` on the same line,
         the literal that follows, and the source position after the gap."""
         best: tuple[int, str] | None = None
         end = position + _REACH
-        for gap in self.gaps.get(literal, ()):
+        for gap in self.gaps.get(context, ()):
             at = self.source.find(gap, position, end)
             if at >= 0 and (best is None or at < best[0]):
                 best, end = (at, gap), at + len(gap)
@@ -228,7 +248,7 @@ class Template:
         value = self.source[position:at]
         if "\n" in value:  # values are read within a line: this gap belongs to a later record
             return None
-        return value, self._following(literal, gap, at + len(gap)), at + len(gap)
+        return value, self._following(context, gap, at + len(gap)), at + len(gap)
 
 
 def _agreement(output: str, start: int, source: str, source_start: int) -> int:
@@ -240,6 +260,11 @@ def _agreement(output: str, start: int, source: str, source_start: int) -> int:
     while length < limit and output[start + length] == source[source_start + length]:
         length += 1
     return length
+
+
+def _after(context: Context, literal: str) -> Context:
+    """The context of the value that follows `literal`: the first of a line after a newline."""
+    return literal, 0 if "\n" in literal else min(context[1] + 1, _INDEX_MAX)
 
 
 def _shape(source: str, at: int) -> str:
