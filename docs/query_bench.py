@@ -5,18 +5,24 @@ The history is real token ids: the recorded prompts and greedy outputs of the 1.
 frequent as in real text that repeats itself. At each history length the copier first indexes it,
 then answers a round's query (`Copier.offer`, what the loop calls: sync, search, continuation of
 up to 64 tokens) after each of 2,000 further tokens; the times are per query, in microseconds.
+With `--vocab FILE.gguf` (a Qwen2.5 GGUF: the recorded ids are its tokens) it times the record
+pattern's offer the same way (`Patterned.offer`: the new text read, the prediction, and its
+tokenization by llama.cpp).
 
-    python docs/query_bench.py
+    python docs/query_bench.py [--vocab FILE.gguf]
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
+from specgen.decoding.drafters.adaptive import Patterned
 from specgen.decoding.drafters.lookup import Copier
+from specgen.decoding.drafters.template import Vocabulary
 
 RECORDED = Path(__file__).resolve().parent.parent / "tests" / "data" / "greedy-outputs.json"
 LENGTHS = (100, 1_000, 4_000, 32_000)
@@ -44,13 +50,35 @@ def per_query_us(history: list[int], following: list[int]) -> list[float]:
     return times
 
 
-def main() -> None:
+def per_pattern_us(history: list[int], following: list[int], vocabulary: Vocabulary) -> list[float]:
+    """Microseconds of each record-pattern offer made after each of `following`'s tokens."""
+    patterned = Patterned(vocabulary, history[:-1])
+    held, times = list(history), []
+    for token in following:
+        start = time.perf_counter()
+        patterned.offer(held, 64)
+        times.append((time.perf_counter() - start) * 1e6)
+        held.append(token)
+    return times
+
+
+def table(title: str, measure) -> None:
     tokens = corpus(max(LENGTHS) + QUERIES + 1)
-    print(f"{'history':>8}  {'median us':>9}  {'p90 us':>7}  {'p99 us':>7}")
+    print(f"{title}\n{'history':>8}  {'median us':>9}  {'p90 us':>7}  {'p99 us':>7}")
     for length in LENGTHS:
-        times = sorted(per_query_us(tokens[:length], tokens[length:length + QUERIES]))
+        times = sorted(measure(tokens[:length], tokens[length:length + QUERIES]))
         p90, p99 = times[int(0.9 * len(times))], times[int(0.99 * len(times))]
         print(f"{length:>8}  {statistics.median(times):9.1f}  {p90:7.1f}  {p99:7.1f}")
+
+
+def main() -> None:
+    table("copy offer (Copier.offer)", per_query_us)
+    if "--vocab" in sys.argv:
+        from specgen.llama.model import Model
+
+        model = Model(Path(sys.argv[sys.argv.index("--vocab") + 1]))
+        vocabulary = Vocabulary(model.piece, lambda text: model.tokenize(text, False, False))
+        table("record-pattern offer (Patterned.offer)", lambda h, f: per_pattern_us(h, f, vocabulary))
 
 
 if __name__ == "__main__":

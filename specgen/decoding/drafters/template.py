@@ -21,13 +21,15 @@ it, go on after the gap, and so on. A record's values come out in the source's o
 output's punctuation around them. The caller tokenizes the text (`Vocabulary`); its tokens are a
 copy like any other: one-hot drafts, so the output stays the target's whatever is predicted.
 
-State grows with the output (amortised: each word is read once) and is bounded by `PATTERNS`.
-Pure Python: no llama.cpp.
+The source's words are indexed once (word -> where it starts), so finding a value costs the same
+at any length of source; the output is read once, a word at a time; the patterns are bounded by
+`PATTERNS`. Pure Python: no llama.cpp.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -36,7 +38,8 @@ GAP_MAX = 80  # characters of a source gap
 PATTERNS = 512  # (context, gap, shape) -> literal entries kept per request
 _INDEX_MAX = 16  # a value's place in its line is counted up to this
 _REACH = 400  # how far ahead in the source a gap is looked for
-_TRIES = 16  # occurrences of a word looked at before giving up on it
+_TRIES = 16  # occurrences of a partial word looked at before giving up on it
+_WINDOW = 4096  # how far past the cursor a value being written is looked for
 _WORD = re.compile(r"(?<!\w)\w+")
 _RUN = re.compile(r"[^\s,;:()\[\]{}<>|=\"'`]*")  # a value's first run of characters
 _NUMBER = re.compile(r"[-+]?\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?")
@@ -74,6 +77,9 @@ class Template:
 
     def __init__(self, source: str = ""):
         self.source = source
+        self._words: dict[str, list[int]] = {}  # where each whole word of the source starts
+        for word in _WORD.finditer(source):
+            self._words.setdefault(word.group(), []).append(word.start())
         self.output = ""
         self.values: list[_Value] = []  # the last three read
         # the literal that followed, by (context, gap, shape of the next value), and by (gap,
@@ -83,6 +89,7 @@ class Template:
         self.gaps: dict[Context, dict[str, None]] = {}  # the gaps seen after a context, in order
         self._read = 0  # output characters read into values
         self._cursor = 0  # source position after the last value
+        self._agreed = (-1, -1, 0)  # a value still open at the output's end: its starts, its length so far
 
     def extend(self, text: str) -> None:
         self.output += text
@@ -127,9 +134,10 @@ class Template:
             if start < 0:
                 self._read = word.end()
                 continue
-            length = _agreement(output, word.start(), self.source, start)
-            if word.start() + length == len(output):
-                self._read = word.start()
+            agreed = self._agreed[2] if self._agreed[:2] == (word.start(), start) else 0
+            length = _agreement(output, word.start(), self.source, start, agreed)
+            if word.start() + length == len(output):  # it may run on: read it again with more output
+                self._read, self._agreed = word.start(), (word.start(), start, length)
                 return
             while not _wordy(output[word.start() + length - 1]):
                 length -= 1
@@ -172,18 +180,10 @@ class Template:
         return found
 
     def _find(self, word: str, start: int) -> int:
-        """The nearest occurrence of `word` in the source at or after `start`, as a whole word
-        (among the first `_TRIES` occurrences)."""
-        source = self.source
-        at = source.find(word, start)
-        for _ in range(_TRIES):
-            if at < 0:
-                break
-            end = at + len(word)
-            if (at == 0 or not _wordy(source[at - 1])) and (end == len(source) or not _wordy(source[end])):
-                return at
-            at = source.find(word, at + 1)
-        return -1
+        """The nearest occurrence of `word` in the source at or after `start`, as a whole word."""
+        starts = self._words.get(word, ())
+        at = bisect_left(starts, start)
+        return starts[at] if at < len(starts) else -1
 
     # -- predicting ---------------------------------------------------------------------------
 
@@ -213,14 +213,14 @@ class Template:
         return at + len(tail), context, None
 
     def _prefix_at(self, tail: str) -> int:
-        """The nearest place at or after the cursor where the source starts a word with `tail`
-        (among the first `_TRIES` occurrences)."""
-        source = self.source
-        at = source.find(tail, self._cursor)
+        """The nearest place within `_WINDOW` after the cursor where the source starts a word
+        with `tail` (among the first `_TRIES` occurrences)."""
+        source, end = self.source, self._cursor + _WINDOW
+        at = source.find(tail, self._cursor, end)
         for _ in range(_TRIES):
             if at <= 0 or not _wordy(source[at - 1]):
                 return at
-            at = source.find(tail, at + 1)
+            at = source.find(tail, at + 1, end)
         return -1
 
     def _finish(self, context: Context, written: str, position: int) -> tuple[str, int, str] | None:
@@ -251,9 +251,10 @@ class Template:
         return value, self._following(context, gap, at + len(gap)), at + len(gap)
 
 
-def _agreement(output: str, start: int, source: str, source_start: int) -> int:
-    """How many characters from `start` in the output equal those from `source_start` in the source."""
-    length, limit, chunk = 0, min(len(output) - start, len(source) - source_start), 64
+def _agreement(output: str, start: int, source: str, source_start: int, known: int) -> int:
+    """How many characters from `start` in the output equal those from `source_start` in the
+    source (the first `known` of them are known to)."""
+    length, limit, chunk = known, min(len(output) - start, len(source) - source_start), 64
     while length + chunk <= limit and output[start + length : start + length + chunk] == \
             source[source_start + length : source_start + length + chunk]:
         length += chunk
