@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -57,12 +58,14 @@ def test_a_literal_begun_after_a_value_is_finished():
     assert template(JSON[:upto]).predict(30) == JSON[upto : upto + 30]
 
 
-def test_streaming_the_output_in_pieces_reads_it_as_a_whole_would():
+@pytest.mark.parametrize("step", [1, 3])
+def test_streaming_the_output_in_pieces_reads_it_as_a_whole_would(step):
     upto = JSON.index('"sku": "B-201"')
-    streamed = Template(CSV)
-    for start in range(0, upto, 3):
-        streamed.extend(JSON[start : min(start + 3, upto)])
-    assert streamed.predict(200) == template(JSON[:upto]).predict(200) != ""
+    streamed, whole = Template(CSV), template(JSON[:upto])
+    for start in range(0, upto, step):
+        streamed.extend(JSON[start : min(start + step, upto)])
+    assert streamed.patterns == whole.patterns and streamed.values == whole.values
+    assert streamed.predict(200) == whole.predict(200) != ""
 
 
 def test_a_table_from_print_calls():
