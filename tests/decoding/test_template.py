@@ -133,3 +133,14 @@ def test_fields_that_the_same_punctuation_separates_are_told_apart_by_their_plac
     table = "".join(f"| {a} | {b} | {c} | {d} |\n" for a, b, c, d in rows)
     upto = table.index("cai")
     assert template(table[:upto], source).predict(100) == "cai | 27 | turin | builds small boats |\n| "
+
+
+def test_an_aligned_table_pads_each_value_to_its_column():
+    """The first two columns are padded to a width (so the literal after a value is as long as
+    the value is short); the last is not. Expected rows come from Python's own formatting."""
+    rows = [("Lisbon", "Portugal", "545000"), ("Porto", "Spain", "232000"), ("Marseille", "France", "873000"),
+            ("Lyon", "Italy", "522000"), ("Turin", "Peru", "848000")]
+    source = "Make a table: " + " / ".join(";".join(row) for row in rows) + "."
+    table = "".join(f"| {city:<10} | {country:<8} | {population} |\n" for city, country, population in rows)
+    upto = table.index("Lyon")
+    assert template(table[:upto], source).predict(1000) == table[upto : table.index("848000")]

@@ -18,7 +18,9 @@ fields of a line apart where the same punctuation separates them.
 The prediction continues the output: copy the source from where the current value stands up to
 the nearest gap that has followed the current context before, write the literal that followed
 it, go on after the gap, and so on. A record's values come out in the source's order with the
-output's punctuation around them. The caller tokenizes the text (`Vocabulary`); its tokens are a
+output's punctuation around them. An aligned table pads each value with spaces to its column:
+a literal whose text began at the same column after values of other lengths is written padded
+to that column, and contexts ignore a literal's leading spaces. The caller tokenizes the text (`Vocabulary`); its tokens are a
 copy like any other: one-hot drafts, so the output stays the target's whatever is predicted.
 
 The source's words are indexed once (word -> where it starts), so finding a value costs the same
@@ -58,6 +60,23 @@ Context = tuple[str, int]  # the literal before a value, and the value's place i
 
 
 @dataclass(frozen=True)
+class _Literal:
+    """A literal as the output last wrote it, the column of its line where its text after the
+    leading spaces began, and whether those spaces pad the line to that column (an aligned
+    table: the same text began at the same column after values of other lengths)."""
+
+    text: str
+    column: int
+    padded: bool = False
+
+    def at(self, column: int) -> str:
+        """The literal written from `column` of its line."""
+        if not self.padded:
+            return self.text
+        return " " * max(self.column - column, 1) + self.text.lstrip(" ")
+
+
+@dataclass(frozen=True)
 class _Value:
     """Output characters start..end, copied from the source at `source_start`; the `index`-th
     value of its output line."""
@@ -84,8 +103,8 @@ class Template:
         self.values: list[_Value] = []  # the last three read
         # the literal that followed, by (context, gap, shape of the next value), and by (gap,
         # shape) for what that has not seen
-        self.patterns: dict[tuple[Context, str, str], str] = {}
-        self.by_gap: dict[tuple[str, str], str] = {}
+        self.patterns: dict[tuple[Context, str, str], _Literal] = {}
+        self.by_gap: dict[tuple[str, str], _Literal] = {}
         self.gaps: dict[Context, dict[str, None]] = {}  # the gaps seen after a context, in order
         self._read = 0  # output characters read into values
         self._cursor = 0  # source position after the last value
@@ -101,21 +120,21 @@ class Template:
         if where is None:
             return ""
         position, context, pending = where
-        text = []
+        text, column = [], _column(self.output, len(self.output))
         if pending is not None:  # the output is inside a literal: finish it
             finished = self._finish(context, pending, position)
             if finished is None:
                 return ""
             literal, position, rest = finished
-            context = _after(context, literal)
+            context, column = _after(context, literal), _column(rest, len(rest), column)
             text.append(rest)
         size = sum(map(len, text))
         while size < limit:
-            step = self._next(context, position)
+            step = self._next(context, position, column)
             if step is None:
                 break
             value, literal, position = step
-            context = _after(context, literal)
+            context, column = _after(context, literal), _column(value + literal, len(value + literal), column)
             text += [value, literal]
             size += len(value) + len(literal)
         return "".join(text)[:limit]
@@ -162,22 +181,32 @@ class Template:
         gap = self.source[last.source_end : value.source_start]
         following = self.output[last.end : value.start]
         if gap and len(gap) <= GAP_MAX and len(literal) <= LITERAL_MAX and len(following) <= LITERAL_MAX:
-            context, shape = (literal, last.index), _shape(self.source, value.source_start)
-            if (context, gap, shape) not in self.patterns and len(self.patterns) >= PATTERNS:
+            context, shape = (literal.lstrip(" "), last.index), _shape(self.source, value.source_start)
+            key = (context, gap, shape)
+            if key not in self.patterns and len(self.patterns) >= PATTERNS:
                 return
-            self.patterns[(context, gap, shape)] = following
-            self.by_gap[(gap, shape)] = following
+            self.patterns[key] = self.by_gap[(gap, shape)] = self._observed(self.patterns.get(key), last.end, following)
             self.gaps.setdefault(context, {})[gap] = None
 
-    def _following(self, context: Context, gap: str, position: int) -> str:
-        """The literal that follows `context` where the source has `gap` before `position`: by
-        the most context that has been seen; where this shape of value never followed the gap,
-        the gap as the source has it (what the output does where it does not rewrite)."""
+    def _observed(self, seen: _Literal | None, start: int, text: str) -> _Literal:
+        """The literal `text` written at `start` of the output, given the one `seen` before in
+        the same place of the pattern."""
+        core = text.lstrip(" ")
+        column = _column(self.output, start + len(text) - len(core))
+        padded = seen is not None and seen.column == column and seen.text.lstrip(" ") == core and \
+            (seen.padded or seen.text != text)
+        return _Literal(text, column, padded)
+
+    def _following(self, context: Context, gap: str, position: int, column: int) -> str:
+        """The literal that follows `context`, written from `column`, where the source has `gap`
+        before `position`: by the most context that has been seen; where this shape of value
+        never followed the gap, the gap as the source has it (what the output does where it
+        does not rewrite)."""
         shape = _shape(self.source, position)
         found = self.patterns.get((context, gap, shape))
         if found is None:
-            found = self.by_gap.get((gap, shape), gap)
-        return found
+            found = self.by_gap.get((gap, shape))
+        return gap if found is None else found.at(column)
 
     def _find(self, word: str, start: int) -> int:
         """The nearest occurrence of `word` in the source at or after `start`, as a whole word."""
@@ -194,7 +223,7 @@ class Template:
         if len(self.values) < 2:
             return None
         last, before = self.values[-1], self.values[-2]
-        context, written = (self.output[before.end : last.start], last.index), self.output[last.end :]
+        context, written = (self.output[before.end : last.start].lstrip(" "), last.index), self.output[last.end :]
         if self._finish(context, written, last.source_end) is not None:
             return last.source_end, context, written
         tail = self.output[self._read :]
@@ -207,7 +236,7 @@ class Template:
         if at < 0:
             return None
         literal, written = self.output[last.end : self._read], tail[size:]
-        context = (literal, self._index_at(self._read))
+        context = (literal.lstrip(" "), self._index_at(self._read))
         if written and self._finish(context, written, at + size) is not None:
             return at + size, context, written
         return at + len(tail), context, None
@@ -226,16 +255,17 @@ class Template:
     def _finish(self, context: Context, written: str, position: int) -> tuple[str, int, str] | None:
         """The literal that follows `context` here and begins with `written`: it, the source
         position after its gap, and what is left of it to write."""
+        column = _column(self.output, len(self.output) - len(written))
         for gap in self.gaps.get(context, ()):
             if self.source.startswith(gap, position):
-                following = self._following(context, gap, position + len(gap))
+                following = self._following(context, gap, position + len(gap), column)
                 if following.startswith(written):
                     return following, position + len(gap), following[len(written) :]
         return None
 
-    def _next(self, context: Context, position: int) -> tuple[str, str, int] | None:
-        """The value from `position` to the nearest gap seen after `context` on the same line,
-        the literal that follows, and the source position after the gap."""
+    def _next(self, context: Context, position: int, column: int) -> tuple[str, str, int] | None:
+        """The value from `position` (written from `column`) to the nearest gap seen after
+        `context` on the same line, the literal that follows, and the source position after the gap."""
         best: tuple[int, str] | None = None
         end = position + _REACH
         for gap in self.gaps.get(context, ()):
@@ -248,7 +278,8 @@ class Template:
         value = self.source[position:at]
         if "\n" in value:  # values are read within a line: this gap belongs to a later record
             return None
-        return value, self._following(context, gap, at + len(gap)), at + len(gap)
+        following = self._following(context, gap, at + len(gap), _column(value, len(value), column))
+        return value, following, at + len(gap)
 
 
 def _agreement(output: str, start: int, source: str, source_start: int, known: int) -> int:
@@ -263,14 +294,20 @@ def _agreement(output: str, start: int, source: str, source_start: int, known: i
     return length
 
 
+def _column(text: str, end: int, column: int = 0) -> int:
+    """The column of its line that `end` of `text` is at, `text` beginning at `column`."""
+    newline = text.rfind("\n", 0, end)
+    return end - newline - 1 if newline >= 0 else column + end
+
+
 def _after(context: Context, literal: str) -> Context:
     """The context of the value that follows `literal`: the first of a line after a newline."""
-    return literal, 0 if "\n" in literal else min(context[1] + 1, _INDEX_MAX)
+    return literal.lstrip(" "), 0 if "\n" in literal else min(context[1] + 1, _INDEX_MAX)
 
 
 def _shape(source: str, at: int) -> str:
     """What kind of value starts at `at`: a number, a keyword (true, null...) or other text."""
-    run = _RUN.match(source, at).group()
+    run = _RUN.match(source, at).group().rstrip(".")  # a number may end a sentence
     if _NUMBER.fullmatch(run):
         return "number"
     return "keyword" if run.lower() in _KEYWORDS else "text"
