@@ -77,7 +77,7 @@ def main() -> None:
         from specgen.llama.model import Model
 
         model = Model(Path(sys.argv[sys.argv.index("--vocab") + 1]))
-        vocabulary = Vocabulary(model.piece, lambda text: model.tokenize(text, False, False))
+        vocabulary = Vocabulary(model.piece, model.continuation)
         table("record-pattern offer (Patterned.offer)", lambda h, f: per_pattern_us(h, f, vocabulary))
 
 

@@ -124,7 +124,7 @@ def qwen_vocabulary(path: Path) -> Vocabulary:
     from specgen.llama.model import Model
 
     model = Model(path)
-    return Vocabulary(model.piece, lambda text: model.tokenize(text, False, False))
+    return Vocabulary(model.piece, model.continuation)
 
 
 def geometric_mean(values: list[float]) -> float:

@@ -158,5 +158,5 @@ def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixI
         shared = (*shared, *drafter.shared)
     seeded = config.sampling.seed is not None
     costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
-    vocabulary = Vocabulary(target.piece, lambda text: target.tokenize(text, False, False))
+    vocabulary = Vocabulary(target.piece, target.continuation)
     return AdaptiveDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary)

@@ -250,6 +250,14 @@ class Model:
                 return list(buf[:count])
             size = -count
 
+    def continuation(self, text: str) -> list[int]:
+        """Tokens of `text` as it continues earlier text: without the space a SentencePiece
+        vocabulary puts before text of its own. A newline is put before it and its tokens
+        dropped, where they stay tokens of their own (else the text is tokenized alone)."""
+        newline = self.tokenize("\n", False, False)
+        tokens = self.tokenize("\n" + text, False, False)
+        return tokens[len(newline) :] if tokens[: len(newline)] == newline else self.tokenize(text, False, False)
+
     def piece(self, token: int) -> bytes:
         """The bytes a token stands for (special tokens render as nothing)."""
         buf = self._piece_buf
