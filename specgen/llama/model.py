@@ -151,6 +151,7 @@ class Model:
             self.path.resolve(), stat.st_size, stat.st_mtime_ns, mparams.n_gpu_layers, mparams.use_extra_bufts,
             options.n_batch, lib.__version__, *options.rpc)))
         self._piece_buf = ctypes.create_string_buffer(256)
+        self._newline = self.tokenize("\n", False, False)  # what `continuation` puts before its text
 
     def close(self) -> None:
         self._stack.close()
@@ -254,7 +255,7 @@ class Model:
         """Tokens of `text` as it continues earlier text: without the space a SentencePiece
         vocabulary puts before text of its own. A newline is put before it and its tokens
         dropped, where they stay tokens of their own (else the text is tokenized alone)."""
-        newline = self.tokenize("\n", False, False)
+        newline = self._newline
         tokens = self.tokenize("\n" + text, False, False)
         return tokens[len(newline) :] if tokens[: len(newline)] == newline else self.tokenize(text, False, False)
 

@@ -62,21 +62,20 @@ class Patterned:
     its offers are priced by, like a copy's)."""
 
     def __init__(self, vocabulary: Vocabulary, prefix: list[int]):
-        self.vocabulary, self.start = vocabulary, len(prefix)
+        self.vocabulary, self.stream, self.read = vocabulary, Utf8Stream(), len(prefix)
         self.template = Template(self._text(prefix))
-        self.stream, self.read = Utf8Stream(), self.start
         self.run = 0
         self._last: tuple[int, list[int]] = (0, [])  # where the last offer was made, its tokens
 
     def _text(self, tokens) -> str:
-        return b"".join(self.vocabulary.piece(t) for t in tokens).decode("utf-8", errors="replace")
+        return self.stream.feed(b"".join(self.vocabulary.piece(t) for t in tokens))
 
     def offer(self, tokens: list[int], k: int) -> Offer:
         """What the pattern predicts after `tokens` (the prompt, then the accepted output)."""
         if len(tokens) < self.read:
             return Offer([])
         self._score(tokens)
-        self.template.extend(self.stream.feed(b"".join(self.vocabulary.piece(t) for t in tokens[self.read :])))
+        self.template.extend(self._text(tokens[self.read :]))
         self.read = len(tokens)
         text = self.template.predict(_PATTERN_CHARS) if not self.stream.pending else ""
         predicted = self.vocabulary.tokenize(text)[:k] if text else []
@@ -88,11 +87,10 @@ class Patterned:
     def _score(self, tokens: list[int]) -> None:
         """The run grows by what the output followed of the last offer, and ends where it did not."""
         at, predicted = self._last
-        emitted = tokens[at:]
-        followed = common_prefix(emitted, predicted)
         if not predicted:  # no offer, no evidence
             return
-        if followed < min(len(emitted), len(predicted)):
+        emitted = tokens[at:]
+        if common_prefix(emitted, predicted) < min(len(emitted), len(predicted)):
             self.run = 0
         else:
             self.run += len(emitted)

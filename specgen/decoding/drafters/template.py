@@ -119,16 +119,8 @@ class Template:
         where = self._position()
         if where is None:
             return ""
-        position, context, pending = where
-        text, column = [], _column(self.output, len(self.output))
-        if pending is not None:  # the output is inside a literal: finish it
-            finished = self._finish(context, pending, position)
-            if finished is None:
-                return ""
-            literal, position, rest = finished
-            context, column = _after(context, literal), _column(rest, len(rest), column)
-            text.append(rest)
-        size = sum(map(len, text))
+        position, context, rest = where
+        text, size, column = [rest], len(rest), _column(rest, len(rest), _column(self.output, len(self.output)))
         while size < limit:
             step = self._next(context, position, column)
             if step is None:
@@ -216,16 +208,18 @@ class Template:
 
     # -- predicting ---------------------------------------------------------------------------
 
-    def _position(self) -> tuple[int, Context, str | None] | None:
-        """Where the output stands: the source position, the context of the current value,
-        and the part of a literal written since that value (None while inside it). Text that
-        begins a literal seen here before is read as that literal, else as a new value."""
+    def _position(self) -> tuple[int, Context, str] | None:
+        """Where the output stands: the source position of the next value (or of the current
+        one, where a value is being written), its context, and what is left to write of a
+        literal the output has begun ("" inside a value). Text that begins a literal seen here
+        before is read as that literal, else as a new value."""
         if len(self.values) < 2:
             return None
         last, before = self.values[-1], self.values[-2]
         context, written = (self.output[before.end : last.start].lstrip(" "), last.index), self.output[last.end :]
-        if self._finish(context, written, last.source_end) is not None:
-            return last.source_end, context, written
+        finished = self._finish(context, written, last.source_end)
+        if finished is not None:
+            return finished
         tail = self.output[self._read :]
         size = len(tail)
         while size and not _wordy(tail[size - 1]):
@@ -237,9 +231,8 @@ class Template:
             return None
         literal, written = self.output[last.end : self._read], tail[size:]
         context = (literal.lstrip(" "), self._index_at(self._read))
-        if written and self._finish(context, written, at + size) is not None:
-            return at + size, context, written
-        return at + len(tail), context, None
+        finished = self._finish(context, written, at + size) if written else None
+        return finished if finished is not None else (at + len(tail), context, "")
 
     def _prefix_at(self, tail: str) -> int:
         """The nearest place within `_WINDOW` after the cursor where the source starts a word
@@ -252,15 +245,15 @@ class Template:
             at = source.find(tail, at + 1, end)
         return -1
 
-    def _finish(self, context: Context, written: str, position: int) -> tuple[str, int, str] | None:
-        """The literal that follows `context` here and begins with `written`: it, the source
-        position after its gap, and what is left of it to write."""
+    def _finish(self, context: Context, written: str, position: int) -> tuple[int, Context, str] | None:
+        """Where the literal that follows `context` here and begins with `written` leads: the
+        source position after its gap, the context after it, and what is left of it to write."""
         column = _column(self.output, len(self.output) - len(written))
         for gap in self.gaps.get(context, ()):
             if self.source.startswith(gap, position):
                 following = self._following(context, gap, position + len(gap), column)
                 if following.startswith(written):
-                    return following, position + len(gap), following[len(written) :]
+                    return position + len(gap), _after(context, following), following[len(written) :]
         return None
 
     def _next(self, context: Context, position: int, column: int) -> tuple[str, str, int] | None:
