@@ -187,19 +187,21 @@ CHARACTERS = Vocabulary(lambda token: chr(0x4E00 + token).encode(), lambda text:
 
 class PlantedPattern(Template):
     """A record pattern that predicts `tokens` (as CHARACTERS text) wherever the output so far
-    is a prefix of them, with every `wrong`-th token of the prediction changed when set."""
+    is a prefix of them; with `wrong` set, one token of each prediction is changed, at place
+    0, 1, ..., wrong - 1 in turn, so that a wrong token is tried at every draft position."""
 
     def __init__(self, tokens: list[int], wrong: int = 0):
         super().__init__()
         self.truth = "".join(CHARACTERS.piece(t).decode() for t in tokens)
-        self.wrong = wrong
+        self.wrong, self.calls = wrong, 0
 
     def predict(self, limit: int) -> str:
         if not self.truth.startswith(self.output):
             return ""
         start = len(self.output)
-        return "".join(chr(ord(c) + 1) if self.wrong and (start + i) % self.wrong == self.wrong - 1 else c
-                       for i, c in enumerate(self.truth[start : start + limit]))
+        self.calls += 1
+        place = self.calls % self.wrong if self.wrong else -1
+        return "".join(chr(ord(c) + 1) if i == place else c for i, c in enumerate(self.truth[start : start + limit]))
 
 
 class Patterning(AdaptiveDrafter):
@@ -226,9 +228,9 @@ class Patterning(AdaptiveDrafter):
 
 def test_greedy_copies_by_a_half_wrong_record_pattern_give_the_target_alone(target_model, setting):
     prompt = setting[0]
-    config = GenerationConfig(max_tokens=40, draft_tokens=8, adaptive=True)
-    plain = tokens_of(target_model, None, prompt, GenerationConfig(max_tokens=40))
-    drafter = Patterning(Policy(CHEAP, 8, timed=False), PlantedPattern([prompt[-1], *plain], wrong=9))
+    config = GenerationConfig(max_tokens=96, draft_tokens=8, adaptive=True)
+    plain = tokens_of(target_model, None, prompt, GenerationConfig(max_tokens=96))
+    drafter = Patterning(Policy(CHEAP, 8, timed=False), PlantedPattern([prompt[-1], *plain], wrong=8))
     events = list(generate(target_model, drafter, prompt, config))
     assert [t for e in events[:-1] for t in e.tokens] == plain
     assert drafter.patterned_rounds > 3 and events[-1].pattern_rounds == drafter.patterned_rounds
