@@ -123,6 +123,11 @@ def chat(
     """Chat in turns, and watch which tokens the draft model got right as each reply streams.
 
     --ctx holds the whole conversation; /temp changes the temperature during the chat.
+
+    A pasted block is one message, and so are the lines between two \"\"\" lines.
+    /file PATH attaches a file to the next message; /save FILE writes the chat as
+    prompts for 'specgen bench' and /load FILE takes it up again; /retry generates
+    the last reply again. /help in the chat lists every command.
     """
     from specgen.terminal.chat import ChatOptions, run_chat
 

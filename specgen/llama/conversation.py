@@ -8,8 +8,10 @@ only the template's text after them (end of the reply, the user's message, the a
 header). That suffix is found by rendering the conversation with a placeholder for the last
 reply, so a reply whose text does not survive the template (a NUL byte ends a C string) still
 keeps its tokens. `Model.sync` then finds the whole history cached and prefills just the suffix.
-When the template rewrites the history, or old turns are dropped to make room, the conversation
-is encoded afresh and `sync` reuses whatever prefix still matches.
+When the template rewrites the history, old turns are dropped to make room, or a saved
+conversation is restored, the conversation is encoded afresh and `sync` reuses whatever prefix
+still matches. Taking the newest turn back (to generate its reply again) returns to the exact
+tokens held before it, so the same message gives the same prompt and its prefill is cached.
 """
 
 from __future__ import annotations
@@ -42,9 +44,15 @@ class Conversation:
 
     def reset(self) -> None:
         """Forget every turn; the system prompt stays."""
-        self.messages: list[tuple[str, str]] = [("system", self.system)] if self.system else []
-        self.tokens: list[int] = []
+        self.restore([("system", self.system)] if self.system else [])
+
+    def restore(self, messages: list[tuple[str, str]]) -> None:
+        """Take up `messages` (a system message first, if any, then user and assistant in turns)."""
+        self.system = messages[0][1] if messages and messages[0][0] == "system" else None
+        self.messages: list[tuple[str, str]] = list(messages)
+        self.tokens: list[int] = []  # empty: the next prompt is encoded afresh
         self._prompt_text = ""  # the templated text of the prompt that the last reply answered
+        self._before_last: tuple[list[tuple[str, str]], list[int], str] | None = None  # for `undo`
 
     @property
     def turns(self) -> int:
@@ -72,9 +80,22 @@ class Conversation:
 
     def commit(self, prompt: Prompt, reply_text: str, reply_tokens: list[int]) -> None:
         """Record a finished (or interrupted) reply to `prompt` as the newest turn."""
+        self._before_last = (self.messages, self.tokens, self._prompt_text)
         self.messages = [*prompt.history, ("user", prompt.user), ("assistant", reply_text)]
         self.tokens = [*prompt.tokens, *reply_tokens]
         self._prompt_text = prompt.text
+
+    def undo(self) -> str | None:
+        """Take back the newest turn and return its user message; None when there is no reply to take back."""
+        if len(self.messages) < 2 or self.messages[-1][0] != "assistant":
+            return None
+        user = self.messages[-2][1]
+        if self._before_last is not None:
+            self.messages, self.tokens, self._prompt_text = self._before_last
+        else:  # a restored conversation: encoded afresh
+            self.messages, self.tokens, self._prompt_text = self.messages[:-2], [], ""
+        self._before_last = None
+        return user
 
     def _encode(self, messages: list[tuple[str, str]], reuse: bool) -> tuple[list[int], str]:
         """The cached tokens plus the template's new suffix, or a fresh encoding if history changed.

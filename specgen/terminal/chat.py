@@ -1,18 +1,27 @@
-"""The `specgen chat` session: read a line, run a slash command or a turn, show the reply.
+"""The `specgen chat` session: read a message, run a slash command or a turn, show the reply.
 
 The models stay loaded and their KV caches stay filled between turns (the Conversation keeps
 the tokens they hold), so each turn prefills only the new message. A turn is the speculative
 loop's events handed to a view (live.RichView or live.PlainView); Ctrl-C stops the reply and
 keeps the chat, Ctrl-D or /quit leaves, and a full context is a notice with a way on.
+
+A message is one line, a block pasted into the line (on a terminal, see line_editor), or the
+lines between two \"\"\" lines. /file attaches a file to the next message; /save writes the
+conversation as JSONL that `specgen bench` reads as chat prompts and /load reads it back
+(transcript); /retry generates the last reply again from the same cached prompt.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import os
+import shlex
 import sys
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+from specgen.attach import Attachment, attach, read_text
 from specgen.decoding.events import Tally
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
@@ -24,16 +33,26 @@ from specgen.llama.model import ContextFull, LoadOptions
 from specgen.llama.pair import open_models
 from specgen.llama.rpc import placement
 from specgen.models.paths import ModelPaths
+from specgen.storage import write_atomically
 from specgen.terminal.live import PlainView, Reply, RichView, make_view
+from specgen.terminal.transcript import from_jsonl, to_jsonl
 
 PROMPT = "you> "
+MORE = "...> "
+BLOCK = '"""'
 HELP = """commands:
-  /help     this list
-  /reset    forget the conversation (the system prompt stays)
-  /stats    totals for this chat, context use, the last turn's prefill
-  /k N      draft N tokens per round (0: the target alone; auto: choose each round)
-  /temp T   sampling temperature (0: greedy)
-  /quit     leave (also /exit, Ctrl-D); Ctrl-C stops a reply and keeps the chat"""
+  /help        this list
+  /file PATH   attach a file to your next message (its text in a fence, under its name)
+  /save FILE   write the conversation as JSONL; 'specgen bench FILE' then times each reply again
+  /load FILE   take up a conversation /save wrote (with its system prompt, if it has one)
+  /retry       generate the last reply again (the same text at temperature 0 or with --seed)
+  /reset       forget the conversation (the system prompt stays)
+  /stats       totals for this chat, context use, the last turn's prefill
+  /k N         draft N tokens per round (0: the target alone; auto: choose each round)
+  /temp T      sampling temperature (0: greedy)
+  /quit        leave (also /exit, Ctrl-D); Ctrl-C stops a reply and keeps the chat
+a pasted block is one message; \"\"\" on a line of its own starts a message of several lines
+and the next \"\"\" line sends it (Ctrl-C drops it)"""
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,7 @@ def run_chat(paths: ModelPaths, load: LoadOptions, options: ChatOptions) -> None
         if load.rpc:
             print(f"specgen: {placement(target.layers, draft.layers if draft else None)}", file=sys.stderr)
         chat = Chat(target, base_drafter(draft), options, view)
-        chat.loop(read_lines(PROMPT))
+        chat.loop(line_reader())
 
 
 def require_template(target) -> None:
@@ -85,30 +104,55 @@ def require_template(target) -> None:
         )
 
 
-def read_lines(prompt: str):
-    """A reader returning the next line (None at the end): prompted on a terminal, plain from a pipe."""
+def line_reader():
+    """A reader of lines, given the prompt to show (None at the end of input): on a terminal the
+    line editor, which keeps a pasted block in one line; from a pipe, a line at a time."""
     if not sys.stdin.isatty():
         return _read_pipe
-    with contextlib.suppress(ImportError):
-        import readline  # noqa: F401 - gives input() line editing and history
-
-    def read() -> str | None:
-        try:
-            if sys.stdout.isatty():
-                return input(prompt)
-            sys.stderr.write(prompt)
-            sys.stderr.flush()
-            return input()
-        except EOFError:
-            sys.stderr.write("\n")
-            return None
-
-    return read
+    try:
+        from specgen.terminal.line_editor import LineEditor
+    except ImportError:  # no termios (Windows): input(), a line at a time
+        return _read_input
+    return LineEditor(sys.stdin.fileno(), sys.stdout if sys.stdout.isatty() else sys.stderr).read
 
 
-def _read_pipe() -> str | None:
+def _read_pipe(_prompt: str) -> str | None:
     line = sys.stdin.readline()
     return line.rstrip("\n") if line else None
+
+
+def _read_input(prompt: str) -> str | None:
+    try:
+        if sys.stdout.isatty():
+            return input(prompt)
+        sys.stderr.write(prompt)
+        sys.stderr.flush()
+        return input()
+    except EOFError:
+        sys.stderr.write("\n")
+        return None
+    except KeyboardInterrupt:
+        sys.stderr.write("\n")  # the notice that follows starts a line of its own
+        raise
+
+
+def tidy(message: str) -> str:
+    """The message without blank lines around it or spaces after it; one line also without spaces before."""
+    lines = message.split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    text = "\n".join(lines).rstrip()
+    return text if "\n" in text else text.strip()
+
+
+def unquoted(argument: str) -> str:
+    """A path as typed, or as a terminal pastes a dropped file: in quotes, or with its spaces escaped."""
+    if not os.path.exists(os.path.expanduser(argument)):
+        with contextlib.suppress(ValueError):
+            words = shlex.split(argument)
+            if len(words) == 1:
+                return words[0]
+    return argument
 
 
 class Chat:
@@ -122,30 +166,58 @@ class Chat:
         self.conversation = Conversation(target, options.system)
         self.memory = new_memory()  # earlier replies, also those /reset forgot, for copy drafting
         self.totals = Totals()
+        self.attached: list[Attachment] = []  # files for the next message
         self.commands = {"/help": self.help, "/reset": self.reset, "/stats": self.stats,
-                         "/k": self.set_k, "/temp": self.set_temp}
+                         "/k": self.set_k, "/temp": self.set_temp, "/file": self.attach,
+                         "/save": self.save, "/load": self.load, "/retry": self.retry}
 
     @property
     def k(self) -> int:
         return self.config.draft_tokens if self.drafter else 0
 
     def loop(self, read) -> None:
-        """Turns and commands until /quit or the end of input."""
+        """Turns and commands until /quit or the end of input; `read(prompt)` gives the next line."""
         self.view.welcome(self.welcome())
         while True:
             try:
-                line = read()
+                line = read(PROMPT)
                 if line is None or line.strip() in ("/quit", "/exit"):
                     return
-                self.dispatch(line.strip())
+                if line.strip() != BLOCK:
+                    self.dispatch(line)
+                elif (message := self.read_block(read)) is None:
+                    return
+                else:
+                    self.send(message)
             except KeyboardInterrupt:
-                self.view.notice("\n(Ctrl-D or /quit leaves)")
+                self.view.notice("(Ctrl-D or /quit leaves)")
+
+    def read_block(self, read) -> str | None:
+        """The lines up to the closing \"\"\" line; "" when Ctrl-C drops them, None at the end of input."""
+        lines = []
+        try:
+            while (line := read(MORE)) is not None and line.strip() != BLOCK:
+                lines.append(line)
+        except KeyboardInterrupt:
+            self.view.notice(f"message dropped ({len(lines)} line(s)); nothing was sent")
+            return ""
+        if line is None:
+            self.view.notice(f"the input ended inside a {BLOCK} message; it was not sent")
+            return None
+        return "\n".join(lines)
 
     def dispatch(self, line: str) -> None:
-        if line.startswith("/"):
-            self.command(line)
-        elif line:
-            self.turn(line)
+        """A slash command, typed on one line, or a message."""
+        if "\n" not in line and line.strip().startswith("/"):
+            self.command(line.strip())
+        else:
+            self.send(line)
+
+    def send(self, message: str) -> None:
+        """A turn with the message, after the attached files; an empty message is none."""
+        text = tidy(message)
+        if text and self.turn("\n\n".join([*(file.fenced for file in self.attached), text])):
+            self.attached = []
 
     def k_label(self) -> str:
         if not self.k:
@@ -158,14 +230,14 @@ class Chat:
             drafted = f"drafted by {self.drafter.model.path.name} ({self.k_label()})"
         return f"chat with {self.target.path.name}, {drafted}; /help for commands, Ctrl-D or /quit leaves"
 
-    def turn(self, text: str) -> None:
-        """Send one user message and show the reply; a full context becomes a notice."""
+    def turn(self, text: str) -> bool:
+        """Send one user message and show the reply; False when a full context kept it from being sent."""
         reserve = min(self.config.max_tokens, self.target.n_ctx // 4)
         try:
             prompt = self.conversation.prompt(text, reserve)
         except ContextFull as error:
             self.view.notice(str(error))
-            return
+            return False
         if prompt.dropped:
             self.view.notice(
                 f"context full: forgot the oldest {prompt.dropped} turn(s) to make room (/reset starts over)"
@@ -181,6 +253,7 @@ class Chat:
                 f"the {self.target.n_ctx}-token context is full; your next message will drop the oldest turns "
                 "(or /reset to start over)"
             )
+        return True
 
     def command(self, line: str) -> None:
         name, _, argument = line.partition(" ")
@@ -233,3 +306,58 @@ class Chat:
             return
         self.config = replace(self.config, sampling=replace(self.config.sampling, temperature=temp))
         self.view.info(f"temperature = {temp:g}" + (" (greedy)" if temp == 0 else ""))
+
+    def attach(self, argument: str) -> None:
+        if not argument:
+            self.view.notice("/file needs a path: /file PATH")
+            return
+        try:
+            file = attach(unquoted(argument))
+        except SpecgenError as error:
+            self.view.notice(str(error))
+            return
+        self.attached.append(file)
+        waiting = f"{len(self.attached)} files go" if len(self.attached) > 1 else "it goes"
+        self.view.info(f"attached {file.name} ({file.lines} lines, {file.size:,} bytes); "
+                       f"{waiting} with your next message")
+
+    def save(self, argument: str) -> None:
+        if not argument:
+            self.view.notice("/save needs a file name: /save FILE.jsonl")
+            return
+        if not self.conversation.turns:
+            self.view.notice("nothing to save yet: the conversation has no turns")
+            return
+        path = unquoted(argument)
+        if not write_atomically(Path(path).expanduser(), to_jsonl(self.conversation.messages)):
+            self.view.notice(f"could not write {path}; check that its folder exists and can be written")
+            return
+        self.view.info(f"saved {self.conversation.turns} turn(s) to {path}; "
+                       f"'specgen bench {shlex.quote(path)}' times each reply again")
+
+    def load(self, argument: str) -> None:
+        """Take up a saved conversation; one that ends with the user's message is answered at once."""
+        if not argument:
+            self.view.notice("/load needs a file name: /load FILE.jsonl")
+            return
+        path = unquoted(argument)
+        try:
+            messages = from_jsonl(read_text(path), path)
+        except SpecgenError as error:
+            self.view.notice(str(error))
+            return
+        waiting = messages.pop()[1] if messages[-1][0] == "user" else None
+        self.conversation.restore(messages)
+        system = "with its system prompt" if self.conversation.system else "without a system prompt"
+        self.view.info(f"loaded {self.conversation.turns + (waiting is not None)} turn(s) from {path}, {system}"
+                       + ("; its last message waits for a reply:" if waiting is not None else ""))
+        if waiting is not None:
+            self.turn(waiting)
+
+    def retry(self, _: str) -> None:
+        user = self.conversation.undo()
+        if user is None:
+            self.view.notice("nothing to retry: there is no reply yet")
+            return
+        self.view.info("the last reply again:")
+        self.turn(user)

@@ -171,7 +171,7 @@ def script(*lines, left=None):
     """A line reader over `lines`; what it never read stays in `left`."""
     feed = [] if left is None else left
     feed.extend(lines)
-    return lambda: feed.pop(0) if feed else None
+    return lambda _prompt: feed.pop(0) if feed else None
 
 
 def test_later_turns_prefill_only_the_new_turn(pair):
