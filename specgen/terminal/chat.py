@@ -21,7 +21,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specgen.attach import Attachment, attach, read_text
+from specgen.terminal.attach import Attachment, attach, read_text
+from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Tally
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
@@ -227,7 +228,10 @@ class Chat:
     def welcome(self) -> str:
         drafted = "no draft model"
         if self.drafter:
-            drafted = f"drafted by {self.drafter.model.path.name} ({self.k_label()})"
+            source = "copying from what was written"
+            if isinstance(self.drafter, ModelDrafter):
+                source = self.drafter.model.path.name
+            drafted = f"drafted by {source} ({self.k_label()})"
         return f"chat with {self.target.path.name}, {drafted}; /help for commands, Ctrl-D or /quit leaves"
 
     def turn(self, text: str) -> bool:
@@ -318,8 +322,8 @@ class Chat:
             return
         self.attached.append(file)
         waiting = f"{len(self.attached)} files go" if len(self.attached) > 1 else "it goes"
-        self.view.info(f"attached {file.name} ({file.lines} lines, {file.size:,} bytes); "
-                       f"{waiting} with your next message")
+        lines = f"{file.lines} line{'' if file.lines == 1 else 's'}"
+        self.view.info(f"attached {file.name} ({lines}, {file.size:,} bytes); {waiting} with your next message")
 
     def save(self, argument: str) -> None:
         if not argument:

@@ -3,7 +3,7 @@
 A file attached to a prompt (chat's /file, and `specgen run -f`) reaches the model in one
 format: the name as the user wrote it, a colon, and the text in a Markdown code fence longer
 than any run of backticks inside it, so nothing in the file can close the fence early. It lives
-at the package's top, beside errors and storage, so every layer that builds prompts can use it.
+in terminal/, the layer under the command line, so chat and `run` (cli/generate.py) share it.
 """
 
 from __future__ import annotations
