@@ -52,10 +52,11 @@ def users(chat: Chat) -> list[str]:
 
 def test_lines_between_triple_quotes_are_one_message(pair):
     chat, err = plain_chat(pair)
-    chat.loop(keys('"""', "    def f():", "", "/help", "        return 1", '"""', "/stats", "  one line  "))
-    assert users(chat) == ["    def f():\n\n/help\n        return 1", "one line"], \
+    pasted = "/usr/bin/env python\nprint(1)"  # a pasted block that starts with a slash is no command
+    chat.loop(keys('"""', "    def f():", "", "/help", "        return 1", '"""', "/stats", "  one line  ", pasted))
+    assert users(chat) == ["    def f():\n\n/help\n        return 1", "one line", pasted], \
         "the block kept its lines and indentation; /help inside it is text"
-    assert chat.totals.replies == 2 and "commands:" not in err.getvalue()
+    assert chat.totals.replies == 3 and "commands:" not in err.getvalue() and "unknown command" not in err.getvalue()
 
 
 def test_ctrl_c_inside_a_block_drops_it_and_the_end_of_input_inside_one_sends_nothing(pair):
