@@ -81,6 +81,11 @@ def shown(piece: str) -> str:
     return visible(piece).replace("\t", " ")
 
 
+def typed(key: str) -> bool:
+    """Text to insert: printable characters or a tab (a broken UTF-8 byte arrives as U+FFFD and the next one)."""
+    return not key.startswith("\x1b") and all(c.isprintable() or c == "\t" for c in key)
+
+
 def edit(key: str, line: Line) -> None:
     """Apply a moving or deleting key to the line; other keys do nothing."""
     if key in HOME:
@@ -167,8 +172,9 @@ class LineEditor:
                 self.row = 0
             elif key == "\x1a":
                 self._suspend()
-            elif len(key) == 1 and (key.isprintable() or key == "\t"):
-                line.insert(key)
+            elif typed(key):
+                for character in key:
+                    line.insert(character)
             else:
                 edit(key, line)
             self._render(prompt, line)

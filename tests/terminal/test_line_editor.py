@@ -42,7 +42,7 @@ class Pty:
     def raw(self) -> bool:
         return not termios.tcgetattr(self.slave)[3] & termios.ICANON
 
-    def type_when_raw(self, keys: str) -> threading.Thread:
+    def type_when_raw(self, keys: str | bytes) -> threading.Thread:
         """Type `keys` once the editor has put the terminal in raw mode (typed earlier, the line
         discipline would cook them: Enter made a newline, Ctrl-C a signal)."""
 
@@ -50,7 +50,7 @@ class Pty:
             deadline = time.monotonic() + 10
             while not self.raw() and time.monotonic() < deadline:
                 time.sleep(0.002)
-            os.write(self.master, keys.encode("utf-8"))
+            os.write(self.master, keys if isinstance(keys, bytes) else keys.encode("utf-8"))
 
         typist = threading.Thread(target=type_, daemon=True)
         typist.start()
@@ -85,7 +85,7 @@ def pty():
     terminal.close()
 
 
-def read(pty: Pty, editor: LineEditor, keys: str, prompt: str = "you> "):
+def read(pty: Pty, editor: LineEditor, keys: str | bytes, prompt: str = "you> "):
     typist = pty.type_when_raw(keys)
     try:
         return editor.read(prompt)
@@ -149,6 +149,8 @@ def test_utf8_wide_characters_and_unknown_keys(pty):
     editor = LineEditor(pty.slave, pty.out)
     assert read(pty, editor, "ü漢字\x1b[D\x7f\x1b[15~\x1b[1;5C\r") == "ü字", "F5 and Ctrl-→ do nothing"
     assert read(pty, editor, "a\x1bb\r") == "a", "Alt-b does nothing"
+    half = "é".encode()[:1]
+    assert read(pty, editor, b"x" + half + b"y\r") == "x\ufffdy", "half a character, then a whole one"
 
 
 def test_lines_typed_ahead_are_read_in_turn(pty):
