@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import signal
 import subprocess
 
@@ -16,10 +15,10 @@ import pytest
 from specgen.bench.prompts import read_prompt_files
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import consume
-from specgen.decoding.loop import GenerationConfig, generate
-from specgen.terminal.chat import Chat, ChatOptions
+from specgen.decoding.loop import generate
+from specgen.terminal.chat import Chat
 from specgen.terminal.live import PlainView
-from test_chat import ESC, SPECGEN, model_args, new_chat, pair, spawn  # noqa: F401 - pair is a fixture
+from test_chat import ESC, SPECGEN, new_chat, pair, spawn  # noqa: F401 - pair is a fixture
 
 PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
 START, END = "\x1b[200~", "\x1b[201~"
