@@ -8,7 +8,8 @@ only where it is the recorded token), so the replay emits the recorded text and 
 differ: speedup = (tokens x one-token pass) / (sum of the rounds' verify passes).
 
 `python tests/copyreplay.py [OUTPUTS.json ...]` prints the table for every curve (by default for
-tests/data/greedy-outputs.json; docs/replay-heldout.json holds the held-out prompts' outputs).
+tests/data/greedy-outputs.json; benchmarks/results/2026-11-25-learnt-rewrites/replay-kinds.json holds
+the outputs of benchmarks/prompts/dev/kinds/).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from specgen.cli.options import (
 
 
 @app.command(epilog=examples(
-    "specgen bench docs/prompts/code.txt -k 2,4,auto",
+    "specgen bench benchmarks/prompts/dev/general/code.txt -k 2,4,auto",
     "specgen bench prompts.jsonl --pair llama3-8b:1b --json results.json",
     "specgen bench task.txt --target big.gguf -r 5 --csv results.csv",
 ))

@@ -19,7 +19,8 @@ from specgen.models.registry import ModelFile, Pair
 
 DRAFT, NGRAM, SUFFIX = "draft", "ngram", "suffix"
 METHODS = (DRAFT, NGRAM, SUFFIX)
-LLAMA_NGRAM = "ngram-map-k"  # llama.cpp's fastest draft-free method on docs/benchmarks.md's prompts
+# llama.cpp's fastest draft-free method on the prompts of benchmarks/results/2026-11-24-copy-drafting/
+LLAMA_NGRAM = "ngram-map-k"
 ALL_LAYERS = "99"
 
 

@@ -46,7 +46,7 @@ from specgen.llama.model import LoadOptions, Model
 
 CODE = "def add(a, b):\n---\n\nx = 1\nfor i in\n\n"
 PROSE = '{"prompt": "the print of self", "name": "self"}\n\n{"prompt": "a b c d e f a b c d e f a b c"}\n'
-FIGURE = Path(__file__).parent.parent.parent / "docs" / "make_figure.py"
+FIGURE = Path(__file__).parents[2] / "benchmarks" / "scripts" / "make_figure.py"
 
 
 def call(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:

@@ -1,7 +1,7 @@
 """A TCP proxy that delays every byte by a fixed time in each direction: a slower network between
 `specgen run --rpc` and a worker, where `tc qdisc ... netem` is not available (docs/benchmarks.md).
 
-    python docs/delay_proxy.py LISTEN_PORT WORKER_HOST:WORKER_PORT ONE_WAY_MS
+    python benchmarks/scripts/delay_proxy.py LISTEN_PORT WORKER_HOST:WORKER_PORT ONE_WAY_MS
 
 A round trip through it takes 2 x ONE_WAY_MS more than without it. Each direction has a reader
 thread that stamps what it receives and a writer thread that sends it on once its time has come,

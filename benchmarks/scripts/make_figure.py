@@ -8,7 +8,7 @@ lookup) through the median speedup at each K, whiskers from the slowest to the f
 Several reports can share one figure (say, code prompts run with --raw and chat prompts
 without), as long as no prompt kind appears in two of them.
 
-    python docs/make_figure.py code.json chat.json -o docs/speedup.svg
+    python benchmarks/scripts/make_figure.py code.json chat.json -o speedup.svg
 """
 
 from __future__ import annotations

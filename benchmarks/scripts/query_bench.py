@@ -9,7 +9,7 @@ With `--vocab FILE.gguf` (a Qwen2.5 GGUF: the recorded ids are its tokens) it ti
 pattern's offer the same way (`Patterned.offer`: the new text read, the prediction, and its
 tokenization by llama.cpp).
 
-    python docs/query_bench.py [--vocab FILE.gguf]
+    python benchmarks/scripts/query_bench.py [--vocab FILE.gguf]
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from specgen.decoding.drafters.adaptive import Patterned
 from specgen.decoding.drafters.lookup import Copier
 from specgen.decoding.drafters.template import Vocabulary
 
-RECORDED = Path(__file__).resolve().parent.parent / "tests" / "data" / "greedy-outputs.json"
+RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "greedy-outputs.json"
 LENGTHS = (100, 1_000, 4_000, 32_000)
 QUERIES = 2_000
 

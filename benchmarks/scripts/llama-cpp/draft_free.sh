@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # llama.cpp's five draft-free methods on every templated prompt in DIR (see template_prompts.py),
 # greedy, 256 tokens, 2 threads; one line per prompt and method: decoded tokens, tok/s, acceptance.
-#   docs/llama-cpp/draft_free.sh DIR TARGET.gguf BIN   (BIN: where build-llama-tools put llama-speculative-simple)
+#   benchmarks/scripts/llama-cpp/draft_free.sh DIR TARGET.gguf BIN   (BIN: the folder holding llama-speculative-simple;
+#   docs/benchmarks.md says how to build it)
 # Where llama.cpp's AMX kernels crash, set PRELOAD=path/to/noamx.so (see noamx.c).
 set -u
 dir=$1 target=$2 bin=$3

@@ -1,7 +1,7 @@
 """Write each prompt of specgen prompt files, chat-templated by the target's own template, to
 DIR/<kind>-<n>.txt, so llama.cpp's tools (`-f FILE`) decode from the tokens specgen's bench does.
 
-    python docs/llama-cpp/template_prompts.py DIR TARGET.gguf docs/prompts/heldout/*
+    python benchmarks/scripts/llama-cpp/template_prompts.py DIR TARGET.gguf benchmarks/prompts/heldout/*
 """
 
 import sys
