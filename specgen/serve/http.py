@@ -2,8 +2,8 @@
 
 Starlette routes read and check requests on uvicorn's event loop (its own thread, so that the
 main thread keeps the signals: Ctrl-C drains, a second stops at once); generation runs on the
-single worker thread of serve_worker, whose events come back here and go out as server-sent
-events or as one JSON body. A watcher per request notices a client that hangs up and cancels
+scheduler's single thread (serve.scheduler), whose events come back here and go out as
+server-sent events or as one JSON body. A watcher per request notices a client that hangs up and cancels
 its job.
 
 Safe by default: loopback unless an API key guards the port, a cap on body size, every error an
@@ -39,7 +39,7 @@ from specgen.errors import SpecgenError, UsageError
 from specgen.llama.model import LoadOptions
 from specgen.models.paths import ModelPaths
 from specgen.serve.wire import ApiError, Outcome, Reply, parse_request
-from specgen.serve.worker import Delta, Failed, Finished, Gone, Job, Limits, Worker
+from specgen.serve.scheduler import Delta, Failed, Finished, Gone, Job, Limits, Scheduler
 
 LOG = "specgen.log"
 
@@ -109,9 +109,9 @@ def url(sock: socket.socket) -> str:
 # -- the application -------------------------------------------------------------------------
 
 
-def build_app(worker: Worker, options: ServeOptions, draft_name: str | None):
+def build_app(scheduler: Scheduler, options: ServeOptions, draft_name: str | None):
     """The ASGI app: OpenAI routes, JSON errors for everything, the key check and the access log."""
-    api = Api(worker, options, draft_name)
+    api = Api(scheduler, options, draft_name)
     routes = [
         Route("/health", api.health, methods=["GET"]),
         Route("/v1/models", api.models, methods=["GET"]),
@@ -125,18 +125,18 @@ def build_app(worker: Worker, options: ServeOptions, draft_name: str | None):
 
 
 class Api:
-    """The endpoints, over one worker."""
+    """The endpoints, over one scheduler."""
 
-    def __init__(self, worker: Worker, options: ServeOptions, draft_name: str | None):
-        self.worker, self.options, self.draft_name = worker, options, draft_name
+    def __init__(self, scheduler: Scheduler, options: ServeOptions, draft_name: str | None):
+        self.scheduler, self.options, self.draft_name = scheduler, options, draft_name
         self.created = int(time.time())
 
     def card(self) -> dict:
         return {"id": self.options.model_id, "object": "model", "created": self.created, "owned_by": "specgen"}
 
     async def health(self, request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "model": self.options.model_id, "busy": self.worker.busy,
-                             "waiting": self.worker.waiting})
+        return JSONResponse({"status": "ok", "model": self.options.model_id, "busy": self.scheduler.busy,
+                             "waiting": self.scheduler.waiting})
 
     async def models(self, request: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [self.card()]})
@@ -160,7 +160,7 @@ class Api:
         record: Record = request.scope[LOG]
         record.stream = spec.stream
         job = Job(spec)
-        self.worker.submit(job)
+        self.scheduler.submit(job)
         watcher = asyncio.create_task(self._watch(request.receive, job, record))
         try:
             first = await job.next()
@@ -186,7 +186,7 @@ class Api:
             pass
         if not job.done:
             record.note = "client gone"
-            self.worker.cancel(job)
+            self.scheduler.cancel(job)
 
 
 async def read_json(request: Request, limit: int) -> dict:
@@ -229,7 +229,7 @@ async def _whole(job: Job, reply: Reply, record: Record) -> JSONResponse:
 
 
 async def _events(job: Job, reply: Reply, include_usage: bool, record: Record):
-    """Server-sent events: the OpenAI chunks as the worker sends text, then `data: [DONE]`."""
+    """Server-sent events: the OpenAI chunks as the scheduler sends text, then `data: [DONE]`."""
     if reply.kind == "chat":
         yield sse_event(reply.chunk(None, role=True))
     while True:
@@ -404,7 +404,7 @@ def access_line(scope, record: Record) -> str:
 
 
 def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, options: ServeOptions) -> None:
-    """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one worker thread generates."""
+    """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one scheduler thread generates."""
     from specgen.llama.calibrate import base_drafter
     from specgen.llama.pair import open_models
     from specgen.llama.rpc import placement
@@ -415,20 +415,20 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, option
         drafter = base_drafter(draft)
         limits = Limits(options.queue, options.max_prompt_tokens or target.n_ctx, options.max_tokens_limit,
                         options.cache_ram_mib * 2**20)
-        worker = Worker(target, drafter, config, limits)
-        app = build_app(worker, options, paths.draft.name if paths.draft else None)
+        scheduler = Scheduler(target, drafter, config, limits)
+        app = build_app(scheduler, options, paths.draft.name if paths.draft else None)
         settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
         server = uvicorn.Server(settings)
         if load.rpc:
             print(f"specgen: {placement(target.layers, draft.layers if draft else None)}", file=sys.stderr)
         print(f"specgen: serving {options.model_id} at {url(sock)}/v1 (OpenAI API; Ctrl-C stops)",
               file=sys.stderr, flush=True)
-        with worker:
-            _run_until_stopped(server, sock, worker)
+        with scheduler:
+            _run_until_stopped(server, sock, scheduler)
     print("specgen: stopped", file=sys.stderr, flush=True)
 
 
-def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Worker) -> None:
+def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, scheduler: Scheduler) -> None:
     """Run uvicorn on a thread and keep signals here: the first Ctrl-C (or SIGTERM) stops accepting
     and lets running and waiting requests finish; the second stops the running one after its round.
 
@@ -451,7 +451,7 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Work
         handled = 0
         while not done.wait(0.1):
             for _ in range(handled, len(received)):
-                _stop(server, worker)
+                _stop(server, scheduler)
                 handled += 1
         thread.join()
     finally:
@@ -460,14 +460,14 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Work
             signal.signal(sig, handler)
 
 
-def _stop(server: uvicorn.Server, worker: Worker) -> None:
+def _stop(server: uvicorn.Server, scheduler: Scheduler) -> None:
     if server.should_exit:
         server.force_exit = True
-        worker.cancel_all()
+        scheduler.cancel_all()
         print("specgen: stopping now", file=sys.stderr, flush=True)
         return
     server.should_exit = True
-    busy = worker.busy + worker.waiting
+    busy = scheduler.busy + scheduler.waiting
     print(f"specgen: finishing {busy} request(s), then exiting (Ctrl-C again stops at once)" if busy
           else "specgen: exiting", file=sys.stderr, flush=True)
 

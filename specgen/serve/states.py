@@ -2,7 +2,7 @@
 
 One llama.cpp context holds one sequence. Two clients alternating (an editor and a chat window)
 would each evict the other's cache every turn and prefill their whole history again. Like
-llama-server's prompt cache (`--cache-ram`), the worker saves both models' caches before it
+llama-server's prompt cache (`--cache-ram`), the scheduler saves both models' caches before it
 switches to a request that a saved state serves better, and restores that state when its
 conversation comes back. The saved states are bounded in bytes; the least recently used go first.
 

@@ -196,9 +196,9 @@ class Outcome:
 
     finish_reason: str  # "stop" or "length"
     summary: Summary
-    first_token_s: float | None  # from the start of this request's turn on the worker
+    first_token_s: float | None  # from the start of this request's turn on the scheduler's thread
     queued_s: float
-    prefill: object  # serve.worker.Prefill: the client's own cached tokens, tokens decoded, seconds
+    prefill: object  # serve.scheduler.Prefill: the client's own cached tokens, tokens decoded, seconds
 
 
 def finish_reason(stop_reason: str, stopped: bool) -> str:

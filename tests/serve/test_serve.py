@@ -25,7 +25,7 @@ from specgen.llama.conversation import Conversation
 from specgen.llama.model import LoadOptions, Model
 from specgen.serve.wire import ApiError, GenRequest
 from specgen.serve.states import SavedStates
-from specgen.serve.worker import Prompts, StopMatcher
+from specgen.serve.scheduler import Prompts, StopMatcher
 
 SPECGEN = [sys.executable, "-m", "specgen"]
 KEY = "test-key-123"

@@ -1,12 +1,15 @@
-"""One generation at a time: the worker thread that owns both models, and its bounded queue.
+"""One generation at a time: the scheduler's thread that owns both models, and its bounded queue.
 
 A llama.cpp context serves one sequence here, and the device runs one generation best, so every
-request becomes a Job that the single worker thread runs in turn while the event loop keeps
-answering. The worker consumes the speculative loop's events, cuts the text at stop strings
+request becomes a Job that the scheduler's single thread runs in turn while the event loop keeps
+answering. The thread consumes the speculative loop's events, cuts the text at stop strings
 (which may span tokens), and sends each piece back to the job's event loop. A job whose client
 has gone is skipped if still waiting, or stopped after the current round if running. Chats keep
 their exact tokens between requests (conversation.Conversation), so the next turn of a chat
 finds both models' KV caches filled and prefills only the new message.
+
+Each API key is a separate user: what a request leaves behind (its conversation, its reply in
+the copy memory, its KV caches) serves only later requests of the same user.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ class Gone:
 class Job:
     """One request's generation: a GenRequest in, Started/Delta/Finished/Failed events out.
 
-    Events are sent from the worker thread and read on the event loop that made the job.
+    Events are sent from the scheduler's thread and read on the event loop that made the job.
     """
 
     def __init__(self, request: GenRequest):
@@ -73,7 +76,7 @@ class Job:
         self.done = False  # the last event (Finished, Failed or Gone) has been read
 
     def send(self, event) -> None:
-        """Hand an event to the job's event loop (called on the worker thread)."""
+        """Hand an event to the job's event loop (called on the scheduler's thread)."""
         try:
             self._loop.call_soon_threadsafe(self._events.put_nowait, event)
         except RuntimeError:  # the event loop has closed: nobody is listening
@@ -90,7 +93,7 @@ class StopMatcher:
 
     An Aho-Corasick automaton over the stop strings reads each character once, so the cost is
     linear in the reply, however many and however long the stop strings (a hostile request
-    cannot stall the one worker), and the state's depth is exactly the text to hold back: the
+    cannot stall the one generating thread), and the state's depth is exactly the text to hold back: the
     longest end of the text that begins some stop string.
     """
 
@@ -250,7 +253,7 @@ class Prefill:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one worker accepts and keeps: waiting requests, prompt and reply tokens, saved caches."""
+    """What the scheduler accepts and keeps: waiting requests, prompt and reply tokens, saved caches."""
 
     queue: int
     prompt_tokens: int
@@ -258,7 +261,7 @@ class Limits:
     saved_bytes: int = 512 * 2**20  # KV caches of other conversations kept in RAM
 
 
-class Worker:
+class Scheduler:
     """The thread that runs jobs one at a time, and the bounded queue in front of it."""
 
     def __init__(self, target, drafter, config: GenerationConfig, limits: Limits):
@@ -280,9 +283,9 @@ class Worker:
         self._current: Job | None = None
         self._closing = False
         self._durations: deque[float] = deque(maxlen=16)
-        self._thread = threading.Thread(target=self._run, name="specgen-worker", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="specgen-scheduler", daemon=True)
 
-    def __enter__(self) -> Worker:
+    def __enter__(self) -> Scheduler:
         self._thread.start()
         return self
 
@@ -369,7 +372,7 @@ class Worker:
             self._generate(job, encoded, start)
         except ApiError as error:
             job.send(Failed(error))
-        except Exception as error:  # noqa: BLE001 - the worker must survive any request
+        except Exception as error:  # noqa: BLE001 - the thread must survive any request
             self.prompts.forget(encoded.conversation if encoded else None)
             if isinstance(error, SpecgenError) and not started:
                 job.send(Failed(ApiError(400, str(error))))
@@ -392,7 +395,7 @@ class Worker:
         return Prefill(own, len(tokens) - 1 - reused, time.perf_counter() - start)
 
     def _generate(self, job: Job, encoded: Encoded, start: float) -> None:
-        """Stream one reply's text to the job, cut at stop strings; `start`: when the worker took it."""
+        """Stream one reply's text to the job, cut at stop strings; `start`: when the scheduler took it."""
         tokens = encoded.tokens
         prefill = self._prefill(job, tokens)
         if prefill is None:
