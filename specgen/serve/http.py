@@ -6,8 +6,9 @@ scheduler's single thread (serve.scheduler), whose events come back here and go 
 server-sent events or as one JSON body. A watcher per request notices a client that hangs up and cancels
 its job.
 
-Safe by default: loopback unless an API key guards the port, a cap on body size, every error an
-OpenAI-style JSON body (never a traceback), and one access-log line per request on stderr.
+Safe by default: loopback unless API keys guard the port, each key a separate user whose caches
+no other key's requests see; a cap on body size, every error an OpenAI-style JSON body (never a
+traceback), and one access-log line per request on stderr, with what the client chose escaped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 import threading
 import time
 import traceback
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,13 +44,14 @@ from specgen.serve.wire import ApiError, Outcome, Reply, parse_request
 from specgen.serve.scheduler import Delta, Failed, Finished, Gone, Job, Limits, Scheduler
 
 LOG = "specgen.log"
+USER = "specgen.user"  # in the ASGI scope: which key the request sent (0 on a server without keys)
 
 
 @dataclass(frozen=True)
 class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8080
-    api_key: str | None = None
+    api_keys: tuple[str, ...] = ()  # each a separate user; none: every client is one user
     queue: int = 8
     max_body: int = 2 * 1024 * 1024
     model_id: str = "specgen"
@@ -78,9 +81,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_binding(host: str, api_key: str | None) -> None:
+def check_binding(host: str, api_keys: tuple[str, ...]) -> None:
     """Refuse to listen beyond this machine without an API key."""
-    if not is_loopback(host) and not api_key:
+    if not is_loopback(host) and not api_keys:
         raise UsageError(
             f"--host {host} lets other machines reach the models; pass --api-key KEY (or set SPECGEN_API_KEY) "
             "so that only clients with the key are served, or keep the default --host 127.0.0.1"
@@ -121,7 +124,7 @@ def build_app(scheduler: Scheduler, options: ServeOptions, draft_name: str | Non
     ]
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
     hosts = None if not is_loopback(options.host) else {"localhost", *options.allowed_hosts}
-    return Front(Starlette(routes=routes, exception_handlers=handlers), options.api_key, hosts)
+    return Front(Starlette(routes=routes, exception_handlers=handlers), options.api_keys, hosts)
 
 
 class Api:
@@ -159,7 +162,7 @@ class Api:
         spec = parse_request(body, kind, (self.options.model_id,))
         record: Record = request.scope[LOG]
         record.stream = spec.stream
-        job = Job(spec)
+        job = Job(spec, request.scope[USER])
         self.scheduler.submit(job)
         watcher = asyncio.create_task(self._watch(request.receive, job, record))
         try:
@@ -310,8 +313,9 @@ async def _internal_error(request: Request, error: Exception) -> JSONResponse:
 
 
 class Front:
-    """Outermost ASGI layer: the Host and content-type checks, the Bearer key check, the last guard
-    against tracebacks, the access log.
+    """Outermost ASGI layer: the Host and content-type checks, the Bearer key check (which also says
+    which user a request is: its key's place in the list), the last guard against tracebacks, the
+    access log.
 
     A server on loopback trusts whatever can reach it, so it must not be reachable from a web
     page: a browser lets any page send a "simple" POST (text/plain, no preflight) to 127.0.0.1,
@@ -319,9 +323,9 @@ class Front:
     Host names (and those the user allowed) are served, and every POST must be JSON.
     """
 
-    def __init__(self, app, api_key: str | None, hosts: set[str] | None = None):
+    def __init__(self, app, api_keys: tuple[str, ...], hosts: set[str] | None = None):
         self.app = app
-        self.key = api_key.encode() if api_key else None
+        self.keys = [key.encode() for key in api_keys]
         self.hosts = hosts  # None: any Host (a bind beyond loopback, where the key protects)
 
     async def __call__(self, scope, receive, send) -> None:
@@ -340,12 +344,13 @@ class Front:
             if refused is not None:
                 record.note = refused.message
                 await error_response(refused)(scope, receive, sending)
-            elif self.key is not None and not self._authorized(scope):
+            elif (user := self._user(scope)) is None:
                 record.note = "no valid API key"
                 await error_response(ApiError(401, "a valid API key is needed: send 'Authorization: Bearer KEY'",
                                               code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"}))(
                     scope, receive, sending)
             else:
+                scope[USER] = user
                 await self.app(scope, receive, sending)
         except Exception as error:  # noqa: BLE001 - logged in one line; the response was already sent
             record.note = f"internal error: {type(error).__name__}: {error}"
@@ -365,10 +370,15 @@ class Front:
                             code="unsupported_media_type")
         return None
 
-    def _authorized(self, scope) -> bool:
+    def _user(self, scope) -> int | None:
+        """The place of the key the request sends in the list (None: no valid key; 0: no keys
+        needed). Every key is compared, each in constant time."""
+        if not self.keys:
+            return 0
         given = dict(scope["headers"]).get(b"authorization", b"")
         scheme, _, token = given.partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key)
+        matches = [hmac.compare_digest(token.strip(), key) for key in self.keys]
+        return matches.index(True) if scheme.lower() == b"bearer" and True in matches else None
 
 
 def _allowed_host(header: bytes, hosts: set[str]) -> bool:
@@ -378,11 +388,33 @@ def _allowed_host(header: bytes, hosts: set[str]) -> bool:
     return name in hosts or is_loopback(name)
 
 
+def printable(text: str, spaces: bool = True) -> str:
+    """`text` with each character that could end, forge or garble a log line escaped (as \\xNN,
+    \\uNNNN or \\UNNNNNNNN), and spaces too unless `spaces` (where a space would split a field)."""
+    return "".join(_escaped(char) if _unsafe(char, spaces) else char for char in text)
+
+
+def _unsafe(char: str, spaces: bool) -> bool:
+    """Control characters, line and paragraph separators, invisible and unassigned ones, other
+    spaces, and the backslash itself, so that an escape in the log is never ambiguous."""
+    if char == " ":
+        return not spaces
+    return char == "\\" or unicodedata.category(char)[0] in "CZ"
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if char == "\\":
+        return "\\\\"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def access_line(scope, record: Record) -> str:
-    """One line: who, what, status, time, and for a generation its tokens and speculative stats."""
-    client = (scope.get("client") or ("-",))[0]
-    line = f"specgen: {client} {scope['method']} {scope['path']} {record.status or '-'} " \
-           f"{time.perf_counter() - record.start:.2f}s"
+    """One line: who, what, status, time, and for a generation its tokens and speculative stats.
+    What the client chose (the percent-decoded path, error notes that quote it) is escaped."""
+    client = printable(str((scope.get("client") or ("-",))[0]), spaces=False)
+    line = f"specgen: {client} {printable(scope['method'], spaces=False)} {printable(scope['path'], spaces=False)} " \
+           f"{record.status or '-'} {time.perf_counter() - record.start:.2f}s"
     outcome = record.outcome
     if outcome is not None:
         s = outcome.summary
@@ -396,7 +428,7 @@ def access_line(scope, record: Record) -> str:
         line += f", first token {first}, waited {outcome.queued_s:.2f}s, finish {outcome.finish_reason}" \
                 f" ({s.stop_reason})"
     if record.note:
-        line += f" [{record.note}]"
+        line += f" [{printable(record.note)}]"
     return line
 
 
@@ -409,12 +441,12 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, option
     from specgen.llama.pair import open_models
     from specgen.llama.rpc import placement
 
-    check_binding(options.host, options.api_key)
+    check_binding(options.host, options.api_keys)
     sock = bind(options.host, options.port)
     with open_models(paths, load) as (target, draft):
         drafter = base_drafter(draft)
         limits = Limits(options.queue, options.max_prompt_tokens or target.n_ctx, options.max_tokens_limit,
-                        options.cache_ram_mib * 2**20)
+                        options.cache_ram_mib * 2**20, max(len(options.api_keys), 1))
         scheduler = Scheduler(target, drafter, config, limits)
         app = build_app(scheduler, options, paths.draft.name if paths.draft else None)
         settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
