@@ -505,7 +505,8 @@ def test_clients_taking_turns_each_find_their_own_history_cached(server):
 
 
 def test_a_client_is_never_told_of_another_clients_cached_tokens(server):
-    """B's prompt shares A's long opening; the prefix is reused, but B is told 0 cached."""
+    """Two clients with one key are one user: B's prompt shares A's long opening, and the prefix
+    is reused, but B is told 0 cached."""
     opening = "shared system text " * 30
     api = client(server)
     api.completions.create(model="tiny-target", prompt=opening + "client A", max_tokens=4)
@@ -569,12 +570,15 @@ def test_saved_states_restore_exact_caches_within_their_budget_oldest_dropped_fi
     target_model.truncate(0)
     states = SavedStates(target_model, None, budget_bytes=int(2.5 * one))
     for sequence in sequences:
-        states.take_up([*sequence, 3])
+        states.take_up([*sequence, 3], 0)
         target_model.sync(sequence)
     assert [list(s.tokens) for s in states.saved] == sequences[1:3] and states.nbytes <= 2.5 * one
     # sequence 0 was dropped: nothing better to restore; the live one (3) is saved, the oldest (1) goes
-    assert states.take_up([*sequences[0], 3]) == 0 and target_model.tokens == sequences[3]
+    assert states.take_up([*sequences[0], 3], 0) == 0 and target_model.tokens == sequences[3]
     assert [list(s.tokens) for s in states.saved] == sequences[2:4]
-    assert states.take_up([*sequences[2], 3]) == 40 and target_model.tokens == sequences[2]  # restored
+    assert states.take_up([*sequences[2], 3], 0) == 40 and target_model.tokens == sequences[2]  # restored
     assert np.allclose(target_model.forward([3], all_logits=False)[0], fresh, atol=1e-4)
+    # another user finds an empty cache and none of user 0's states; user 0's live one is kept for it
+    assert states.take_up([*sequences[2], 3], 1) == 0 and target_model.tokens == []
+    assert {s.user for s in states.saved} == {0} and [*sequences[2], 3] in [list(s.tokens) for s in states.saved]
     target_model.truncate(0)
