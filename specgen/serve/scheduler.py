@@ -96,8 +96,8 @@ class StopMatcher:
 
     An Aho-Corasick automaton over the stop strings reads each character once, so the cost is
     linear in the reply, however many and however long the stop strings (a hostile request
-    cannot stall the one generating thread), and the state's depth is exactly the text to hold back: the
-    longest end of the text that begins some stop string.
+    cannot stall the one generating thread), and the state's depth is exactly the text to hold
+    back: the longest end of the text that begins some stop string.
     """
 
     def __init__(self, stops: tuple[str, ...]):

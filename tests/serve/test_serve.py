@@ -517,7 +517,7 @@ def test_a_client_is_never_told_of_another_clients_cached_tokens(server):
 
 def test_a_reply_cut_off_by_a_disconnect_is_not_in_the_next_turns_cached_history(endless, tiny_models):
     """The client read part of a reply and hung up; its next turn, built from what it received,
-    is told of none of the cut-off reply as cached (the worker went on past what it got)."""
+    is told of none of the cut-off reply as cached (the server went on past what it got)."""
     with httpx.Client(timeout=60) as http:
         request = http.build_request("POST", endless.url + "/v1/completions",
                                      json={"prompt": "x = 1", "max_tokens": 100000, "stream": True})
@@ -539,7 +539,7 @@ def test_a_reply_cut_off_by_a_disconnect_is_not_in_the_next_turns_cached_history
     assert follow.usage.prompt_tokens_details.cached_tokens == 0
 
 
-def test_a_client_gone_during_a_long_prefill_frees_the_worker_within_a_chunk(tiny_models):
+def test_a_client_gone_during_a_long_prefill_frees_the_scheduler_within_a_chunk(tiny_models):
     """A prompt of 30,000 tokens takes seconds to prefill; its client hangs up at once, and the
     next request is served long before that prefill would have ended."""
     alone = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768", "-t", "1")
