@@ -14,7 +14,7 @@ import traceback
 
 import typer
 
-from specgen.cli import bench, generate, models, remote, serve  # noqa: F401 - each registers its commands on the app
+from specgen.cli import bench, generate, models, worker, export, serve  # noqa: F401 - registers commands in this order
 from specgen.cli.app import ClickException, app
 from specgen.errors import SpecgenError, error_line
 

@@ -30,10 +30,12 @@ def serve(
     host: Annotated[str, typer.Option(
         "--host", help="Address to listen on; anything but loopback needs --api-key.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")] = 8080,
-    api_key: Annotated[Optional[str], typer.Option(
-        "--api-key", envvar="SPECGEN_API_KEY", help="Key every request must send as 'Authorization: Bearer KEY'.")] = None,
+    api_keys: Annotated[Optional[list[str]], typer.Option(
+        "--api-key", envvar="SPECGEN_API_KEY", help="Key a request must send as 'Authorization: Bearer KEY' "
+        "(repeatable, or comma-separated); each key is a separate user, whose cached prompts no other key's "
+        "requests reuse.")] = None,
     queue: Annotated[int, typer.Option(
-        "--queue", min=0, help="Requests that may wait while one generates; more get 503.")] = 8,
+        "--queue", min=0, help="Requests that may wait while one generates; more get 503 (0: none wait).")] = 8,
     sampling: Sampling = Sampling(max_tokens=512),
     draft_tokens: DraftTokensOpt = "auto",
     max_prompt_tokens: Annotated[Optional[int], typer.Option(
@@ -56,10 +58,18 @@ def serve(
     from specgen.serve.http import ServeOptions, check_binding, model_id
     from specgen.serve.http import serve as run_server
 
-    check_binding(host, api_key)
+    api_keys = split_keys(api_keys or [])
+    check_binding(host, api_keys)
     selection = select_models(models, draft_tokens)
     config = generation_config(sampling, draft_tokens, selection.draft_tokens)
-    options = ServeOptions(host, port, api_key, queue, model_id=model_id(models.pair, models.target), max_prompt_tokens=max_prompt_tokens,
+    options = ServeOptions(host, port, api_keys, queue, model_id=model_id(models.pair, models.target), max_prompt_tokens=max_prompt_tokens,
                            max_tokens_limit=max_tokens_limit,
                            allowed_hosts=tuple(name.lower() for name in allow_host or ()), cache_ram_mib=cache_ram)
     run_server(selection.paths, load_options(resources), config, options)
+
+
+def split_keys(values: list[str]) -> tuple[str, ...]:
+    """The API keys, from repeated --api-key options or SPECGEN_API_KEY, each of which may list
+    several separated by commas (blanks around them dropped; a key given twice is one user)."""
+    keys = (key.strip() for value in values for key in value.split(","))
+    return tuple(dict.fromkeys(key for key in keys if key))

@@ -2,12 +2,13 @@
 
 Starlette routes read and check requests on uvicorn's event loop (its own thread, so that the
 main thread keeps the signals: Ctrl-C drains, a second stops at once); generation runs on the
-single worker thread of serve_worker, whose events come back here and go out as server-sent
-events or as one JSON body. A watcher per request notices a client that hangs up and cancels
+scheduler's single thread (serve.scheduler), whose events come back here and go out as
+server-sent events or as one JSON body. A watcher per request notices a client that hangs up and cancels
 its job.
 
-Safe by default: loopback unless an API key guards the port, a cap on body size, every error an
-OpenAI-style JSON body (never a traceback), and one access-log line per request on stderr.
+Safe by default: loopback unless API keys guard the port, each key a separate user whose caches
+no other key's requests see; a cap on body size, every error an OpenAI-style JSON body (never a
+traceback), and one access-log line per request on stderr, with what the client chose escaped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import sys
 import threading
 import time
 import traceback
+import unicodedata
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,16 +41,17 @@ from specgen.errors import SpecgenError, UsageError
 from specgen.llama.model import LoadOptions
 from specgen.models.paths import ModelPaths
 from specgen.serve.wire import ApiError, Outcome, Reply, parse_request
-from specgen.serve.worker import Delta, Failed, Finished, Gone, Job, Limits, Worker
+from specgen.serve.scheduler import Delta, Failed, Finished, Gone, Job, Limits, Scheduler
 
 LOG = "specgen.log"
+USER = "specgen.user"  # in the ASGI scope: which key the request sent (0 on a server without keys)
 
 
 @dataclass(frozen=True)
 class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8080
-    api_key: str | None = None
+    api_keys: tuple[str, ...] = ()  # each a separate user; none: every client is one user
     queue: int = 8
     max_body: int = 2 * 1024 * 1024
     model_id: str = "specgen"
@@ -78,9 +81,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_binding(host: str, api_key: str | None) -> None:
+def check_binding(host: str, api_keys: tuple[str, ...]) -> None:
     """Refuse to listen beyond this machine without an API key."""
-    if not is_loopback(host) and not api_key:
+    if not is_loopback(host) and not api_keys:
         raise UsageError(
             f"--host {host} lets other machines reach the models; pass --api-key KEY (or set SPECGEN_API_KEY) "
             "so that only clients with the key are served, or keep the default --host 127.0.0.1"
@@ -109,9 +112,9 @@ def url(sock: socket.socket) -> str:
 # -- the application -------------------------------------------------------------------------
 
 
-def build_app(worker: Worker, options: ServeOptions, draft_name: str | None):
+def build_app(scheduler: Scheduler, options: ServeOptions, draft_name: str | None):
     """The ASGI app: OpenAI routes, JSON errors for everything, the key check and the access log."""
-    api = Api(worker, options, draft_name)
+    api = Api(scheduler, options, draft_name)
     routes = [
         Route("/health", api.health, methods=["GET"]),
         Route("/v1/models", api.models, methods=["GET"]),
@@ -121,22 +124,22 @@ def build_app(worker: Worker, options: ServeOptions, draft_name: str | None):
     ]
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
     hosts = None if not is_loopback(options.host) else {"localhost", *options.allowed_hosts}
-    return Front(Starlette(routes=routes, exception_handlers=handlers), options.api_key, hosts)
+    return Front(Starlette(routes=routes, exception_handlers=handlers), options.api_keys, hosts)
 
 
 class Api:
-    """The endpoints, over one worker."""
+    """The endpoints, over one scheduler."""
 
-    def __init__(self, worker: Worker, options: ServeOptions, draft_name: str | None):
-        self.worker, self.options, self.draft_name = worker, options, draft_name
+    def __init__(self, scheduler: Scheduler, options: ServeOptions, draft_name: str | None):
+        self.scheduler, self.options, self.draft_name = scheduler, options, draft_name
         self.created = int(time.time())
 
     def card(self) -> dict:
         return {"id": self.options.model_id, "object": "model", "created": self.created, "owned_by": "specgen"}
 
     async def health(self, request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "model": self.options.model_id, "busy": self.worker.busy,
-                             "waiting": self.worker.waiting})
+        return JSONResponse({"status": "ok", "model": self.options.model_id, "busy": self.scheduler.busy,
+                             "waiting": self.scheduler.waiting})
 
     async def models(self, request: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [self.card()]})
@@ -159,8 +162,8 @@ class Api:
         spec = parse_request(body, kind, (self.options.model_id,))
         record: Record = request.scope[LOG]
         record.stream = spec.stream
-        job = Job(spec)
-        self.worker.submit(job)
+        job = Job(spec, request.scope[USER])
+        self.scheduler.submit(job)
         watcher = asyncio.create_task(self._watch(request.receive, job, record))
         try:
             first = await job.next()
@@ -186,7 +189,7 @@ class Api:
             pass
         if not job.done:
             record.note = "client gone"
-            self.worker.cancel(job)
+            self.scheduler.cancel(job)
 
 
 async def read_json(request: Request, limit: int) -> dict:
@@ -229,7 +232,7 @@ async def _whole(job: Job, reply: Reply, record: Record) -> JSONResponse:
 
 
 async def _events(job: Job, reply: Reply, include_usage: bool, record: Record):
-    """Server-sent events: the OpenAI chunks as the worker sends text, then `data: [DONE]`."""
+    """Server-sent events: the OpenAI chunks as the scheduler sends text, then `data: [DONE]`."""
     if reply.kind == "chat":
         yield sse_event(reply.chunk(None, role=True))
     while True:
@@ -310,8 +313,9 @@ async def _internal_error(request: Request, error: Exception) -> JSONResponse:
 
 
 class Front:
-    """Outermost ASGI layer: the Host and content-type checks, the Bearer key check, the last guard
-    against tracebacks, the access log.
+    """Outermost ASGI layer: the Host and content-type checks, the Bearer key check (which also says
+    which user a request is: its key's place in the list), the last guard against tracebacks, the
+    access log.
 
     A server on loopback trusts whatever can reach it, so it must not be reachable from a web
     page: a browser lets any page send a "simple" POST (text/plain, no preflight) to 127.0.0.1,
@@ -319,9 +323,9 @@ class Front:
     Host names (and those the user allowed) are served, and every POST must be JSON.
     """
 
-    def __init__(self, app, api_key: str | None, hosts: set[str] | None = None):
+    def __init__(self, app, api_keys: tuple[str, ...], hosts: set[str] | None = None):
         self.app = app
-        self.key = api_key.encode() if api_key else None
+        self.keys = [key.encode() for key in api_keys]
         self.hosts = hosts  # None: any Host (a bind beyond loopback, where the key protects)
 
     async def __call__(self, scope, receive, send) -> None:
@@ -340,12 +344,13 @@ class Front:
             if refused is not None:
                 record.note = refused.message
                 await error_response(refused)(scope, receive, sending)
-            elif self.key is not None and not self._authorized(scope):
+            elif (user := self._user(scope)) is None:
                 record.note = "no valid API key"
                 await error_response(ApiError(401, "a valid API key is needed: send 'Authorization: Bearer KEY'",
                                               code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"}))(
                     scope, receive, sending)
             else:
+                scope[USER] = user
                 await self.app(scope, receive, sending)
         except Exception as error:  # noqa: BLE001 - logged in one line; the response was already sent
             record.note = f"internal error: {type(error).__name__}: {error}"
@@ -365,10 +370,15 @@ class Front:
                             code="unsupported_media_type")
         return None
 
-    def _authorized(self, scope) -> bool:
+    def _user(self, scope) -> int | None:
+        """The place of the key the request sends in the list (None: no valid key; 0: no keys
+        needed). Every key is compared, each in constant time."""
+        if not self.keys:
+            return 0
         given = dict(scope["headers"]).get(b"authorization", b"")
         scheme, _, token = given.partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.key)
+        matches = [hmac.compare_digest(token.strip(), key) for key in self.keys]
+        return matches.index(True) if scheme.lower() == b"bearer" and True in matches else None
 
 
 def _allowed_host(header: bytes, hosts: set[str]) -> bool:
@@ -378,11 +388,33 @@ def _allowed_host(header: bytes, hosts: set[str]) -> bool:
     return name in hosts or is_loopback(name)
 
 
+def printable(text: str, spaces: bool = True) -> str:
+    """`text` with each character that could end, forge or garble a log line escaped (as \\xNN,
+    \\uNNNN or \\UNNNNNNNN), and spaces too unless `spaces` (where a space would split a field)."""
+    return "".join(_escaped(char) if _unsafe(char, spaces) else char for char in text)
+
+
+def _unsafe(char: str, spaces: bool) -> bool:
+    """Control characters, line and paragraph separators, invisible and unassigned ones, other
+    spaces, and the backslash itself, so that an escape in the log is never ambiguous."""
+    if char == " ":
+        return not spaces
+    return char == "\\" or unicodedata.category(char)[0] in "CZ"
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if char == "\\":
+        return "\\\\"
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def access_line(scope, record: Record) -> str:
-    """One line: who, what, status, time, and for a generation its tokens and speculative stats."""
-    client = (scope.get("client") or ("-",))[0]
-    line = f"specgen: {client} {scope['method']} {scope['path']} {record.status or '-'} " \
-           f"{time.perf_counter() - record.start:.2f}s"
+    """One line: who, what, status, time, and for a generation its tokens and speculative stats.
+    What the client chose (the percent-decoded path, error notes that quote it) is escaped."""
+    client = printable(str((scope.get("client") or ("-",))[0]), spaces=False)
+    line = f"specgen: {client} {printable(scope['method'], spaces=False)} {printable(scope['path'], spaces=False)} " \
+           f"{record.status or '-'} {time.perf_counter() - record.start:.2f}s"
     outcome = record.outcome
     if outcome is not None:
         s = outcome.summary
@@ -396,7 +428,7 @@ def access_line(scope, record: Record) -> str:
         line += f", first token {first}, waited {outcome.queued_s:.2f}s, finish {outcome.finish_reason}" \
                 f" ({s.stop_reason})"
     if record.note:
-        line += f" [{record.note}]"
+        line += f" [{printable(record.note)}]"
     return line
 
 
@@ -404,31 +436,31 @@ def access_line(scope, record: Record) -> str:
 
 
 def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, options: ServeOptions) -> None:
-    """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one worker thread generates."""
+    """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one scheduler thread generates."""
     from specgen.llama.calibrate import base_drafter
     from specgen.llama.pair import open_models
     from specgen.llama.rpc import placement
 
-    check_binding(options.host, options.api_key)
+    check_binding(options.host, options.api_keys)
     sock = bind(options.host, options.port)
     with open_models(paths, load) as (target, draft):
         drafter = base_drafter(draft)
         limits = Limits(options.queue, options.max_prompt_tokens or target.n_ctx, options.max_tokens_limit,
-                        options.cache_ram_mib * 2**20)
-        worker = Worker(target, drafter, config, limits)
-        app = build_app(worker, options, paths.draft.name if paths.draft else None)
+                        options.cache_ram_mib * 2**20, max(len(options.api_keys), 1))
+        scheduler = Scheduler(target, drafter, config, limits)
+        app = build_app(scheduler, options, paths.draft.name if paths.draft else None)
         settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
         server = uvicorn.Server(settings)
         if load.rpc:
             print(f"specgen: {placement(target.layers, draft.layers if draft else None)}", file=sys.stderr)
         print(f"specgen: serving {options.model_id} at {url(sock)}/v1 (OpenAI API; Ctrl-C stops)",
               file=sys.stderr, flush=True)
-        with worker:
-            _run_until_stopped(server, sock, worker)
+        with scheduler:
+            _run_until_stopped(server, sock, scheduler)
     print("specgen: stopped", file=sys.stderr, flush=True)
 
 
-def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Worker) -> None:
+def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, scheduler: Scheduler) -> None:
     """Run uvicorn on a thread and keep signals here: the first Ctrl-C (or SIGTERM) stops accepting
     and lets running and waiting requests finish; the second stops the running one after its round.
 
@@ -451,7 +483,7 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Work
         handled = 0
         while not done.wait(0.1):
             for _ in range(handled, len(received)):
-                _stop(server, worker)
+                _stop(server, scheduler)
                 handled += 1
         thread.join()
     finally:
@@ -460,14 +492,14 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, worker: Work
             signal.signal(sig, handler)
 
 
-def _stop(server: uvicorn.Server, worker: Worker) -> None:
+def _stop(server: uvicorn.Server, scheduler: Scheduler) -> None:
     if server.should_exit:
         server.force_exit = True
-        worker.cancel_all()
+        scheduler.cancel_all()
         print("specgen: stopping now", file=sys.stderr, flush=True)
         return
     server.should_exit = True
-    busy = worker.busy + worker.waiting
+    busy = scheduler.busy + scheduler.waiting
     print(f"specgen: finishing {busy} request(s), then exiting (Ctrl-C again stops at once)" if busy
           else "specgen: exiting", file=sys.stderr, flush=True)
 

@@ -129,7 +129,7 @@ def _stops(value) -> tuple[str, ...]:
     longest = max((len(s) for s in items), default=0)
     if longest > MAX_STOP_CHARS:
         raise ApiError(400, f"a stop string may be at most {MAX_STOP_CHARS} characters, not {longest}", param="stop")
-    return tuple(s for s in items if s)
+    return tuple(_text(s, "stop") for s in items if s)
 
 
 def _messages(value) -> tuple[tuple[str, str], ...]:
@@ -143,6 +143,7 @@ def _messages(value) -> tuple[tuple[str, str], ...]:
         role = message.get("role")
         if not isinstance(role, str) or not role:
             raise ApiError(400, f"{where}.role must be a string such as 'user'", param=f"{where}.role")
+        role = _text(role, f"{where}.role")
         out.append((ROLES.get(role, role), _content(message.get("content"), f"{where}.content")))
     return tuple(out)
 
@@ -150,7 +151,7 @@ def _messages(value) -> tuple[tuple[str, str], ...]:
 def _content(value, where: str) -> str:
     """A message's text: a string, or an array of text parts (joined by newlines)."""
     if value is None or isinstance(value, str):
-        return value or ""
+        return _text(value or "", where)
     if isinstance(value, list):
         texts = []
         for i, part in enumerate(value):
@@ -158,7 +159,7 @@ def _content(value, where: str) -> str:
                 kind = part.get("type") if isinstance(part, dict) else None
                 raise ApiError(400, f"{where}[{i}] must be a text part ({{type: text, text: ...}}); "
                                f"this server reads text only, not {kind or _show(part)}", param=f"{where}[{i}]")
-            texts.append(part["text"])
+            texts.append(_text(part["text"], f"{where}[{i}].text"))
         return "\n".join(texts)
     raise ApiError(400, f"{where} must be a string or an array of text parts, not {_show(value)}", param=where)
 
@@ -170,13 +171,23 @@ def _prompt(value) -> str | tuple[int, ...]:
     if value == "":
         raise ApiError(400, "the prompt is empty; send some text", param="prompt")
     if isinstance(value, str):
-        return value
+        return _text(value, "prompt")
     if isinstance(value, list) and value and all(isinstance(t, int) and not isinstance(t, bool) for t in value):
         return tuple(value)
     if isinstance(value, list) and len(value) > 1 and all(isinstance(p, (str, list)) for p in value):
         raise ApiError(400, f"prompt holds {len(value)} prompts; send one per request", param="prompt")
     raise ApiError(400, f"prompt must be a string or a non-empty array of token ids, not {_show(value)}",
                    param="prompt")
+
+
+def _text(value: str, param: str) -> str:
+    """A text field as sent, unless it holds a NUL: llama.cpp reads messages and prompts as C strings,
+    which a NUL would silently end. Stop strings are held to the same rule, so that a NUL is one
+    clear error in whichever text it is sent."""
+    if "\0" in value:
+        raise ApiError(400, f"{param} holds a NUL character (\\u0000), which the model cannot read; remove it",
+                       param=param)
+    return value
 
 
 def _show(value) -> str:
@@ -196,9 +207,9 @@ class Outcome:
 
     finish_reason: str  # "stop" or "length"
     summary: Summary
-    first_token_s: float | None  # from the start of this request's turn on the worker
+    first_token_s: float | None  # from the start of this request's turn on the scheduler's thread
     queued_s: float
-    prefill: object  # serve.worker.Prefill: the client's own cached tokens, tokens decoded, seconds
+    prefill: object  # serve.scheduler.Prefill: the client's own cached tokens, tokens decoded, seconds
 
 
 def finish_reason(stop_reason: str, stopped: bool) -> str:

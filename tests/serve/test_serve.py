@@ -25,17 +25,18 @@ from specgen.llama.conversation import Conversation
 from specgen.llama.model import LoadOptions, Model
 from specgen.serve.wire import ApiError, GenRequest
 from specgen.serve.states import SavedStates
-from specgen.serve.worker import Prompts, StopMatcher
+from specgen.serve.scheduler import Prompts, StopMatcher
 
 SPECGEN = [sys.executable, "-m", "specgen"]
 KEY = "test-key-123"
+OTHER_KEY = "another-key-456"
 
 
 class Server:
     """A `specgen serve` process on a free loopback port; its stderr lines are kept as they come."""
 
-    def __init__(self, *args: str):
-        env = {**os.environ, "SPECGEN_API_KEY": ""}
+    def __init__(self, *args: str, keys: str = ""):
+        env = {**os.environ, "SPECGEN_API_KEY": keys}
         self.process = subprocess.Popen([*SPECGEN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
@@ -67,9 +68,9 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tiny_models):
-    """The tiny pair with K = 3, the session fixtures' context and threads, and an API key."""
+    """The tiny pair with K = 3, the session fixtures' context and threads, and two API keys."""
     running = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "-k", "3",
-                     "--ctx", "2048", "-t", "1", "--api-key", KEY, "-n", "24")
+                     "--ctx", "2048", "-t", "1", "--api-key", KEY, "--api-key", OTHER_KEY, "-n", "24")
     yield running
     running.stop()
 
@@ -277,13 +278,31 @@ def test_access_log_has_one_line_per_request_with_the_speculative_stats(server):
                      line), line
 
 
+def test_the_access_log_escapes_what_a_client_sends_so_no_line_can_be_forged(server):
+    """A percent-encoded line break in the path, and control characters in a model name (echoed in
+    the log's error note), stay on the request's own line, escaped."""
+    forged = "specgen: 10.9.8.7 POST /v1/completions 200 0.01s"
+    path = "/v1/nothing%0D%0A" + forged.replace(" ", "%20") + "%E2%80%A8%1B[2J"
+    assert httpx.get(server.url + path, headers={"Authorization": f"Bearer {KEY}"}).status_code == 404
+    reply = post(server, "/v1/completions", json={"model": "m\n" + forged + "\u0085\u2029", "prompt": "a"})
+    assert reply.status_code == 404
+    first = server.wait_for("GET /v1/nothing")
+    second = server.wait_for("The model 'm")
+    assert not [line for line in server.lines if line.startswith("specgen: 10.9.8.7")]
+    for line in (first, second):
+        assert line.isprintable() and line.startswith("specgen: 127.0.0.1 "), line
+    assert "/v1/nothing\\x0d\\x0aspecgen:\\x2010.9.8.7" in first and "\\u2028\\x1b[2J" in first
+    assert "m\\x0a" + forged + "\\x85\\u2029" in second
+
+
 # -- errors over raw HTTP ------------------------------------------------------------------------
 
 
 def test_a_wrong_or_missing_key_is_401(server):
-    for key in (None, "wrong"):
+    for key in (None, "wrong", f"{KEY},{OTHER_KEY}", KEY[:-1]):
         reply = post(server, "/v1/completions", key=key, json={"prompt": "a", "max_tokens": 2})
         assert reply.status_code == 401 and reply.json()["error"]["code"] == "invalid_api_key"
+    assert post(server, "/v1/completions", key=OTHER_KEY, json={"prompt": "a", "max_tokens": 2}).status_code == 200
     assert httpx.get(server.url + "/v1/models").status_code == 401
     with pytest.raises(openai.AuthenticationError):
         client(server, key="nope").models.list()
@@ -324,6 +343,24 @@ def test_bad_completion_requests_get_openai_errors(server, body, status, fragmen
 def test_bad_chat_messages_get_400(server, messages, fragment):
     reply = post(server, "/v1/chat/completions", json={"model": "tiny-target", "messages": messages})
     assert reply.status_code == 400 and fragment in reply.json()["error"]["message"], reply.text
+
+
+@pytest.mark.parametrize("path, body, param", [
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "def add\u0000(a, b)"}]}, "messages[0].content"),
+    ("/v1/chat/completions", {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": [
+        {"type": "text", "text": "hi"}, {"type": "text", "text": "x\u0000"}]}]}, "messages[1].content[1].text"),
+    ("/v1/chat/completions", {"messages": [{"role": "us\u0000er", "content": "hi"}]}, "messages[0].role"),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "stop": ["a", "\u0000b"]}, "stop"),
+    ("/v1/completions", {"prompt": "the print\u0000 of self"}, "prompt"),
+    ("/v1/completions", {"prompt": ["\u0000"]}, "prompt"),
+    ("/v1/completions", {"prompt": "a", "stop": "x\u0000"}, "stop"),
+])
+def test_a_nul_in_any_text_the_tokenizer_reads_is_a_400_naming_the_field(server, path, body, param):
+    """ctypes would end the text at the NUL and the rest would go unread without a word."""
+    reply = post(server, path, json={**body, "max_tokens": 2})
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["param"] == param and "NUL" in error["message"] and error["type"] == "invalid_request_error"
 
 
 def test_oversized_body_unknown_route_and_method_then_the_server_still_answers(server):
@@ -389,6 +426,24 @@ def test_a_full_queue_answers_503_with_retry_after(endless):
     assert results["waited"].status_code == 200 and results["waited"].json()["usage"]["completion_tokens"] == 4
 
 
+def test_a_queue_of_0_serves_a_request_on_an_idle_server_and_refuses_one_that_would_wait(tiny_models):
+    lone = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768", "-t", "1",
+                  "--queue", "0")
+    try:
+        idle = post(lone, "/v1/completions", key=None, json={"prompt": "a", "max_tokens": 4})
+        assert idle.status_code == 200 and idle.json()["usage"]["completion_tokens"] == 4
+        with httpx.Client(timeout=60) as http:
+            running, _ = _open_stream(lone, http)
+            busy = post(lone, "/v1/completions", key=None, json={"prompt": "a", "max_tokens": 4})
+            assert busy.status_code == 503 and busy.json()["error"]["code"] == "queue_full"
+            running.close()
+        lone.wait_for("client gone")
+        after = post(lone, "/v1/completions", key=None, json={"prompt": "b", "max_tokens": 2})
+        assert after.status_code == 200
+    finally:
+        lone.stop()
+
+
 def test_ctrl_c_finishes_the_running_reply_then_exits(tiny_models):
     # 4000 tokens take the tiny model most of a second: the signal lands while the reply runs
     draining = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "8192", "-t", "1")
@@ -450,7 +505,8 @@ def test_clients_taking_turns_each_find_their_own_history_cached(server):
 
 
 def test_a_client_is_never_told_of_another_clients_cached_tokens(server):
-    """B's prompt shares A's long opening; the prefix is reused, but B is told 0 cached."""
+    """Two clients with one key are one user: B's prompt shares A's long opening, and the prefix
+    is reused, but B is told 0 cached."""
     opening = "shared system text " * 30
     api = client(server)
     api.completions.create(model="tiny-target", prompt=opening + "client A", max_tokens=4)
@@ -461,7 +517,7 @@ def test_a_client_is_never_told_of_another_clients_cached_tokens(server):
 
 def test_a_reply_cut_off_by_a_disconnect_is_not_in_the_next_turns_cached_history(endless, tiny_models):
     """The client read part of a reply and hung up; its next turn, built from what it received,
-    is told of none of the cut-off reply as cached (the worker went on past what it got)."""
+    is told of none of the cut-off reply as cached (the server went on past what it got)."""
     with httpx.Client(timeout=60) as http:
         request = http.build_request("POST", endless.url + "/v1/completions",
                                      json={"prompt": "x = 1", "max_tokens": 100000, "stream": True})
@@ -483,7 +539,7 @@ def test_a_reply_cut_off_by_a_disconnect_is_not_in_the_next_turns_cached_history
     assert follow.usage.prompt_tokens_details.cached_tokens == 0
 
 
-def test_a_client_gone_during_a_long_prefill_frees_the_worker_within_a_chunk(tiny_models):
+def test_a_client_gone_during_a_long_prefill_frees_the_scheduler_within_a_chunk(tiny_models):
     """A prompt of 30,000 tokens takes seconds to prefill; its client hangs up at once, and the
     next request is served long before that prefill would have ended."""
     alone = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768", "-t", "1")
@@ -514,12 +570,15 @@ def test_saved_states_restore_exact_caches_within_their_budget_oldest_dropped_fi
     target_model.truncate(0)
     states = SavedStates(target_model, None, budget_bytes=int(2.5 * one))
     for sequence in sequences:
-        states.take_up([*sequence, 3])
+        states.take_up([*sequence, 3], 0)
         target_model.sync(sequence)
     assert [list(s.tokens) for s in states.saved] == sequences[1:3] and states.nbytes <= 2.5 * one
     # sequence 0 was dropped: nothing better to restore; the live one (3) is saved, the oldest (1) goes
-    assert states.take_up([*sequences[0], 3]) == 0 and target_model.tokens == sequences[3]
+    assert states.take_up([*sequences[0], 3], 0) == 0 and target_model.tokens == sequences[3]
     assert [list(s.tokens) for s in states.saved] == sequences[2:4]
-    assert states.take_up([*sequences[2], 3]) == 40 and target_model.tokens == sequences[2]  # restored
+    assert states.take_up([*sequences[2], 3], 0) == 40 and target_model.tokens == sequences[2]  # restored
     assert np.allclose(target_model.forward([3], all_logits=False)[0], fresh, atol=1e-4)
+    # another user finds an empty cache and none of user 0's states; user 0's live one is kept for it
+    assert states.take_up([*sequences[2], 3], 1) == 0 and target_model.tokens == []
+    assert {s.user for s in states.saved} == {0} and [*sequences[2], 3] in [list(s.tokens) for s in states.saved]
     target_model.truncate(0)

@@ -1,12 +1,15 @@
-"""One generation at a time: the worker thread that owns both models, and its bounded queue.
+"""One generation at a time: the scheduler's thread that owns both models, and its bounded queue.
 
 A llama.cpp context serves one sequence here, and the device runs one generation best, so every
-request becomes a Job that the single worker thread runs in turn while the event loop keeps
-answering. The worker consumes the speculative loop's events, cuts the text at stop strings
+request becomes a Job that the scheduler's single thread runs in turn while the event loop keeps
+answering. The thread consumes the speculative loop's events, cuts the text at stop strings
 (which may span tokens), and sends each piece back to the job's event loop. A job whose client
 has gone is skipped if still waiting, or stopped after the current round if running. Chats keep
 their exact tokens between requests (conversation.Conversation), so the next turn of a chat
 finds both models' KV caches filled and prefills only the new message.
+
+Each API key is a separate user: what a request leaves behind (its conversation, its reply in
+the copy memory, its KV caches) serves only later requests of the same user.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.events import consume
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
@@ -25,12 +29,13 @@ from specgen.decoding.tokens import common_prefix
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import cached_costs, drafter_for
 from specgen.llama.conversation import Conversation, Prompt
-from specgen.llama.lookup_cache import new_memory
+from specgen.llama.lookup_cache import MAX_TOKENS
 from specgen.llama.model import ContextFull
 from specgen.serve.states import SavedStates
 from specgen.serve.wire import ApiError, GenRequest, Outcome, finish_reason
 
 PREFILL_CHUNK = 128  # prompt tokens per prefill step: a client gone is noticed within one
+MIN_MEMORY_TOKENS = 4096  # each user's copy memory holds at least this many tokens of past replies
 
 
 @dataclass(frozen=True)
@@ -61,11 +66,12 @@ class Gone:
 class Job:
     """One request's generation: a GenRequest in, Started/Delta/Finished/Failed events out.
 
-    Events are sent from the worker thread and read on the event loop that made the job.
+    Events are sent from the scheduler's thread and read on the event loop that made the job.
+    `user`: which API key sent it (0 on a server without keys).
     """
 
-    def __init__(self, request: GenRequest):
-        self.request = request
+    def __init__(self, request: GenRequest, user: int = 0):
+        self.request, self.user = request, user
         self.cancelled = threading.Event()
         self.submitted = time.perf_counter()
         self._loop = asyncio.get_running_loop()
@@ -73,7 +79,7 @@ class Job:
         self.done = False  # the last event (Finished, Failed or Gone) has been read
 
     def send(self, event) -> None:
-        """Hand an event to the job's event loop (called on the worker thread)."""
+        """Hand an event to the job's event loop (called on the scheduler's thread)."""
         try:
             self._loop.call_soon_threadsafe(self._events.put_nowait, event)
         except RuntimeError:  # the event loop has closed: nobody is listening
@@ -90,8 +96,8 @@ class StopMatcher:
 
     An Aho-Corasick automaton over the stop strings reads each character once, so the cost is
     linear in the reply, however many and however long the stop strings (a hostile request
-    cannot stall the one worker), and the state's depth is exactly the text to hold back: the
-    longest end of the text that begins some stop string.
+    cannot stall the one generating thread), and the state's depth is exactly the text to hold
+    back: the longest end of the text that begins some stop string.
     """
 
     def __init__(self, stops: tuple[str, ...]):
@@ -250,39 +256,48 @@ class Prefill:
 
 @dataclass(frozen=True)
 class Limits:
-    """What one worker accepts and keeps: waiting requests, prompt and reply tokens, saved caches."""
+    """What the scheduler accepts and keeps: waiting requests, prompt and reply tokens, saved caches."""
 
     queue: int
     prompt_tokens: int
     reply_tokens: int = 4096  # the most one reply may take, whatever it asks (a full context ends it sooner)
-    saved_bytes: int = 512 * 2**20  # KV caches of other conversations kept in RAM
+    saved_bytes: int = 512 * 2**20  # KV caches of other conversations kept in RAM, all users together
+    users: int = 1  # API keys; the copy memory's bound is shared out between them
 
 
-class Worker:
+@dataclass(frozen=True)
+class User:
+    """What one user's requests leave for that user's later requests alone: the recent
+    conversations, and the copy memory of the replies served (KV caches: serve.states)."""
+
+    prompts: Prompts
+    memory: LookupMemory
+
+
+class Scheduler:
     """The thread that runs jobs one at a time, and the bounded queue in front of it."""
 
     def __init__(self, target, drafter, config: GenerationConfig, limits: Limits):
         """Step costs are measured (or read from the cache) here, before any request waits on them."""
         self.target, self.drafter, self.config = target, drafter, config
-        self.reply_limit = limits.reply_tokens
-        self.memory = new_memory()  # every reply this process served, for copy drafting
-        self.queue_size = limits.queue
-        self.prompts = Prompts(target, limits.prompt_tokens)
+        self.limits = limits
+        self.users: dict[int, User] = {}  # made at each user's first request
         draft_model = drafter.model if isinstance(drafter, ModelDrafter) else None
         self.costs = cached_costs(target, draft_model) if config.adaptive else None
         # the draft model follows every prompt only where it may draft: with auto, only where the
         # step costs say it could ever pay (on a few CPU cores it cannot, and its prefill is waste)
         may_draft = not config.adaptive or (self.costs is not None and Policy(self.costs).model_can_pay())
         self.draft_model = draft_model if may_draft else None
-        self.states = SavedStates(target, self.draft_model, limits.saved_bytes)
+        # saved and emptied with the target's even where not kept in step: a round may still draft with it
+        self.states = SavedStates(target, draft_model, limits.saved_bytes)
         self._cond = threading.Condition()
         self._pending: deque[Job] = deque()
         self._current: Job | None = None
         self._closing = False
         self._durations: deque[float] = deque(maxlen=16)
-        self._thread = threading.Thread(target=self._run, name="specgen-worker", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="specgen-scheduler", daemon=True)
 
-    def __enter__(self) -> Worker:
+    def __enter__(self) -> Scheduler:
         self._thread.start()
         return self
 
@@ -307,13 +322,14 @@ class Worker:
         return len(self._pending)
 
     def submit(self, job: Job) -> None:
-        """Queue a job, or refuse with 503 when the queue is full."""
+        """Queue a job, or refuse with 503 when it would have to wait and the queue is full (one job
+        runs, `limits.queue` may wait: with a queue of 0 a job is taken only when none runs)."""
         with self._cond:
             if self._closing:
                 raise ApiError(503, "the server is shutting down", kind="server_error")
-            if len(self._pending) >= self.queue_size:
-                raise ApiError(503, f"the server is busy: {len(self._pending)} requests are waiting for the one "
-                               "generating; retry shortly", kind="server_error", code="queue_full",
+            if len(self._pending) + (self._current is not None) > self.limits.queue:
+                raise ApiError(503, f"the server is busy: one request is generating and {len(self._pending)} "
+                               "waiting; retry shortly", kind="server_error", code="queue_full",
                                headers={"Retry-After": str(self._retry_after())})
             self._pending.append(job)
             self._cond.notify()
@@ -346,42 +362,46 @@ class Worker:
             return self._current
 
     def _run(self) -> None:
+        """Run each job in turn; the job's last event goes out once the next may start, so that a
+        client sending its next request at once is not refused as if the server were busy."""
         while (job := self._next()) is not None:
             start = time.perf_counter()
-            if job.cancelled.is_set():
-                job.send(Gone())
-            else:
-                self._serve(job)
+            last = Gone() if job.cancelled.is_set() else self._serve(job)
             with self._cond:
                 self._current = None
                 self._durations.append(time.perf_counter() - start)
+            job.send(last)
 
-    def _serve(self, job: Job) -> None:
-        """Run one job; every failure becomes a Failed event, never an exception on this thread.
+    def _user(self, number: int) -> User:
+        if number not in self.users:
+            tokens = max(MAX_TOKENS // self.limits.users, MIN_MEMORY_TOKENS)
+            self.users[number] = User(Prompts(self.target, self.limits.prompt_tokens), LookupMemory(tokens))
+        return self.users[number]
 
-        A SpecgenError in encoding the prompt is the client's (400); anything else is ours (500).
-        """
-        started, start, encoded = False, time.perf_counter(), None
+    def _serve(self, job: Job) -> Finished | Failed | Gone:
+        """Run one job and return its last event; every failure becomes Failed, never an exception
+        on this thread. A SpecgenError in encoding the prompt is the client's (400); anything else
+        is ours (500)."""
+        started, start, encoded, user = False, time.perf_counter(), None, self._user(job.user)
         try:
-            encoded = self.prompts.encode(job.request)
+            encoded = user.prompts.encode(job.request)
             job.send(Started())
             started = True
-            self._generate(job, encoded, start)
+            return self._generate(job, user, encoded, start)
         except ApiError as error:
-            job.send(Failed(error))
-        except Exception as error:  # noqa: BLE001 - the worker must survive any request
-            self.prompts.forget(encoded.conversation if encoded else None)
+            return Failed(error)
+        except Exception as error:  # noqa: BLE001 - the thread must survive any request
+            user.prompts.forget(encoded.conversation if encoded else None)
             if isinstance(error, SpecgenError) and not started:
-                job.send(Failed(ApiError(400, str(error))))
-            else:
-                message = f"generation failed: {type(error).__name__}: {error}"
-                job.send(Failed(ApiError(500, message, kind="server_error")))
+                return Failed(ApiError(400, str(error)))
+            message = f"generation failed: {type(error).__name__}: {error}"
+            return Failed(ApiError(500, message, kind="server_error"))
 
     def _prefill(self, job: Job, tokens: list[int]) -> Prefill | None:
         """Fill both caches with the prompt (all but its last token) a chunk at a time, so that a
         client gone during a long prefill is noticed within a chunk (then None)."""
         start = time.perf_counter()
-        own = min(self.states.take_up(tokens), len(tokens) - 1)
+        own = min(self.states.take_up(tokens, job.user), len(tokens) - 1)
         models = [self.target] + ([self.draft_model] if self.draft_model is not None else [])
         reused = common_prefix(self.target.tokens, tokens[:-1])
         for end in [*range(reused + PREFILL_CHUNK, len(tokens) - 1, PREFILL_CHUNK), len(tokens) - 1]:
@@ -391,17 +411,17 @@ class Worker:
                 model.sync(tokens[:end])
         return Prefill(own, len(tokens) - 1 - reused, time.perf_counter() - start)
 
-    def _generate(self, job: Job, encoded: Encoded, start: float) -> None:
-        """Stream one reply's text to the job, cut at stop strings; `start`: when the worker took it."""
+    def _generate(self, job: Job, user: User, encoded: Encoded, start: float) -> Finished | Gone:
+        """Stream one reply's text to the job, cut at stop strings, and return how it ended;
+        `start`: when the scheduler took it."""
         tokens = encoded.tokens
         prefill = self._prefill(job, tokens)
         if prefill is None:
-            self.prompts.forget(encoded.conversation)
-            job.send(Gone())
-            return
+            user.prompts.forget(encoded.conversation)
+            return Gone()
         config = self._config(job.request)
         seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
-        drafter = drafter_for(self.target, self.drafter, config, (self.memory.index,), None if seeded else self.costs)
+        drafter = drafter_for(self.target, self.drafter, config, (user.memory.index,), None if seeded else self.costs)
         events = generate(self.target, drafter, tokens, config)
         stops = StopMatcher(job.request.stop)
         reply: list[int] = []
@@ -422,10 +442,10 @@ class Worker:
         if tail:
             job.send(Delta(tail))
         received = not stopped and not job.cancelled.is_set()  # a reply the client never got is not kept
-        self.prompts.remember(encoded, whole, reply, whole=received)
-        self.memory.add(reply)
+        user.prompts.remember(encoded, whole, reply, whole=received)
+        user.memory.add(reply)
         reason = finish_reason(summary.stop_reason, stopped)
-        job.send(Finished(Outcome(reason, summary, first, start - job.submitted, prefill)))
+        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill))
 
     def _config(self, request: GenRequest) -> GenerationConfig:
         """The server's settings, with what the request sets itself."""
@@ -438,5 +458,5 @@ class Worker:
             top_p=s.top_p if request.top_p is None else request.top_p,
             seed=s.seed if request.seed is None else request.seed,
         )
-        max_tokens = min(request.max_tokens or base.max_tokens, self.reply_limit)
+        max_tokens = min(request.max_tokens or base.max_tokens, self.limits.reply_tokens)
         return replace(base, max_tokens=max_tokens, sampling=sampling)

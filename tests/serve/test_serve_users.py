@@ -1,0 +1,82 @@
+"""Each API key is a separate user of `specgen serve`: nothing one key's requests leave behind (KV
+caches, the copy memory) serves or is reported to another key. A real server on loopback with
+three keys (given as SPECGEN_API_KEY, comma-separated), raw HTTP requests, and token counts taken
+from the tokenizer in this process."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from test_serve import Server
+
+KEYS = ("key-one", "key-two", "key-three", "key-four")
+OPENING = "shared system text with a long common prefix " * 12
+
+
+@pytest.fixture(scope="module")
+def users_server(tiny_models):
+    """Auto drafting (the default), so the copy memory is in play, and keys from the environment."""
+    running = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]),
+                     "--ctx", "2048", "-t", "1", "-n", "8", keys=" , ".join(KEYS))
+    yield running
+    running.stop()
+
+
+def complete(server: Server, key: str, prompt: str, **fields) -> dict:
+    reply = httpx.post(f"{server.url}/v1/completions", json={"prompt": prompt, "max_tokens": 8, **fields},
+                       headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+def shared(a: list[int], b: list[int]) -> int:
+    """How many leading tokens two token lists have in common."""
+    count = 0
+    while count < min(len(a), len(b)) and a[count] == b[count]:
+        count += 1
+    return count
+
+
+def test_every_key_is_served_and_others_are_refused(users_server):
+    """(GET /v1/models, so that the other tests find every key without a history.)"""
+    for key in KEYS:
+        reply = httpx.get(f"{users_server.url}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        assert reply.status_code == 200 and reply.json()["data"][0]["id"] == "tiny-target"
+    for key in ("key-one,key-two", "KEY-ONE", "key"):
+        reply = httpx.post(f"{users_server.url}/v1/completions", json={"prompt": "a", "max_tokens": 1},
+                           headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        assert reply.status_code == 401 and reply.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_a_prefix_sent_with_one_key_is_never_reused_for_another(users_server, target_model):
+    """K2's prompt shares a long opening with K1's earlier one: nothing is reused for K2. Each key
+    then finds its own earlier prompt's prefix, and only that."""
+    first, second = OPENING + "client one asks", OPENING + "client two asks"
+    tokens_first = target_model.tokenize(first, add_special=True, parse_special=False)
+    tokens_second = target_model.tokenize(second, add_special=True, parse_special=False)
+    common = shared(tokens_first, tokens_second)
+    assert common > 100 and common < min(len(tokens_first), len(tokens_second))
+
+    complete(users_server, KEYS[0], first)
+    other = complete(users_server, KEYS[1], second)
+    assert other["usage"]["prompt_tokens"] == len(tokens_second)
+    assert other["specgen"]["prefilled_tokens"] == len(tokens_second) - 1, "K1's prefix reused for K2"
+    assert other["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+
+    own = complete(users_server, KEYS[0], second)  # K1 again: its own first prompt shares the opening
+    assert own["specgen"]["prefilled_tokens"] == len(tokens_second) - 1 - common
+    back = complete(users_server, KEYS[1], first)  # K2 again: its own second prompt shares the opening
+    assert back["specgen"]["prefilled_tokens"] == len(tokens_first) - 1 - common
+    assert back["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+
+
+def test_a_reply_served_to_one_key_is_not_copied_for_another(users_server):
+    """The same seeded greedy request: sent again with the same key it copies from the reply that
+    key was served (fewer rounds); sent with another key it drafts exactly as it did the first time."""
+    request = {"prompt": "zq the print of self wx", "max_tokens": 40, "temperature": 0, "seed": 5}
+    first = complete(users_server, KEYS[2], **request)["specgen"]
+    again = complete(users_server, KEYS[2], **request)["specgen"]
+    other = complete(users_server, KEYS[3], **request)["specgen"]
+    assert again["rounds"] < first["rounds"], "the key's own memory is used"
+    assert (other["rounds"], other["accepted"], other["drafted"]) == (first["rounds"], first["accepted"],
+                                                                       first["drafted"])
