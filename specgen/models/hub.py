@@ -117,7 +117,8 @@ def verify(model: ModelFile, path: Path, offline: bool = False) -> Verification:
         return _verification(path, known)
     commit = _snapshot_commit(model, path)
     if commit is None:
-        return Verification(path, NOT_CHECKED, reason=f"found in {path.parent}, not downloaded: specgen checks its downloads")
+        return Verification(path, NOT_CHECKED,
+                            reason=f"found in {path.parent}, not downloaded: specgen checks its downloads")
     if offline or offline_by_environment():
         return Verification(path, NOT_CHECKED, reason="offline mode is on; pull again online to check it")
     try:
