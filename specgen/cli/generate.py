@@ -56,8 +56,7 @@ def run(
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome).
 
-    The prompt is put together from up to three parts, a blank line apart: each --file (its
-    name, then its text in a ``` fence), the text piped on stdin, then the PROMPT argument.
+    The prompt, a blank line apart: each --file (named, fenced), the text piped on stdin, then PROMPT.
     """
     from specgen.decoding.events import consume
     from specgen.decoding.loop import generate
