@@ -29,10 +29,8 @@ from specgen.errors import UsageError
 
 @app.command(epilog=examples(
     "specgen run --raw -n 64 'def fibonacci(n: int) -> int:'",
-    "cat task.txt | specgen run --pair qwen2.5-coder-1.5b:0.5b > out.txt",
-    "cat app.py | specgen run 'Add type hints. Reply with the whole file.'",
-    "specgen run -f app.py -f test_app.py 'Why does the test fail?'",
-    "specgen run --target big.gguf --draft small.gguf --json 'Explain KV caches'",
+    "cat app.py | specgen run 'Add type hints. Reply with the whole file.' > typed.py",
+    "specgen run --target big.gguf --draft small.gguf -f app.py -f test_app.py 'Why does the test fail?'",
 ))
 @option_groups
 def run(
