@@ -1,25 +1,33 @@
-"""A loopback stand-in for the part of the Hugging Face hub that hf_hub_download speaks.
+"""A loopback stand-in for the part of the Hugging Face hub that hf_hub_download and get_paths_info speak.
 
 The real huggingface_hub client talks to it through HF_ENDPOINT. Like the hub, the `resolve`
-endpoint answers HEAD and GET with the commit (X-Repo-Commit), the file's ETag and size
-(X-Linked-Etag, X-Linked-Size) and a 302 redirect to a separate "CDN" origin, which serves
-the bytes with Range support (open `bytes=N-` and closed `bytes=N-M` ranges, or none at all
-with `ranges` off, counting what each file served). Errors carry the hub's X-Error-Code header: RepoNotFound and
-EntryNotFound (404), GatedRepo (401 without the right token). Every request is recorded, and
-a file's next transfers can be cut half-way, to exercise resuming.
+endpoint answers HEAD and GET for a file stored with LFS with the commit (X-Repo-Commit), the
+file's SHA-256 and size (X-Linked-Etag, X-Linked-Size) and a 302 redirect to a separate "CDN"
+origin, which serves the bytes with Range support (open `bytes=N-` and closed `bytes=N-M`
+ranges, or none at all with `ranges` off, counting what each file served). A file kept in git
+itself (`in_git`) is served by `resolve` directly, with its git blob id as ETag. `paths-info`
+(POST /api/models/{repo}/paths-info/{revision}, form field `paths`) lists each asked-for file
+as the hub does: type, git oid, size, path, and for LFS files `lfs` {oid: the SHA-256, size,
+pointerSize}. `claimed` makes the hub report another SHA-256 for a file than its bytes have (a
+damaged upload or transfer). Errors carry the hub's X-Error-Code header: RepoNotFound,
+RevisionNotFound and EntryNotFound (404), GatedRepo (401 without the right token). Every
+request is recorded, and a file's next transfers can be cut half-way, to exercise resuming.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import parse_qs
 
 RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<revision>[^/]+)/(?P<file>.+)$")
 CDN = re.compile(r"^/cdn/(?P<sha>[0-9a-f]{64})$")
+PATHS_INFO = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)/paths-info/(?P<revision>[^/]+)$")
 
 
 @dataclass
@@ -34,6 +42,8 @@ class Request:
 class HubState:
     files: dict = field(default_factory=dict)  # (repo, filename) -> bytes
     gated: dict = field(default_factory=dict)  # repo -> token that opens it
+    in_git: set = field(default_factory=set)  # (repo, filename) kept in git, not LFS: no SHA-256 on the hub
+    claimed: dict = field(default_factory=dict)  # (repo, filename) -> the SHA-256 the hub reports instead
     cuts: dict = field(default_factory=dict)  # sha256 of a blob -> how many more downloads to cut mid-way
     served: dict = field(default_factory=dict)  # sha256 of a blob -> bytes of it sent so far
     ranges: bool = True  # honour Range headers (a CDN that does not sends the whole file)
@@ -44,6 +54,19 @@ class HubState:
     def blob(self, sha: str) -> bytes | None:
         return next((data for data in self.files.values() if sha256(data) == sha), None)
 
+    def reported_sha(self, repo: str, name: str) -> str:
+        """The SHA-256 the hub gives for an LFS file: its bytes' own, unless `claimed` says otherwise."""
+        return self.claimed.get((repo, name)) or sha256(self.files[(repo, name)])
+
+    def path_info(self, repo: str, name: str) -> dict:
+        """One entry of a paths-info answer, in the hub's JSON shape."""
+        data = self.files[(repo, name)]
+        if (repo, name) in self.in_git:
+            return {"type": "file", "oid": git_oid(data), "size": len(data), "path": name}
+        pointer = lfs_pointer(self.reported_sha(repo, name), len(data))
+        return {"type": "file", "oid": git_oid(pointer), "size": len(data), "path": name,
+                "lfs": {"oid": self.reported_sha(repo, name), "size": len(data), "pointerSize": len(pointer)}}
+
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -51,6 +74,16 @@ def sha256(data: bytes) -> str:
 
 def commit_of(repo: str) -> str:
     return hashlib.sha1(repo.encode()).hexdigest()
+
+
+def git_oid(data: bytes) -> str:
+    """The git blob id of `data`, as the hub reports it for files kept in git (and LFS pointers)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def lfs_pointer(sha: str, size: int) -> bytes:
+    """The pointer file git keeps for an LFS object."""
+    return f"version https://git-lfs.github.com/spec/v1\noid sha256:{sha}\nsize {size}\n".encode()
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -67,36 +100,67 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.answer(body=True)
 
+    def do_POST(self) -> None:
+        self.answer(body=True)
+
     def answer(self, body: bool) -> None:
         with self.state.lock:
             headers = {key.lower(): value for key, value in self.headers.items()}
             self.state.requests.append(Request(self.origin, self.command, self.path, headers))
-        if self.origin == "hub":
-            self.resolve()
-        else:
+        if self.origin == "cdn":
             self.cdn(body)
+        elif self.command == "POST":
+            self.paths_info()
+        else:
+            self.resolve(body)
 
-    def resolve(self) -> None:
-        match = RESOLVE.match(self.path.split("?")[0])
-        repos = {repo for repo, _ in self.state.files}
-        if not match or match["repo"] not in repos:
-            return self.error(404, "RepoNotFound", "Repository not found")
-        repo, name = match["repo"], match["file"]
+    def repo_error(self, repo: str | None) -> bool:
+        """Answer the hub's error for a repo that is missing or gated to this request; True if answered."""
+        if repo not in {known for known, _ in self.state.files}:
+            self.error(404, "RepoNotFound", "Repository not found")
+            return True
         token = self.state.gated.get(repo)
         if token is not None and self.headers.get("Authorization") != f"Bearer {token}":
-            return self.error(401, "GatedRepo", f"Access to model {repo} is restricted.", repo)
+            self.error(401, "GatedRepo", f"Access to model {repo} is restricted.", repo)
+            return True
+        return False
+
+    def resolve(self, body: bool) -> None:
+        match = RESOLVE.match(self.path.split("?")[0])
+        if self.repo_error(match and match["repo"]):
+            return
+        repo, name = match["repo"], match["file"]
         data = self.state.files.get((repo, name))
         if data is None:
             return self.error(404, "EntryNotFound", f"{name} does not exist on main", repo)
-        digest = sha256(data)
+        if (repo, name) in self.state.in_git:
+            return self.serve(data, body, {"X-Repo-Commit": commit_of(repo), "ETag": f'"{git_oid(data)}"'})
+        digest = self.state.reported_sha(repo, name)
         self.send_response(302)
-        self.send_header("Location", f"{self.state.cdn_url}/cdn/{digest}")
+        self.send_header("Location", f"{self.state.cdn_url}/cdn/{sha256(data)}")
         self.send_header("X-Repo-Commit", commit_of(repo))
         self.send_header("X-Linked-Etag", f'"{digest}"')
         self.send_header("X-Linked-Size", str(len(data)))
-        self.send_header("ETag", f'"{commit_of(name)}"')
+        self.send_header("ETag", f'"{git_oid(lfs_pointer(digest, len(data)))}"')
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+    def paths_info(self) -> None:
+        match = PATHS_INFO.match(self.path.split("?")[0])
+        if self.repo_error(match and match["repo"]):
+            return
+        repo = match["repo"]
+        if match["revision"] not in ("main", commit_of(repo)):
+            return self.error(404, "RevisionNotFound", f"Invalid rev id: {match['revision']}", repo)
+        form = parse_qs(self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode())
+        entries = [self.state.path_info(repo, name) for name in form.get("paths", [])
+                   if (repo, name) in self.state.files]  # the hub leaves out paths it does not have
+        payload = json.dumps(entries).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
 
     def error(self, status: int, code: str, message: str, repo: str | None = None) -> None:
         self.send_response(status)
@@ -112,9 +176,16 @@ class _Handler(BaseHTTPRequestHandler):
         data = self.state.blob(match["sha"]) if match else None
         if data is None:
             return self.error(404, "NotFound", "no such blob")
+        self.serve(data, body, {})
+
+    def serve(self, data: bytes, body: bool, headers: dict) -> None:
+        """The bytes of a file, or the range of them asked for, cut half-way while `cuts` says so."""
+        sha = sha256(data)
         start, end = _range(self.headers.get("Range"), len(data)) if self.state.ranges else (0, len(data))
         partial = (start, end) != (0, len(data))
         self.send_response(206 if partial else 200)
+        for name, value in headers.items():
+            self.send_header(name, value)
         if partial:
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
         self.send_header("Content-Length", str(end - start))
@@ -122,10 +193,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if not body:
             return
-        if not _closed(self.headers.get("Range")) and self.cut(match["sha"]):
+        if not _closed(self.headers.get("Range")) and self.cut(sha):
             end = start + (end - start) // 2
             self.close_connection = True
-        self.send(match["sha"], data[start:end])
+        self.send(sha, data[start:end])
 
     def send(self, sha: str, chunk: bytes) -> None:
         with self.state.lock:

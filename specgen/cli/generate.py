@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -26,12 +28,17 @@ from specgen.errors import UsageError
 
 @app.command(epilog=examples(
     "specgen run --raw -n 64 'def fibonacci(n: int) -> int:'",
-    "cat task.txt | specgen run --pair qwen2.5-coder-1.5b:0.5b > out.txt",
-    "specgen run --target big.gguf --draft small.gguf --json 'Explain KV caches'",
+    "cat app.py | specgen run 'Add type hints. Reply with the whole file.' > typed.py",
+    "specgen run --target big.gguf --draft small.gguf -f app.py -f test_app.py 'Why does the test fail?'",
 ))
 @option_groups
 def run(
-    prompt: Annotated[Optional[str], typer.Argument(help="Prompt text; read from stdin when omitted or '-'.")] = None,
+    prompt: Annotated[Optional[str], typer.Argument(
+        help="Prompt text. With text piped on stdin too, the prompt is the piped text, a blank line, then this; "
+        "stdin alone when omitted or '-'.")] = None,
+    files: Annotated[Optional[list[Path]], typer.Option(
+        "--file", "-f", metavar="PATH", help="Attach this file's text to the prompt, named and fenced "
+        "(repeatable; files come first, then stdin, then PROMPT).")] = None,
     models: ModelChoice = ModelChoice(),
     sampling: Sampling = Sampling(max_tokens=256),
     draft_tokens: DraftTokensOpt = "auto",
@@ -44,7 +51,10 @@ def run(
         "(with auto; shared safely by several processes; bounded; one file per model family).")] = None,
     resources: Resources = Resources(),
 ) -> None:
-    """Generate text for one prompt; stdout gets only the text (shell pipelines welcome)."""
+    """Generate text for one prompt; stdout gets only the text (shell pipelines welcome).
+
+    The prompt, a blank line apart: each --file (named, fenced), the text piped on stdin, then PROMPT.
+    """
     from specgen.decoding.events import consume
     from specgen.decoding.loop import generate
     from specgen.llama import lookup_cache as memory_file
@@ -54,7 +64,7 @@ def run(
     from specgen.llama.rpc import placement
     from specgen.terminal.run_view import json_record, streamer, summary_line
 
-    text = read_prompt(prompt)
+    text = read_prompt(prompt, files or [])
     selection = select_models(models, draft_tokens)
     paths = selection.paths
     config = generation_config(sampling, draft_tokens, selection.draft_tokens)
@@ -94,13 +104,67 @@ def run(
         raise typer.Exit(130)
 
 
-def read_prompt(prompt: str | None) -> str:
-    """The prompt argument, or all of stdin for none or '-'."""
-    if prompt is not None and prompt != "-":
-        return prompt
+def read_prompt(prompt: str | None, files: list[Path]) -> str:
+    """The prompt: each file attached (named, fenced), then stdin's text, then the argument, a
+    blank line apart. Without an argument, or with '-', stdin is the text (and must be piped, unless
+    files are attached); with one, stdin is read only when it is a pipe or a file, and adds
+    nothing when it is empty."""
+    parts = [attachment(path) for path in files]
+    stdin_only = prompt is None or prompt == "-"
+    if stdin_only and (prompt == "-" or not files):
+        parts.append(read_stdin())  # stdin is the prompt, whatever it holds
+    elif stdin_is_piped():
+        piped = read_stdin()
+        parts += [piped] if piped.strip() else []
+    if not stdin_only:
+        parts.append(prompt)
+    return "\n\n".join([part.rstrip("\r\n") for part in parts[:-1]] + parts[-1:])
+
+
+def stdin_is_piped() -> bool:
+    """Whether stdin is a pipe or a file: text sent on purpose, not a terminal, /dev/null or none."""
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):  # no stdin, or one without a file descriptor
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISREG(mode)
+
+
+def read_stdin() -> str:
+    """All of stdin's text; a UsageError when it is a terminal or not UTF-8."""
     if sys.stdin is None or sys.stdin.isatty():
         raise UsageError("no prompt: pass it as an argument or pipe it on stdin")
-    return sys.stdin.read()
+    stream = getattr(sys.stdin, "buffer", None)  # bytes, so that no locale setting lets bad bytes through
+    try:
+        return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
+    except UnicodeDecodeError as error:
+        raise UsageError(f"stdin is not UTF-8 text ({error.reason} at byte {error.start}); "
+                         "convert it first (iconv -t UTF-8)") from error
+
+
+def attachment(path: Path) -> str:
+    """A file's text for the prompt, named and fenced as chat's /file writes it (`terminal.attach`)."""
+    from specgen.terminal.attach import fence
+
+    return fence(str(path), read_attached(path))
+
+
+def read_attached(path: Path) -> str:
+    """The UTF-8 text of a file given with --file; one UsageError line when it cannot be had."""
+    where = f"--file {path}"
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as error:
+        raise UsageError(f"{where}: no such file; check the path") from error
+    except IsADirectoryError as error:
+        raise UsageError(f"{where}: is a folder; attach its files one by one (-f a.py -f b.py)") from error
+    except OSError as error:
+        raise UsageError(f"{where}: cannot be read ({error.strerror}); check its permissions") from error
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UsageError(f"{where}: not UTF-8 text ({error.reason} at byte {error.start}); attach text "
+                         "files only, or convert it first (iconv -t UTF-8)") from error
 
 
 @app.command(epilog=examples(

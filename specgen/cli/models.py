@@ -115,15 +115,38 @@ def pairs_check(
 
 @app.command()
 def pull(name: str = typer.Argument(..., help="Pair name from 'specgen pairs'.")) -> None:
-    """Download both files of a pair into the Hugging Face cache; print their paths."""
+    """Download both files of a pair into the Hugging Face cache; print their paths.
+
+    Each download is checked against the SHA-256 the hub gives for it (once per file; stderr
+    says what was verified). A damaged download is removed, and the pull fails.
+    """
     from specgen.llama.pair import preflight
-    from specgen.models.hub import fetch_pair
+    from specgen.models.hub import fetch_pair, verify
     from specgen.models.paths import ModelPaths
     from specgen.models.registry import load_registry
 
-    paths = fetch_pair(load_registry().get(name), precheck=True)
+    pair = load_registry().get(name)
+    paths = fetch_pair(pair, precheck=True)
+    checks = [verify(getattr(pair, role), paths[role]) for role in ("target", "draft")]
     print(f"{paths['target']}\n{paths['draft']}")
+    for check in checks:
+        print(verification_line(check), file=sys.stderr)
     preflight(ModelPaths(paths["target"], paths["draft"]))
+
+
+def verification_line(check) -> str:
+    """One stderr line on what is known of a pulled file's bytes (a hub.Verification)."""
+    from datetime import datetime
+
+    from specgen.models.hub import NOT_VERIFIABLE, VERIFIED
+
+    name = check.path.name
+    when = datetime.fromtimestamp(check.checked_at).strftime("%Y-%m-%d %H:%M")
+    if check.state == VERIFIED:
+        return f"specgen: verified {name}: its SHA-256 {check.sha256[:16]}... is the hub's (checked {when})"
+    if check.state == NOT_VERIFIABLE:
+        return f"specgen: {name} is not verifiable: the hub gives no SHA-256 for it (a file kept in git, not LFS)"
+    return f"specgen: {name} is not verified: {check.reason}"
 
 
 @app.command()

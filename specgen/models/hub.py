@@ -7,17 +7,25 @@ HF_HOME, HF_HUB_CACHE, HF_ENDPOINT, HF_HUB_OFFLINE and HF_TOKEN are read when a 
 a file into the cache only once it is complete, so a partial download is never loaded as a
 model. Before a pair's files are downloaded, their GGUF headers are read with range requests
 (a few megabytes) and the pair check runs on them, so a mismatched pair fails in seconds, not
-after gigabytes. Each failure becomes one SpecgenError line that names the problem and the way out.
+after gigabytes. After a download the file's SHA-256 is compared with the one the hub gives for
+it (its LFS object id, from the hub's paths-info API): a file that differs is removed from the
+cache, blob and snapshot link, and the run stops with one line; the verdict is kept
+(checksums.py), so each file is hashed once. Each failure becomes one SpecgenError line that
+names the problem and the way out.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from specgen.errors import SpecgenError
+from specgen.models import checksums
 from specgen.models.gguf import (
     GGUFError,
     GGUFInfo,
@@ -41,6 +49,22 @@ class HubError(SpecgenError):
 
 class MismatchedPair(SpecgenError):
     """The headers on the hub show that the pair's draft cannot speak for its target."""
+
+
+@dataclass(frozen=True)
+class Verification:
+    """What is known of a model file's bytes against the SHA-256 the hub gives for it."""
+
+    path: Path
+    state: str  # VERIFIED, NOT_VERIFIABLE or NOT_CHECKED
+    sha256: str = ""  # the file's SHA-256, when it was verified
+    checked_at: float = 0.0  # when it was verified, or found not verifiable
+    reason: str = ""  # why it was not checked, and how to check it
+
+
+VERIFIED = "verified"  # its SHA-256 equals the hub's
+NOT_VERIFIABLE = "not verifiable"  # the hub gives no SHA-256 for it: a file kept in git, not LFS
+NOT_CHECKED = "not checked"  # not compared (yet): offline, the hub did not answer, or not from the hub
 
 
 def endpoint() -> str:
@@ -80,7 +104,82 @@ def fetch(model: ModelFile, offline: bool = False) -> Path:
         )
     except Exception as error:  # noqa: BLE001 - each known failure becomes one line below
         raise _explain(error, model, offline) from error
+    verify(model, Path(path))
     return Path(path)
+
+
+def verify(model: ModelFile, path: Path, offline: bool = False) -> Verification:
+    """Compare `path`, the cached file of `model`, with the SHA-256 the hub gives for it, once: a
+    verdict kept from an earlier check holds while the file is unchanged. A file that differs is
+    removed from the Hugging Face cache, and HubError says so."""
+    known = checksums.recorded(path)
+    if known is not None:
+        return _verification(path, known)
+    commit = _snapshot_commit(model, path)
+    if commit is None:
+        return Verification(path, NOT_CHECKED,
+                            reason=f"found in {path.parent}, not downloaded: specgen checks its downloads")
+    if offline or offline_by_environment():
+        return Verification(path, NOT_CHECKED, reason="offline mode is on; pull again online to check it")
+    try:
+        expected = lfs_sha256(model, commit)
+    except LookupError as error:
+        return Verification(path, NOT_CHECKED, reason=str(error))
+    except Exception as error:  # noqa: BLE001 - the check is retried on the next pull
+        return Verification(path, NOT_CHECKED, reason=str(_explain(error, model, offline=False, reading=True)))
+    verdict = _compare(model, path, expected)
+    checksums.record(path, verdict)
+    return _verification(path, verdict)
+
+
+def _compare(model: ModelFile, path: Path, expected: str | None) -> checksums.Verdict:
+    """Hash the file and compare it with `expected` (None: the hub has no SHA-256 for it, nothing
+    to hash); a file that differs is removed from the cache and raises HubError."""
+    if expected is None:
+        return checksums.Verdict("", False, time.time())
+    actual = checksums.file_sha256(path)
+    if actual != expected.lower():
+        _remove_from_cache(path)
+        raise HubError(
+            f"the download of {model.repo}/{model.file} is damaged: its SHA-256 is {actual[:16]}..., the hub's "
+            f"is {expected[:16]}...; it was removed: run the command again to download it anew (if it fails "
+            f"again, tell the repo's owners: {endpoint()}/{model.repo}/discussions)"
+        )
+    return checksums.Verdict(actual, True, time.time())
+
+
+def _verification(path: Path, verdict: checksums.Verdict) -> Verification:
+    return Verification(path, VERIFIED if verdict.verified else NOT_VERIFIABLE, verdict.sha256, verdict.checked_at)
+
+
+def lfs_sha256(model: ModelFile, commit: str) -> str | None:
+    """The SHA-256 the hub gives for `model` at `commit` (its LFS object id); None for a file kept
+    in git rather than LFS, which has none. LookupError when the hub does not list the file."""
+    from huggingface_hub import HfApi
+
+    entries = HfApi(endpoint=endpoint()).get_paths_info(model.repo, [model.file], revision=commit)
+    entry = next((entry for entry in entries if entry.path == model.file), None)
+    if entry is None:
+        raise LookupError(f"the hub does not list {model.file} at commit {commit[:12]}; pull again later to check it")
+    lfs = getattr(entry, "lfs", None)
+    return lfs.sha256 if lfs is not None else None
+
+
+def _snapshot_commit(model: ModelFile, path: Path) -> str | None:
+    """The commit of the Hugging Face cache snapshot that `path` lies in; None outside the cache."""
+    snapshots = hub_cache_dir() / f"models--{model.repo.replace('/', '--')}" / "snapshots"
+    try:
+        return path.relative_to(snapshots).parts[0]
+    except ValueError:
+        return None
+
+
+def _remove_from_cache(path: Path) -> None:
+    """Delete a cached file: its snapshot link, then the blob it points to."""
+    blob = path.resolve()
+    for item in (path, blob):
+        with contextlib.suppress(FileNotFoundError):
+            item.unlink()
 
 
 def fetch_pair(pair: Pair, roles: tuple[str, ...] = ("target", "draft"), offline: bool = False,

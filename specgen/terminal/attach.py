@@ -37,11 +37,14 @@ class Attachment:
 
 
 def fence(name: str, text: str) -> str:
-    """`name:` and the text in a fence of backticks longer than the longest run in it (3 at least)."""
+    """`name:` and the text in a fence of backticks longer than the longest run in it (3 at
+    least), tagged with the name's extension (`py`, `md`) where it has one."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     marks = "`" * max(3, longest + 1)
+    suffix = Path(name).suffix[1:]
+    language = suffix if suffix.isalnum() else ""
     body = text if text.endswith("\n") or not text else text + "\n"
-    return f"{name}:\n{marks}\n{body}{marks}"
+    return f"{name}:\n{marks}{language}\n{body}{marks}"
 
 
 def attach(path: str) -> Attachment:

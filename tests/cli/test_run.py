@@ -14,9 +14,11 @@ import pytest
 SPECGEN = [sys.executable, "-m", "specgen"]
 
 
-def specgen(*args: str, stdin: str | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*SPECGEN, *args], input=stdin, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+def specgen(*args: str, stdin: str | None = None, env: dict | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run specgen; with no `stdin` text its stdin is /dev/null, as from a terminal-less script."""
+    return subprocess.run([*SPECGEN, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}, cwd=cwd)
 
 
 def one_error_line(result: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -92,7 +94,8 @@ def test_sampling_options_are_reproducible(pair):
 
 def test_early_closed_pipe_ends_cleanly(pair):
     command = " ".join([*SPECGEN, "run", "'def add(a, b):'", *pair, "--raw", "-n", "2000", "--ctx", "2048"])
-    result = subprocess.run(f"{command} | head -c 5", shell=True, capture_output=True, timeout=120)
+    result = subprocess.run(f"{command} | head -c 5", shell=True, stdin=subprocess.DEVNULL, capture_output=True,
+                            timeout=120)
     assert len(result.stdout) == 5
     assert b"Traceback" not in result.stderr and b"Exception" not in result.stderr
 
@@ -100,7 +103,7 @@ def test_early_closed_pipe_ends_cleanly(pair):
 def test_ctrl_c_keeps_the_text_prints_the_summary_and_exits_130(tiny_models):
     endless = ["--target", str(tiny_models["target_endless"]), "--draft", str(tiny_models["draft"])]
     process = subprocess.Popen([*SPECGEN, "run", "x = 1\nfor i in", *endless, "--raw", "-n", "100000",
-                                "--ctx", "32768"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                "--ctx", "32768"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout.read(1)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
@@ -152,3 +155,92 @@ def test_help_is_instant_and_does_not_import_llama_cpp():
            "print('llama_cpp' in sys.modules, 'numpy' in sys.modules, 'huggingface_hub' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip().splitlines()[-1] == "False False False"
+
+
+@pytest.fixture(scope="module")
+def plain(tiny_models) -> list[str]:
+    """The target alone, greedy, raw: the same prompt tokens always give the same text."""
+    return ["--target", str(tiny_models["target"]), "-k", "0", "--raw", "-n", "8", "--json"]
+
+
+def record_for(plain: list[str], *args: str, stdin: str | None = None, cwd: Path | None = None) -> dict:
+    result = specgen("run", *plain, *args, stdin=stdin, cwd=cwd)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def prompt_seen(record: dict) -> tuple[int, str]:
+    return record["prompt_tokens"], record["text"]
+
+
+def test_stdin_and_an_argument_make_one_prompt_piped_text_first(plain, target_model):
+    code = "def add(a, b):\n    return a + b\n"
+    expected = "def add(a, b):\n    return a + b\n\nadd type hints"  # the piped text, a blank line, the argument
+    both = record_for(plain, "add type hints", stdin=code)
+    assert prompt_seen(both) == prompt_seen(record_for(plain, expected))
+    assert both["prompt_tokens"] == len(target_model.tokenize(expected, add_special=True, parse_special=False))
+    assert both["prompt_tokens"] > record_for(plain, "add type hints")["prompt_tokens"]  # stdin was not dropped
+
+
+def test_an_empty_stdin_with_an_argument_is_the_argument_alone(plain):
+    alone = prompt_seen(record_for(plain, "the print of self"))
+    assert prompt_seen(record_for(plain, "the print of self", stdin="")) == alone
+    assert prompt_seen(record_for(plain, "the print of self", stdin=" \n\n")) == alone
+
+
+def test_dash_is_stdin_alone(plain):
+    assert prompt_seen(record_for(plain, "-", stdin="x = 1\nfor i in")) == prompt_seen(record_for(plain, "x = 1\nfor i in"))
+
+
+def test_files_are_attached_named_and_fenced_before_stdin_and_the_argument(plain, tmp_path):
+    (tmp_path / "app.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "NOTES").write_text("use ```code``` spans")  # a run of 3 backticks inside, no final newline
+    expected = ("app.py:\n```py\ndef add(a, b):\n    return a + b\n```\n\n"
+                "NOTES:\n````\nuse ```code``` spans\n````\n\n"
+                "the print of self\n\n"
+                "add type hints")
+    attached = record_for(plain, "-f", "app.py", "--file", "NOTES", "add type hints", stdin="the print of self\n",
+                          cwd=tmp_path)
+    assert prompt_seen(attached) == prompt_seen(record_for(plain, expected))
+    only_files = record_for(plain, "-f", "app.py", cwd=tmp_path)  # no argument, stdin not piped: the file alone
+    assert prompt_seen(only_files) == prompt_seen(record_for(plain, "app.py:\n```py\ndef add(a, b):\n    return a + b\n```"))
+
+
+@pytest.mark.parametrize("case", ["missing", "folder", "not_utf8", "parent_is_a_file"])
+def test_a_file_that_cannot_be_attached_is_one_line_and_exit_2(case, pair, tmp_path):
+    (tmp_path / "latin1.txt").write_bytes("caf\u00e9 au lait".encode("latin-1"))
+    (tmp_path / "plain.txt").write_text("text")
+    path, fragment = {
+        "missing": ("nope.py", "--file nope.py: no such file"),
+        "folder": (".", "--file .: is a folder"),
+        "not_utf8": ("latin1.txt", "--file latin1.txt: not UTF-8 text (invalid continuation byte at byte 3)"),
+        "parent_is_a_file": ("plain.txt/x", "--file plain.txt/x: cannot be read (Not a directory)"),
+    }[case]
+    result = specgen("run", *pair, "-f", path, "hi", cwd=tmp_path)
+    one_error_line(result, fragment)
+    assert result.returncode == 2
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_is_one_line_and_exit_2(pair, tmp_path):
+    secret = tmp_path / "secret.py"
+    secret.write_text("x = 1")
+    secret.chmod(0)
+    result = specgen("run", *pair, "-f", str(secret), "hi")
+    one_error_line(result, "cannot be read (Permission denied)")
+    assert result.returncode == 2
+
+
+def test_stdin_that_is_not_utf8_is_one_line_and_exit_2(pair):
+    result = subprocess.run([*SPECGEN, "run", *pair, "hi"], input="caf\u00e9".encode("latin-1"),
+                            capture_output=True, timeout=120)
+    lines = result.stderr.decode().strip().splitlines()
+    assert result.returncode == 2 and result.stdout == b"" and len(lines) == 1
+    assert lines[0].startswith("specgen: error: stdin is not UTF-8 text")
+
+
+def test_run_help_says_how_the_prompt_is_put_together():
+    result = specgen("run", "--help", env={"COLUMNS": "200", "TERM": "dumb"})
+    text = " ".join(result.stdout.split())
+    assert "the piped text, a blank line, then this" in text
+    assert "--file" in text and "files come first, then stdin, then PROMPT" in text

@@ -11,15 +11,15 @@ from specgen.errors import UsageError
 
 
 def test_a_file_is_fenced_under_its_name():
-    assert fence("app.py", "x = 1\n") == "app.py:\n```\nx = 1\n```"
-    assert fence("notes.txt", "no newline at the end") == "notes.txt:\n```\nno newline at the end\n```"
-    assert fence("empty.txt", "") == "empty.txt:\n```\n```"
+    assert fence("app.py", "x = 1\n") == "app.py:\n```py\nx = 1\n```"
+    assert fence("notes.txt", "no newline at the end") == "notes.txt:\n```txt\nno newline at the end\n```"
+    assert fence("empty.txt", "") == "empty.txt:\n```txt\n```"
 
 
 def test_the_fence_is_longer_than_any_backtick_run_inside():
     readme = "Run:\n```sh\nmake\n```\nand `x`.\n"
-    assert fence("README.md", readme) == f"README.md:\n````\n{readme}````"
-    assert fence("odd.md", "a ````` b") == "odd.md:\n``````\na ````` b\n``````"
+    assert fence("README.md", readme) == f"README.md:\n````md\n{readme}````"
+    assert fence("odd.md", "a ````` b") == "odd.md:\n``````md\na ````` b\n``````"
 
 
 def test_attach_reads_the_text_and_counts_lines_and_bytes(tmp_path):
@@ -27,7 +27,7 @@ def test_attach_reads_the_text_and_counts_lines_and_bytes(tmp_path):
     file = attach(str(tmp_path / "café.py"))
     assert file.name == str(tmp_path / "café.py") and file.text == "π = 3.14\nprint(π)\n"
     assert (file.lines, file.size) == (2, 20)  # π is two bytes in UTF-8, twice
-    assert file.fenced == f"{tmp_path / 'café.py'}:\n```\nπ = 3.14\nprint(π)\n```"
+    assert file.fenced == f"{tmp_path / 'café.py'}:\n```py\nπ = 3.14\nprint(π)\n```"
     (tmp_path / "one.txt").write_text("one line, no end")
     assert attach(str(tmp_path / "one.txt")).lines == 1
 

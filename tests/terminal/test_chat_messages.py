@@ -73,7 +73,7 @@ def test_a_file_goes_with_the_next_message_fenced_under_its_name(pair, tmp_path,
     monkeypatch.chdir(tmp_path)
     chat.loop(keys("/file", "/file missing.py", f"/file {tmp_path}", "/file 'my notes.md'", "/file b.py",
                    "explain", "and now?"))
-    assert users(chat) == ["my notes.md:\n````\nUse ```code``` here\n````\n\nb.py:\n```\nx = 1\n```\n\nexplain",
+    assert users(chat) == ["my notes.md:\n````md\nUse ```code``` here\n````\n\nb.py:\n```py\nx = 1\n```\n\nexplain",
                            "and now?"], "attached once, to the next message only"
     log = err.getvalue()
     assert "/file needs a path: /file PATH" in log
@@ -302,7 +302,7 @@ def test_file_retry_save_and_load_in_a_terminal(tiny_models, tmp_path):
     child.expect_exact("turns in the conversation: 1,")
     finish(child)
     saved = json.loads((tmp_path / "talk.jsonl").read_text())
-    assert saved["messages"] == [{"role": "user", "content": f"{tmp_path / 'app.py'}:\n```\ndef f():\n    return 1\n```\n\nexplain"}]
+    assert saved["messages"] == [{"role": "user", "content": f"{tmp_path / 'app.py'}:\n```py\ndef f():\n    return 1\n```\n\nexplain"}]
 
 
 @pytest.mark.parametrize("leave, status", [("sendeof", 0), ("sendintr", 0), ("SIGTERM", 128 + 15)])
