@@ -19,12 +19,13 @@ from specgen.decoding.drafters.base import (
     PLAIN,
     Draft,
     Gate,
+    Vocabulary,
     copied,
 )
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
-from specgen.decoding.drafters.template import Template, Vocabulary
+from specgen.decoding.drafters.pattern import RecordPattern
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, match_key
 from specgen.decoding.sampling import SamplingParams
@@ -63,7 +64,7 @@ class Patterned:
 
     def __init__(self, vocabulary: Vocabulary, prefix: list[int]):
         self.vocabulary, self.stream, self.read = vocabulary, Utf8Stream(), len(prefix)
-        self.template = Template(self._text(prefix))
+        self.template = RecordPattern(self._text(prefix))
         self.run = 0
         self._last: tuple[int, list[int]] = (0, [])  # where the last offer was made, its tokens
 

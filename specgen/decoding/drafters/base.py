@@ -41,6 +41,15 @@ class Draft:
 NO_DRAFT = Draft([])
 
 
+@dataclass(frozen=True)
+class Vocabulary:
+    """The target's tokens as text and text as tokens (no special tokens either way): what a
+    drafter that works on text (the record pattern) needs to offer tokens."""
+
+    piece: Callable[[int], bytes]
+    tokenize: Callable[[str], list[int]]
+
+
 def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, patterned: bool = False) -> Draft:
     return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=LOOKUP, rewrites=rewrites,
                  patterned=patterned)
