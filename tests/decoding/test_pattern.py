@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specgen.decoding.drafters.pattern import PATTERNS, RecordPattern
+from specgen.decoding.drafters.pattern import PATTERNS, PLACE_MAX, RecordPattern, field_place
 
 ROWS = [("A-100", "Desk lamp", "24.90", "120", "true"), ("A-101", "Floor lamp", "59.00", "35", "true"),
         ("B-200", "Office chair", "149.50", "12", "false"), ("B-201", "Standing desk", "329.00", "8", "true")]
@@ -28,15 +28,16 @@ def record(row: tuple[str, ...]) -> str:
 JSON = "```json\n[\n" + ",\n".join(record(row) for row in ROWS) + "\n]\n```"
 
 
-def pattern(output: str, source: str = CSV) -> RecordPattern:
-    made = RecordPattern(source)
+def pattern(output: str, source: str = CSV, place=field_place) -> RecordPattern:
+    made = RecordPattern(source, place)
     made.extend(output)
     return made
 
 
-def test_after_two_records_the_next_ones_are_predicted_whole():
+@pytest.mark.parametrize("place", [field_place, None], ids=["with field place", "core alone"])
+def test_after_two_records_the_next_ones_are_predicted_whole(place):
     upto = JSON.index('"sku": "B-200"')  # two records written, and the third opened
-    prediction = pattern(JSON[:upto]).predict(10_000)
+    prediction = pattern(JSON[:upto], place=place).predict(10_000)
     assert JSON[upto:].startswith(prediction)
     assert prediction.startswith('"sku": "B-200",\n      "name": "Office chair",')
     last = record(ROWS[3])
@@ -92,10 +93,11 @@ def test_a_value_never_runs_into_the_next_line():
 
 
 def test_patterns_are_bounded():
-    source = " ".join(f"w{i} v{i}" for i in range(3 * PATTERNS))
-    output = " ".join(f"w{i} (v{i}){'!' * (i % 7)}" for i in range(3 * PATTERNS))
+    """Every record has a gap of its own (`<i>`), so each would be a pattern of its own."""
+    source = " ".join(f"w{i} <{i}> v{i}" for i in range(3 * PATTERNS))
+    output = " ".join(f"w{i} (v{i})" for i in range(3 * PATTERNS))
     made = pattern(output, source)
-    assert 0 < len(made.patterns) <= PATTERNS
+    assert sum(len(gaps) for gaps in made.patterns.values()) == PATTERNS
 
 
 @settings(max_examples=300, deadline=None)
@@ -108,22 +110,6 @@ def test_any_text_read_in_any_pieces_gives_a_bounded_prediction(source, output, 
         assert len(made.predict(limit)) <= limit
 
 
-def test_how_a_value_is_written_depends_on_its_shape():
-    """TOML quotes text and leaves numbers bare: the third table's `size` is text where the
-    first two had numbers, and is quoted like the other text values."""
-    source = "a:\n  name: alpha\n  size: 10\n  kind: box\nb:\n  name: beta\n  size: 20\n  kind: bag\n" \
-             "c:\n  name: gamma\n  size: big\n  kind: cup\n"
-    output = '[a]\nname = "alpha"\nsize = 10\nkind = "box"\n\n[b]\nname = "beta"\nsize = 20\nkind = "bag"\n\n[c]\n'
-    assert pattern(output, source).predict(100) == 'name = "gamma"\nsize = "big"\nkind = "cup"\n\n['
-
-
-def test_a_gap_never_seen_before_a_value_of_this_shape_is_written_as_the_source_has_it():
-    """INI to TOML: text was quoted so far; a number is not, as the source wrote it."""
-    source = "a = x\nb = y\nc = 5\n"
-    assert pattern('a = "x"\nb = "y"\nc', source).predict(100) == " = "
-    assert pattern('a = "x"\nb = "y"\nc', source.replace("5", "z")).predict(100) == ' = "z"\n'
-
-
 def test_fields_that_the_same_punctuation_separates_are_told_apart_by_their_place():
     """The last field holds spaces, which separate the fields before it: it runs to the end of
     its line, and only it."""
@@ -133,14 +119,10 @@ def test_fields_that_the_same_punctuation_separates_are_told_apart_by_their_plac
     table = "".join(f"| {a} | {b} | {c} | {d} |\n" for a, b, c, d in rows)
     upto = table.index("cai")
     assert pattern(table[:upto], source).predict(100) == "cai | 27 | turin | builds small boats |\n| "
+    assert pattern(table[:upto], source, place=None).predict(100) != "cai | 27 | turin | builds small boats |\n| "
 
 
-def test_an_aligned_table_pads_each_value_to_its_column():
-    """The first two columns are padded to a width (so the literal after a value is as long as
-    the value is short); the last is not. Expected rows come from Python's own formatting."""
-    rows = [("Lisbon", "Portugal", "545000"), ("Porto", "Spain", "232000"), ("Marseille", "France", "873000"),
-            ("Lyon", "Italy", "522000"), ("Turin", "Peru", "848000")]
-    source = "Make a table: " + " / ".join(";".join(row) for row in rows) + "."
-    table = "".join(f"| {city:<10} | {country:<8} | {population} |\n" for city, country, population in rows)
-    upto = table.index("Lyon")
-    assert pattern(table[:upto], source).predict(1000) == table[upto : table.index("848000")]
+@pytest.mark.parametrize("place, literal, expected", [
+    (0, " | ", 1), (2, ", ", 3), (4, " |\n| ", 0), (3, '",\n    "', 0), (PLACE_MAX, " ", PLACE_MAX)])
+def test_a_value_is_placed_after_the_one_before_it_and_first_after_a_newline(place, literal, expected):
+    assert field_place(place, literal) == expected

@@ -1,6 +1,7 @@
 """Replay recorded reformats through the real loop and auto policy (tests/copyreplay.py) with the
-record pattern's rules switched on and off: the full pattern, the core alone, the full pattern
-without each rule, the core with each rule, and copies alone (no pattern).
+record pattern's rules switched on and off: the pattern, the core alone (no field place), and
+copies alone (no pattern). At commit ebbd530 this script also replayed the rules that were dropped
+after this measurement (VARIANTS there: each rule off in the full pattern, each alone on the core).
 
     python variants.py --vocab QWEN.gguf --out replays.json [--curves xeon-vm,epyc] FILE.json ...
 
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -27,28 +27,9 @@ from copyreplay import CURVES, qwen_vocabulary, replay  # noqa: E402
 
 from specgen.decoding.drafters import adaptive  # noqa: E402
 from specgen.decoding.drafters.base import Vocabulary  # noqa: E402
-from specgen.decoding.drafters.pattern import RecordPattern  # noqa: E402
-from specgen.decoding.drafters import pattern_rules as rules  # noqa: E402
+from specgen.decoding.drafters.pattern import RecordPattern, field_place  # noqa: E402
 
-RULES, CORE = rules.RULES, rules.CORE
-OFF = {  # each rule switched off in the full pattern
-    "field place": replace(RULES, place=None),
-    "leading spaces": replace(RULES, context_key=None),
-    "shape": replace(RULES, shape=None),
-    "keywords": replace(RULES, shape=rules.ValueShape(keywords=frozenset())),
-    "sentence end": replace(RULES, shape=rules.ValueShape(sentence_end=False)),
-    "padding": replace(RULES, padding=None),
-    "gap fallback": replace(RULES, gap_fallback=False),
-}
-ON = {  # each rule alone on the core (the fallback acts only where shapes tell values apart)
-    "field place": replace(CORE, place=rules.field_place),
-    "leading spaces": replace(CORE, context_key=rules.without_leading_spaces),
-    "shape": replace(CORE, shape=rules.ValueShape()),
-    "padding": replace(CORE, padding=rules.column_padding),
-    "shape, gap fallback": replace(CORE, shape=rules.ValueShape(), gap_fallback=True),
-}
-VARIANTS = {"full": RULES, "core": CORE, **{f"full - {name}": value for name, value in OFF.items()},
-            **{f"core + {name}": value for name, value in ON.items()}}
+VARIANTS = {"pattern": field_place, "core": None}  # the rule that places a value in its line
 CHARACTERS = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
 SEEN = ("city-table", "env-yaml", "log-table", "sql-csv", "team-json", "md-dict")
 
@@ -67,9 +48,9 @@ def recorded(path: Path) -> list[tuple[str, list[int], list[int], bool]]:
             if is_reformat(name, r["kind"])]
 
 
-def speedup(prompt: list[int], output: list[int], curve: str, vocabulary: Vocabulary | None, variant) -> float:
-    """Auto's speedup over plain decoding in the replay, with the pattern's rules `variant`."""
-    adaptive.RecordPattern = partial(RecordPattern, rules=variant)
+def speedup(prompt: list[int], output: list[int], curve: str, vocabulary: Vocabulary | None, place) -> float:
+    """Auto's speedup over plain decoding in the replay, the record pattern placing values by `place`."""
+    adaptive.RecordPattern = partial(RecordPattern, place=place)
     result = replay("", "reformat", prompt, output, CURVES[curve], vocabulary)
     assert result.emitted[: len(output)] == (output if vocabulary else result.emitted), "not the recorded text"
     return result.speedup
@@ -89,7 +70,7 @@ def main() -> None:
             vocabulary = CHARACTERS if characters else qwen
             row = results.setdefault(name, {"file": str(path), "tokens": len(output), "speedup": {}})
             for curve in args.curves.split(","):
-                speeds = {"copies only": speedup(prompt, output, curve, None, RULES)}
+                speeds = {"copies only": speedup(prompt, output, curve, None, None)}
                 speeds |= {label: speedup(prompt, output, curve, vocabulary, variant)
                            for label, variant in VARIANTS.items()}
                 row["speedup"][curve] = {label: round(value, 4) for label, value in speeds.items()}

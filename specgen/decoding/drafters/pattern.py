@@ -15,8 +15,11 @@ ends where the source reads gap G is followed by literal L'.
 The prediction continues the output: copy the source from where the current value stands up to
 the nearest gap that has followed the current context (on the same line), write the literal
 that followed it, go on after the gap, and so on. A record's values come out in the source's
-order with the output's punctuation around them. The rules of `pattern_rules` refine what a
-context is and how a literal is keyed and written; `Rules` switches each on or off.
+order with the output's punctuation around them.
+
+One rule refines the context: a value's place in its line (`field_place`), so that fields the
+same punctuation separates (` | `, a space) are told apart. It is the `place` argument; None
+switches it off, and every value then has place 0.
 
 The source's words are indexed once (word -> where it starts), so finding a value costs the same
 at any length of source; the output is read once, a word at a time; the literals learnt are
@@ -28,17 +31,31 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
-
-from specgen.decoding.drafters.pattern_rules import RULES, Context, Key, Literal, Rules
 
 LITERAL_MAX = 120  # characters of a literal the pattern keeps
 GAP_MAX = 80  # characters of a source gap
-PATTERNS = 512  # keys -> literal entries kept per request
+PATTERNS = 512  # (context, gap) -> literal entries kept per request
+PLACE_MAX = 16  # a value's place in its line is counted up to this
 _REACH = 400  # how far ahead in the source a gap is looked for
 _TRIES = 16  # occurrences of a partial word looked at before giving up on it
 _WINDOW = 4096  # how far past the cursor a value being written is looked for
 _WORD = re.compile(r"(?<!\w)\w+")
+
+
+def field_place(place: int, literal: str) -> int:
+    """The place in its line of the value after `literal`, the value before it being at `place`:
+    the first (0) after a newline, else the next."""
+    return 0 if "\n" in literal else min(place + 1, PLACE_MAX)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a value follows: the literal before it, and its place in its line."""
+
+    literal: str
+    place: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,15 +106,16 @@ class Step:
 class RecordPattern:
     """The source text, the output text read so far, its values and the literals between them."""
 
-    def __init__(self, source: str = "", rules: Rules = RULES):
-        self.source, self.rules = source, rules
+    def __init__(self, source: str = "", place: Callable[[int, str], int] | None = field_place):
+        self.source, self.place = source, place
         self._words: dict[str, list[int]] = {}  # where each whole word of the source starts
         for word in _WORD.finditer(source):
             self._words.setdefault(word.group(), []).append(word.start())
         self.output = ""
         self.values: list[Value] = []  # the last three read
-        self.patterns: dict[Key, Literal] = {}  # the literal that followed, by key
-        self.gaps: dict[Context, dict[str, None]] = {}  # the gaps seen after a context, in order
+        # after a context, each gap seen (in the order first seen) and the literal that followed it
+        self.patterns: dict[Context, dict[str, str]] = {}
+        self._size = 0  # entries in `patterns`
         self._read = 0  # output characters read into values
         self._cursor = 0  # source position after the last value
         self._open: OpenValue | None = None
@@ -112,42 +130,18 @@ class RecordPattern:
         if where is None:
             return ""
         text, size, context, position = [where.rest], len(where.rest), where.context, where.position
-        column = _column(where.rest, len(where.rest), _column(self.output, len(self.output)))
         while size < limit:
-            step = self._next(context, position, column)
+            step = self._next(context, position)
             if step is None:
                 break
             text += [step.value, step.literal]
             size += len(step.value) + len(step.literal)
-            written = step.value + step.literal
-            context, position, column = self._after(context, step.literal), step.position, _column(
-                written, len(written), column)
+            context, position = self._after(context, step.literal), step.position
         return "".join(text)[:limit]
-
-    # -- the rules, consulted here only ---------------------------------------------------------
-
-    def _context(self, literal: str, place: int) -> Context:
-        key = self.rules.context_key
-        return Context(key(literal) if key else literal, place)
 
     def _after(self, context: Context, literal: str) -> Context:
         """The context of the value that follows `literal`, written after a value in `context`."""
-        place = self.rules.place
-        return self._context(literal, place(context.place, literal) if place else 0)
-
-    def _keys(self, context: Context, gap: str, position: int) -> list[Key]:
-        """The keys of the literal after a value in `context`, where the source reads `gap`
-        before `position`: the most specific first."""
-        shape = self.rules.shape(self.source, position) if self.rules.shape else ""
-        keys = [Key(context, gap, shape)]
-        return [*keys, Key(None, gap, shape)] if self.rules.gap_fallback else keys
-
-    def _learnt(self, seen: Literal | None, start: int, text: str) -> Literal:
-        """The literal `text`, written at `start` of the output, learnt where `seen` was before."""
-        if self.rules.padding is None:
-            return Literal(text)
-        column = _column(self.output, start + len(text) - len(text.lstrip(" ")))
-        return self.rules.padding(seen, text, column)
+        return Context(literal, self.place(context.place, literal) if self.place else 0)
 
     # -- reading the output -------------------------------------------------------------------
 
@@ -197,13 +191,12 @@ class RecordPattern:
         following = self.output[last.end : value.start]
         if not gap or len(gap) > GAP_MAX or max(len(literal), len(following)) > LITERAL_MAX:
             return
-        context = self._context(literal, last.place)
-        keys = self._keys(context, gap, value.source_start)
-        if len(self.patterns) + sum(key not in self.patterns for key in keys) > PATTERNS:
-            return
-        learnt = self._learnt(self.patterns.get(keys[0]), last.end, following)
-        self.patterns.update(dict.fromkeys(keys, learnt))
-        self.gaps.setdefault(context, {})[gap] = None
+        gaps = self.patterns.setdefault(Context(literal, last.place), {})
+        if gap not in gaps:
+            if self._size >= PATTERNS:
+                return
+            self._size += 1
+        gaps[gap] = following
 
     def _find(self, word: str, start: int) -> int:
         """The nearest occurrence of `word` in the source at or after `start`, as a whole word."""
@@ -213,23 +206,13 @@ class RecordPattern:
 
     # -- predicting ---------------------------------------------------------------------------
 
-    def _following(self, context: Context, gap: str, position: int, column: int) -> str:
-        """The literal that follows `context`, written from `column`, where the source has `gap`
-        before `position`: by the most specific key learnt, else the gap as the source has it
-        (what the output does where it does not rewrite)."""
-        for key in self._keys(context, gap, position):
-            found = self.patterns.get(key)
-            if found is not None:
-                return found.at(column)
-        return gap
-
     def _position(self) -> Where | None:
         """Where the output stands. Text that begins a literal seen here before is read as that
         literal, else as a new value."""
         if len(self.values) < 2:
             return None
         last, before = self.values[-1], self.values[-2]
-        context = self._context(self.output[before.end : last.start], last.place)
+        context = Context(self.output[before.end : last.start], last.place)
         finished = self._finish(context, self.output[last.end :], last.source_end)
         if finished is not None:
             return finished
@@ -242,8 +225,7 @@ class RecordPattern:
         at = self._prefix_at(tail)  # a value is being written, or was just
         if at < 0:
             return None
-        literal, written = self.output[last.end : self._read], tail[size:]
-        context = self._context(literal, self._place_at(self._read))
+        context, written = Context(self.output[last.end : self._read], self._place_at(self._read)), tail[size:]
         finished = self._finish(context, written, at + size) if written else None
         return finished if finished is not None else Where(at + len(tail), context)
 
@@ -260,19 +242,17 @@ class RecordPattern:
 
     def _finish(self, context: Context, written: str, position: int) -> Where | None:
         """Where the literal that follows `context` here and begins with `written` leads."""
-        column = _column(self.output, len(self.output) - len(written))
-        for gap in self.gaps.get(context, ()):
-            if self.source.startswith(gap, position):
-                following = self._following(context, gap, position + len(gap), column)
-                if following.startswith(written):
-                    return Where(position + len(gap), self._after(context, following), following[len(written) :])
+        for gap, literal in self.patterns.get(context, {}).items():
+            if self.source.startswith(gap, position) and literal.startswith(written):
+                return Where(position + len(gap), self._after(context, literal), literal[len(written) :])
         return None
 
-    def _next(self, context: Context, position: int, column: int) -> Step | None:
-        """The value from `position` (written from `column`) to the nearest gap seen after
-        `context` on the same line, and the literal that follows."""
+    def _next(self, context: Context, position: int) -> Step | None:
+        """The value from `position` to the nearest gap seen after `context` on the same line,
+        and the literal that followed that gap."""
+        gaps = self.patterns.get(context, {})
         nearest, gap, end = -1, "", position + _REACH
-        for seen in self.gaps.get(context, ()):
+        for seen in gaps:
             at = self.source.find(seen, position, end)
             if at >= 0 and (nearest < 0 or at < nearest):
                 nearest, gap, end = at, seen, at + len(seen)
@@ -281,8 +261,7 @@ class RecordPattern:
         value = self.source[position:nearest]
         if "\n" in value:  # values are read within a line: this gap belongs to a later record
             return None
-        after = nearest + len(gap)
-        return Step(value, self._following(context, gap, after, _column(value, len(value), column)), after)
+        return Step(value, gaps[gap], nearest + len(gap))
 
 
 def _agreement(output: str, start: int, source: str, source_start: int, known: int) -> int:
@@ -295,12 +274,6 @@ def _agreement(output: str, start: int, source: str, source_start: int, known: i
     while length < limit and output[start + length] == source[source_start + length]:
         length += 1
     return length
-
-
-def _column(text: str, end: int, column: int = 0) -> int:
-    """The column of its line that `end` of `text` is at, `text` beginning at `column`."""
-    newline = text.rfind("\n", 0, end)
-    return end - newline - 1 if newline >= 0 else column + end
 
 
 def _wordy(char: str) -> bool:
