@@ -24,8 +24,8 @@ from specgen.decoding.drafters.base import (
 )
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
-from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.drafters.pattern import RecordPattern
+from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, match_key
 from specgen.decoding.sampling import SamplingParams
@@ -58,7 +58,7 @@ class OpenOffer:
 
 
 class Patterned:
-    """This request's `Template` over the prompt's text, fed the output's text as it is
+    """This request's `RecordPattern` over the prompt's text, fed the output's text as it is
     accepted, and how many tokens the output has followed its offers for in a row (the match
     its offers are priced by, like a copy's)."""
 

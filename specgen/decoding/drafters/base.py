@@ -35,7 +35,7 @@ class Draft:
     dropped: tuple[float, int] | None = None
     source: str = ""  # MODEL or LOOKUP
     rewrites: int = 0  # learnt rewrites the copied tokens carry
-    patterned: bool = False  # the copy follows the output's record pattern (`template`)
+    patterned: bool = False  # the copy follows the output's record pattern (`pattern`)
 
 
 NO_DRAFT = Draft([])
