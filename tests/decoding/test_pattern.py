@@ -1,6 +1,7 @@
 """The record pattern (`RecordPattern`): from how the output rewrote the records of its source so far,
-the text of the next ones. Expected texts are written out by hand (or by `json.dumps`), never
-by the pattern itself."""
+the text of the next ones; and its one rule, a value's place in its line (`field_place`), with
+and without. Expected texts are written out by hand (or by `json.dumps`), never by the pattern
+itself."""
 
 from __future__ import annotations
 
