@@ -25,7 +25,7 @@ import numpy as np
 
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.adaptive import AdaptiveDrafter
-from specgen.decoding.drafters.template import Vocabulary
+from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy

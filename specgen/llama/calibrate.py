@@ -20,10 +20,10 @@ from pathlib import Path
 
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.adaptive import AdaptiveDrafter
+from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import SuffixIndex
-from specgen.decoding.drafters.template import Vocabulary
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import Policy
 from specgen.storage import cache_dir, write_atomically

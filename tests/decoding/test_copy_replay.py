@@ -10,8 +10,8 @@ import json
 import pytest
 from copyreplay import CURVES, OUTPUTS, compact, geometric_mean, replay, replay_all
 
+from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.drafters.rewrites import Rewrites
-from specgen.decoding.drafters.template import Vocabulary
 
 GROUNDED = ("edit", "extract", "revise", "summarize")  # the output reprints much of the prompt
 NOVEL = ("code", "prose")

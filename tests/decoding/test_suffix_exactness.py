@@ -17,10 +17,10 @@ from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.adaptive import AdaptiveDrafter
 from collections import Counter
 
-from specgen.decoding.drafters.base import LOOKUP, NO_DRAFT, copied
+from specgen.decoding.drafters.base import LOOKUP, NO_DRAFT, Vocabulary, copied
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
+from specgen.decoding.drafters.pattern import RecordPattern
 from specgen.decoding.drafters.suffix import LookupMemory
-from specgen.decoding.drafters.template import Template, Vocabulary
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
 from specgen.decoding.sampling import SamplingParams
@@ -185,7 +185,7 @@ def test_a_copier_that_peeks_at_the_accept_test_fails_the_same_test(target_model
 CHARACTERS = Vocabulary(lambda token: chr(0x4E00 + token).encode(), lambda text: [ord(c) - 0x4E00 for c in text])
 
 
-class PlantedPattern(Template):
+class PlantedPattern(RecordPattern):
     """A record pattern that predicts `tokens` (as CHARACTERS text) wherever the output so far
     is a prefix of them; with `wrong` set, one token of each prediction is changed, at place
     0, 1, ..., wrong - 1 in turn, so that a wrong token is tried at every draft position."""

@@ -19,12 +19,13 @@ from specgen.decoding.drafters.base import (
     PLAIN,
     Draft,
     Gate,
+    Vocabulary,
     copied,
 )
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.drafters.pattern import RecordPattern
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
-from specgen.decoding.drafters.template import Template, Vocabulary
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, match_key
 from specgen.decoding.sampling import SamplingParams
@@ -57,13 +58,13 @@ class OpenOffer:
 
 
 class Patterned:
-    """This request's `Template` over the prompt's text, fed the output's text as it is
+    """This request's `RecordPattern` over the prompt's text, fed the output's text as it is
     accepted, and how many tokens the output has followed its offers for in a row (the match
     its offers are priced by, like a copy's)."""
 
     def __init__(self, vocabulary: Vocabulary, prefix: list[int]):
         self.vocabulary, self.stream, self.read = vocabulary, Utf8Stream(), len(prefix)
-        self.template = Template(self._text(prefix))
+        self.template = RecordPattern(self._text(prefix))
         self.run = 0
         self._last: tuple[int, list[int]] = (0, [])  # where the last offer was made, its tokens
 

@@ -35,10 +35,19 @@ class Draft:
     dropped: tuple[float, int] | None = None
     source: str = ""  # MODEL or LOOKUP
     rewrites: int = 0  # learnt rewrites the copied tokens carry
-    patterned: bool = False  # the copy follows the output's record pattern (`template`)
+    patterned: bool = False  # the copy follows the output's record pattern (`pattern`)
 
 
 NO_DRAFT = Draft([])
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The target's tokens as text and text as tokens (no special tokens either way): what a
+    drafter that works on text (the record pattern) needs to offer tokens."""
+
+    piece: Callable[[int], bytes]
+    tokenize: Callable[[str], list[int]]
 
 
 def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, patterned: bool = False) -> Draft:
