@@ -403,8 +403,9 @@ def access_line(scope, record: Record) -> str:
 # -- running ---------------------------------------------------------------------------------
 
 
-def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, options: ServeOptions) -> None:
-    """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one worker thread generates."""
+def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, auto: bool, options: ServeOptions) -> None:
+    """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one worker thread generates,
+    with the auto policy choosing each round where `auto`."""
     from specgen.llama.calibrate import base_drafter
     from specgen.llama.pair import open_models
     from specgen.llama.rpc import placement
@@ -415,7 +416,7 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, option
         drafter = base_drafter(draft)
         limits = Limits(options.queue, options.max_prompt_tokens or target.n_ctx, options.max_tokens_limit,
                         options.cache_ram_mib * 2**20)
-        worker = Worker(target, drafter, config, limits)
+        worker = Worker(target, drafter, config, auto, limits)
         app = build_app(worker, options, paths.draft.name if paths.draft else None)
         settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
         server = uvicorn.Server(settings)
