@@ -102,7 +102,7 @@ class AutoDrafter(Drafter):
         self.vocabulary = vocabulary
         self.pattern_source: PatternSource | None = None
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
-        self._choice = Choice(PLAIN)  # this round's
+        self._choice = Choice(PLAIN)  # this round's, which `observe` reports to the policy
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
 
     def reach(self, k: int) -> int:

@@ -54,7 +54,7 @@ class Drafter(ABC):
     """What the loop asks of a drafter each request and each round. The defaults suit a drafter
     that drafts at most K tokens a round, learns nothing from a round and holds no drafted state."""
 
-    name = "drafter"  # the mode the Summary reports
+    name: str  # the mode the Summary reports
 
     def reach(self, k: int) -> int:
         """The most tokens one round may draft when the user allows K = k."""
