@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.adaptive import AdaptiveDrafter
 from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
@@ -106,8 +106,8 @@ def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: di
         prompt, output = compact(prompt, output)
     costs = StepCosts(curve, {})
     target = RecordedTarget(prompt, output, costs)
-    drafter = AdaptiveDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary)
-    config = GenerationConfig(max_tokens=len(output), draft_tokens=8, adaptive=True)
+    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary)
+    config = GenerationConfig(max_tokens=len(output), draft_tokens=8)
     rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]
     emitted = [t for r in rounds for t in r.tokens]
     plain = len(output) * costs.verify_cost(1)

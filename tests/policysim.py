@@ -1,4 +1,4 @@
-"""Replay cost profiles and acceptance traces through the real adaptive policy, and through an
+"""Replay cost profiles and acceptance traces through the real auto policy, and through an
 oracle that knows the truth, without any model.
 
 A profile is what a machine's passes really cost (a 2-core CPU as measured for Qwen2.5-Coder
@@ -111,7 +111,7 @@ def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8,
     run, lag = Run(choices={PLAIN: 0, MODEL: 0, LOOKUP: 0}), 0
     for r in range(rounds):
         world = trace(r, rounds)
-        offer = (r, tuple(range(100 * r, 100 * r + world.offer)))  # fresh tokens: no token is known to break
+        offer = tuple(range(100 * r, 100 * r + world.offer))  # fresh tokens: no token is known to break
         choice = best_choice(truth, world, k_max, lag) if oracle else \
             policy.choose(LOOKUP_MAX, world.offer, lag, COPY_MATCH, offer)
         match = min(_kept_run(rng, [world.lookup] * world.offer), world.offer)
@@ -126,7 +126,7 @@ def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8,
             seconds *= 10
         emitted = accepted + 1
         hits = min(match, emitted)  # the offer, judged in hindsight against the emitted tokens
-        judged = CopyJudgement(match_key(COPY_MATCH), *offer, 0, min(world.offer, emitted, hits + 1), hits)
+        judged = CopyJudgement(match_key(COPY_MATCH), offer, 0, min(world.offer, emitted, hits + 1), hits)
         outcome = Outcome(choice, drafted, accepted, tuple(confidences), lag, dropped, seconds,
                           (judged,) if world.offer else ())
         if not oracle:

@@ -34,7 +34,7 @@ LOOSE = {False: (0.25, 0.50, 0.50, 0.60, 0.62, 0.65, 0.65, 0.65, 0.65, 0.65, 0.6
          True: (0.30, 0.50, 0.55, 0.65)}
 _EVIDENCE = 0.5  # weight of one judged token's Bayes factor (overlapping offers judge a token more than once)
 _ODDS_LIMIT = 6.0  # log-odds bound, so that a long stretch of one kind can still be overturned
-_FORGET = 0.98  # per round, of the log-odds and of the bin counts
+_COPY_FORGET = 0.98  # per round, of the log-odds and of the match-bin counts
 _BIN_PRIOR = 16.0  # pseudo-observations of the mixture behind a bin's own counts
 _TOKEN_PRIOR = 1.0  # pseudo-observations of "kept" behind a token's own counts
 
@@ -43,17 +43,17 @@ _TOKEN_PRIOR = 1.0  # pseudo-observations of "kept" behind a token's own counts
 class CopyJudgement:
     """Positions start..judged-1 of a copy offer were judged this round against the emitted
     tokens (the earlier ones in earlier rounds); those before `kept` were kept. The offer: its
-    match (anchored, length), or None where unknown; the token before it; its tokens."""
+    match (anchored, length), or None where unknown; its tokens."""
 
     match: tuple[bool, int] | None
-    last: int
     tokens: tuple[int, ...]
     start: int
     judged: int
     kept: int
 
 
-def _bin(anchored: bool, match: int) -> tuple[bool, int]:
+def _match_bin(anchored: bool, match: int) -> tuple[bool, int]:
+    """The bin of a copied token with `match` tokens behind it: (short and anchored, index in EDGES)."""
     short = anchored and match < ANCHORED_BELOW
     return short, bisect_right(EDGES, min(match, EDGES[-1])) - 1
 
@@ -77,7 +77,7 @@ class CopyRates:
         grounded = self.grounded
         out = []
         for j, token in enumerate(offer):
-            key = _bin(anchored, length + j)
+            key = _match_bin(anchored, length + j)
             prior = grounded * GROUNDED[key[0]][key[1]] + (1.0 - grounded) * LOOSE[key[0]][key[1]]
             kept, judged = self.bins.get(key, (0.0, 0.0))
             rate = (kept + _BIN_PRIOR * prior) / (judged + _BIN_PRIOR)
@@ -91,7 +91,7 @@ class CopyRates:
         anchored, length = judgement.match
         for i in range(judgement.start, min(judgement.judged, len(judgement.tokens))):
             kept = i < judgement.kept
-            key = _bin(anchored, length + i)
+            key = _match_bin(anchored, length + i)
             grounded, loose = GROUNDED[key[0]][key[1]], LOOSE[key[0]][key[1]]
             factor = grounded / loose if kept else (1.0 - grounded) / (1.0 - loose)
             self.log_odds = max(-_ODDS_LIMIT, min(_ODDS_LIMIT, self.log_odds + _EVIDENCE * math.log(factor)))
@@ -102,7 +102,7 @@ class CopyRates:
 
     def forget(self) -> None:
         """One round passed: old evidence weighs a little less."""
-        self.log_odds *= _FORGET
+        self.log_odds *= _COPY_FORGET
         for cell in self.bins.values():
-            cell[0] *= _FORGET
-            cell[1] *= _FORGET
+            cell[0] *= _COPY_FORGET
+            cell[1] *= _COPY_FORGET

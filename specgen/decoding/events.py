@@ -30,7 +30,7 @@ class Round:
     # bookkeeping); a round of the draft model counts all its drafting time as the model's
     python_s: float = 0.0
     rewrites: int = 0  # learnt rewrites the drafted copy carried
-    patterned: bool = False  # the drafted copy followed the output's record pattern
+    from_pattern: bool = False  # the drafted copy was the output's record pattern's prediction
 
     @property
     def text(self) -> str:
@@ -59,7 +59,7 @@ class Tally:
     lookup_rounds: int = 0
     model_drafted: int = 0  # tokens the draft model proposed (each cost one draft step)
     rewrite_rounds: int = 0  # rounds whose copy carried a learnt rewrite
-    pattern_rounds: int = 0  # rounds whose copy followed the output's record pattern
+    pattern_rounds: int = 0  # rounds whose copy was the output's record pattern's prediction
     draft_s: float = 0.0
     verify_s: float = 0.0
     python_s: float = 0.0
@@ -76,7 +76,7 @@ class Tally:
         self.lookup_rounds += event.source == LOOKUP
         self.model_drafted += drafted if event.source == MODEL else 0
         self.rewrite_rounds += event.rewrites > 0
-        self.pattern_rounds += event.patterned
+        self.pattern_rounds += event.from_pattern
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.python_s += event.python_s
@@ -125,7 +125,7 @@ class Summary:
     python_s: float = 0.0  # of draft_s + verify_s + other_s: the rounds' time outside the models' passes
     model_drafted: int = 0  # of drafted: the tokens the draft model proposed (the rest were copied)
     rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
-    pattern_rounds: int = 0  # of lookup_rounds: those whose copy followed the output's record pattern
+    pattern_rounds: int = 0  # of lookup_rounds: those whose copy was the output's record pattern's prediction
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -35,12 +35,12 @@ from specgen.decoding.drafters.suffix import Branch
 
 K_MAX = 8
 LOOKUP_MAX = 64
-_FORGET = 0.96  # per round: evidence from 25 rounds ago weighs a third
+_MODEL_FORGET = 0.96  # per round, of the draft model's keep counts and gate calibration (25 rounds ago: a third)
 _SHRINK = 3.0  # pseudo-observations pulling a thin position toward the pooled rate
 _EXPLORE_SHARE = 0.03  # most of the time spent so far that exploration may take
 _FACTOR_STEP = 0.15  # weight of one round in a choice's time factor
 _FACTOR_CLIP = (0.5, 3.0)  # one round's measured/predicted ratio is clipped to this
-_BINS = 10
+_CONFIDENCE_BINS = 10  # the gate's calibration: bins of the draft's top probability
 _GOOD_PAIR = 0.9  # per-token keep rate of a very well-matched draft model, the bound model_can_pay assumes
 
 
@@ -134,11 +134,10 @@ class Policy:
         self.costs, self.k_max, self.timed = costs, k_max, timed
         self.model = Acceptance(k_max)
         self.copies = CopyRates()
-        self.rounds = 0
         self._match: tuple[bool, int] | None = None  # this round's copy offer: its match (anchored, length)
-        self._offer: tuple[int, tuple[int, ...]] = (-1, ())  # the token before this round's offer, the offer
+        self._offer: tuple[int, ...] = ()  # this round's copy offer: its tokens
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
-        self.calibration = [[(i + 0.5) / _BINS * 2.0, 2.0] for i in range(_BINS)]  # per confidence bin
+        self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
         self._round: tuple[float, float, float] = (1.0, 1.0, 0.0)  # gate state: reach, tokens, seconds
 
@@ -177,7 +176,7 @@ class Policy:
         """Keep rates of this round's copy offer by position, `length` of them."""
         if self._match is None:
             return [0.0] * length
-        return self.copies.rates(self._match, self._offer[1][:length])
+        return self.copies.rates(self._match, self._offer[:length])
 
     def model_can_pay(self) -> bool:
         """Could the draft model beat plain decoding by 15% if it were as good as a well-matched
@@ -193,14 +192,14 @@ class Policy:
     # -- the choice ---------------------------------------------------------------------------
 
     def choose(self, room: int, lookup: int, lag: int, match: Branch | None = None,
-               offer: tuple[int, tuple[int, ...]] = (-1, ())) -> Choice:
+               offer: tuple[int, ...] = ()) -> Choice:
         """The best choice for a round with `room` tokens to draft (the draft model at most its
         k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer from `match` (`offer`:
-        the token they follow and the tokens, when known), the draft model `lag` tokens behind;
-        or a bounded exploration of the draft model."""
+        the tokens, when known), the draft model `lag` tokens behind; or a bounded exploration
+        of the draft model."""
         self._round = (1.0, 1.0, self.costs.verify_cost(1))
         self._offer = offer
-        self._match = match_key(match) if match is not None and lookup and offer[1] else None
+        self._match = match_key(match) if match is not None and lookup and offer else None
         options = [Choice(PLAIN)]
         copy = self.best_copy(min(lookup, room, LOOKUP_MAX))
         options += [copy] if copy is not None else []
@@ -228,15 +227,14 @@ class Policy:
         return True
 
     def _calibrated(self, confidence: float) -> float:
-        kept, seen = self.calibration[_bin(confidence)]
+        kept, seen = self.calibration[_confidence_bin(confidence)]
         return kept / seen
 
     # -- learning -----------------------------------------------------------------------------
 
     def observe(self, outcome: Outcome) -> None:
         choice = outcome.choice
-        self.rounds += 1
-        self.model.forget(_FORGET)
+        self.model.forget(_MODEL_FORGET)
         self.copies.forget()
         if choice.source == MODEL:
             self.model.add(min(outcome.drafted, outcome.accepted + 1), outcome.accepted)
@@ -247,7 +245,7 @@ class Policy:
                 self._calibrate(confidence, kept)
         for judgement in outcome.copies:
             self.copies.learn(judgement)
-        self._match, self._offer = None, (-1, ())
+        self._match, self._offer = None, ()
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
         if self.timed and outcome.seconds is not None:
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
@@ -257,9 +255,9 @@ class Policy:
         self.explored += charged if choice.explore else 0.0
 
     def _calibrate(self, confidence: float, kept: bool) -> None:
-        cell = self.calibration[_bin(confidence)]
-        cell[0] = cell[0] * _FORGET + kept
-        cell[1] = cell[1] * _FORGET + 1.0
+        cell = self.calibration[_confidence_bin(confidence)]
+        cell[0] = cell[0] * _MODEL_FORGET + kept
+        cell[1] = cell[1] * _MODEL_FORGET + 1.0
 
 
 def match_key(match: Branch) -> tuple[bool, int]:
@@ -267,5 +265,5 @@ def match_key(match: Branch) -> tuple[bool, int]:
     return match.anchored, match.match
 
 
-def _bin(confidence: float) -> int:
-    return min(max(int(confidence * _BINS), 0), _BINS - 1)
+def _confidence_bin(confidence: float) -> int:
+    return min(max(int(confidence * _CONFIDENCE_BINS), 0), _CONFIDENCE_BINS - 1)

@@ -163,7 +163,7 @@ def pair(tiny_models):
 def new_chat(target, draft, view, max_tokens=16, system=None) -> Chat:
     target.truncate(0)
     draft.truncate(0)
-    options = ChatOptions(GenerationConfig(max_tokens=max_tokens, draft_tokens=4), system)
+    options = ChatOptions(GenerationConfig(max_tokens=max_tokens, draft_tokens=4), False, system)
     return Chat(target, ModelDrafter(draft), options, view)
 
 
