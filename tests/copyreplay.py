@@ -26,6 +26,7 @@ import numpy as np
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Vocabulary
+from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
@@ -91,22 +92,28 @@ class Replay:
     emitted: list[int]
 
 
-def compact(prompt: list[int], output: list[int]) -> tuple[list[int], list[int]]:
-    """The same sequences over a small vocabulary (ids in order of first use), so rows stay small."""
+def compact(prompt: list[int], output: list[int], prediction: list[int] | None = None):
+    """The same sequences over a small vocabulary (ids in order of first use), so rows stay small;
+    with a prediction, it too is renumbered (third)."""
     ids: dict[int, int] = {}
-    renumber = [ids.setdefault(t, len(ids)) for t in [*prompt, *output]]
-    return renumber[: len(prompt)], renumber[len(prompt):]
+    renumber = [ids.setdefault(t, len(ids)) for t in [*prompt, *output, *(prediction or [])]]
+    parts = renumber[: len(prompt)], renumber[len(prompt) : len(prompt) + len(output)]
+    return parts if prediction is None else (*parts, renumber[len(prompt) + len(output):])
 
 
 def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: dict[int, float],
-           vocabulary: Vocabulary | None = None) -> Replay:
+           vocabulary: Vocabulary | None = None, prediction: list[int] | None = None) -> Replay:
     """`vocabulary`: the recorded tokens' own, for offers by the output's record pattern (the
-    ids stay as recorded); without one, patterns are not in play."""
-    if vocabulary is None:
+    ids stay as recorded); without one, patterns are not in play. `prediction`: tokens given
+    as the prediction (`--predict`)."""
+    if vocabulary is None and prediction is None:
         prompt, output = compact(prompt, output)
+    elif vocabulary is None:
+        prompt, output, prediction = compact(prompt, output, prediction)
     costs = StepCosts(curve, {})
     target = RecordedTarget(prompt, output, costs)
-    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary)
+    predicted = Prediction(prediction) if prediction is not None else None
+    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, prediction=predicted)
     config = GenerationConfig(max_tokens=len(output), draft_tokens=8)
     rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]
     emitted = [t for r in rounds for t in r.tokens]

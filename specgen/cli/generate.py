@@ -30,6 +30,7 @@ from specgen.errors import UsageError
     "specgen run --raw -n 64 'def fibonacci(n: int) -> int:'",
     "cat app.py | specgen run 'Add type hints. Reply with the whole file.' > typed.py",
     "specgen run --target big.gguf --draft small.gguf -f app.py -f test_app.py 'Why does the test fail?'",
+    "specgen run -f app.py --predict app.py 'Rename bal to balance. Reply with the whole file.' > new.py",
 ))
 @option_groups
 def run(
@@ -49,12 +50,17 @@ def run(
         "--lookup-cache", dir_okay=False, metavar="FILE", rich_help_panel=MODEL,
         help="Copy drafts also from the outputs of earlier runs kept in FILE, and add this one "
         "(with auto; shared safely by several processes; bounded; one file per model family).")] = None,
+    predict: Annotated[Optional[Path], typer.Option(
+        "--predict", metavar="FILE", rich_help_panel=MODEL,
+        help="The text the output is expected to resemble (the file an edit reprints): drafts follow it, "
+        "and the output stays the model's own.")] = None,
     resources: Resources = Resources(),
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome).
 
     The prompt, a blank line apart: each --file (named, fenced), the text piped on stdin, then PROMPT.
     """
+    from specgen.decoding.drafters.prediction import Prediction, report
     from specgen.decoding.events import consume
     from specgen.decoding.loop import generate
     from specgen.llama import lookup_cache as memory_file
@@ -62,9 +68,11 @@ def run(
     from specgen.llama.library import backend_name
     from specgen.llama.pair import encode_prompt, open_models
     from specgen.llama.rpc import placement
-    from specgen.terminal.run_view import json_record, streamer, summary_line
+    from specgen.terminal.run_view import json_record, prediction_fields, streamer, summary_line
 
     text = read_prompt(prompt, files or [])
+    predicted = read_text(predict, f"--predict {predict}", "give the one file the output should resemble") \
+        if predict is not None else None
     selection = select_models(models, draft_tokens)
     paths = selection.paths
     config, auto = generation_config(sampling, draft_tokens, selection.draft_tokens)
@@ -80,14 +88,17 @@ def run(
     load = load_options(resources)
     with open_models(paths, load) as (target_model, draft_model):
         tokens = encode_prompt(target_model, text, raw)
+        prediction = Prediction(prediction_tokens(target_model, predicted, predict)) if predicted is not None else None
         drafter = base_drafter(draft_model)
         shared = (memory.index,) if memory is not None else ()
-        events = generate(target_model, drafter_for(target_model, drafter, config, auto, shared), tokens, config)
+        events = generate(target_model, drafter_for(target_model, drafter, config, auto, shared, prediction=prediction),
+                          tokens, config)
         answer, summary = consume(events, on_round)
         kernels, mapped = target_model.kernels, target_model.mapped
         layers = (target_model.layers, draft_model.layers if draft_model else {})
     if lookup_cache and not memory_file.save(lookup_cache, vocabulary, output):
         print(f"specgen: warning: could not write --lookup-cache {lookup_cache}", file=sys.stderr)
+    predicted_report = report(prediction, output, summary.by_source.get("prediction")) if prediction is not None else None
     if json_out:
         where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name(),
                  "extra_bufts": kernels.on, "extra_bufts_reason": kernels.reason, "mmap": mapped,
@@ -95,11 +106,11 @@ def run(
                  "lookup_memory_tokens": len(memory.index) if memory is not None else 0,
                  "lookup_memory_bytes": memory.nbytes if memory is not None else 0,
                  "rpc": [str(e) for e in load.rpc], "target_layers": layers[0], "draft_layers": layers[1]}
-        print(json_record(answer, summary, where))
+        print(json_record(answer, summary, {**where, **prediction_fields(predicted_report)}))
     elif sys.stdout.isatty() and answer and not answer.endswith("\n"):
         print()
     if not quiet and not json_out:
-        print(summary_line(summary, placement(*layers) if load.rpc else ""), file=sys.stderr)
+        print(summary_line(summary, placement(*layers) if load.rpc else "", predicted_report), file=sys.stderr)
     if summary.stop_reason == "interrupted":
         raise typer.Exit(130)
 
@@ -151,20 +162,35 @@ def attachment(path: Path) -> str:
 
 def read_attached(path: Path) -> str:
     """The UTF-8 text of a file given with --file; one UsageError line when it cannot be had."""
-    where = f"--file {path}"
+    return read_text(path, f"--file {path}", "attach its files one by one (-f a.py -f b.py)")
+
+
+def read_text(path: Path, where: str, folder_hint: str) -> str:
+    """The UTF-8 text of a file an option names (`where`: the option and its value, as the
+    user wrote them); one UsageError line, naming it, when it cannot be had."""
     try:
         data = path.read_bytes()
     except FileNotFoundError as error:
         raise UsageError(f"{where}: no such file; check the path") from error
     except IsADirectoryError as error:
-        raise UsageError(f"{where}: is a folder; attach its files one by one (-f a.py -f b.py)") from error
+        raise UsageError(f"{where}: is a folder; {folder_hint}") from error
     except OSError as error:
         raise UsageError(f"{where}: cannot be read ({error.strerror}); check its permissions") from error
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise UsageError(f"{where}: not UTF-8 text ({error.reason} at byte {error.start}); attach text "
+        raise UsageError(f"{where}: not UTF-8 text ({error.reason} at byte {error.start}); give text "
                          "files only, or convert it first (iconv -t UTF-8)") from error
+
+
+def prediction_tokens(target, text: str, path: Path) -> list[int]:
+    """The prediction in the target's tokens, as text the output continues; a UsageError when
+    it is longer than the context."""
+    tokens = target.continuation(text) if text else []
+    if len(tokens) > target.n_ctx:
+        raise UsageError(f"--predict {path}: {len(tokens)} tokens, longer than the {target.n_ctx}-token context; "
+                         "pass a larger --ctx or a shorter prediction")
+    return tokens
 
 
 @app.command(epilog=examples(

@@ -6,18 +6,23 @@ copy source is fed incrementally: its index grows by the accepted tokens each ro
 truncates if the history is rewound), so a round's copy lookup costs the same at any length of
 history. Given the target's `Vocabulary`, a `PatternSource` also offers each round what the
 output's record pattern predicts (`drafters.pattern`); the offer the output has followed
-longer is the one priced.
+longer is the one priced. Given a `Prediction` (the text the user expects the output to
+resemble), it offers the prediction from where the output stands in it too, first among equals,
+and the loss bound allows for the reply the prediction foresees from the start.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from specgen.decoding.copy_rates import AGREE, PATTERN, SINGLE, SPLIT, TEXT, CopyEvidence, CopyJudgement
+from specgen.decoding.copy_rates import AGREE, PATTERN, PREDICTION, SINGLE, SPLIT, TEXT, CopyEvidence, CopyJudgement
 from specgen.decoding.drafters.base import LOOKUP, MODEL, NO_DRAFT, PLAIN, Draft, Drafter, Gate, Vocabulary, copied
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.pattern import RecordPattern
+from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
@@ -25,6 +30,7 @@ from specgen.decoding.tokens import Utf8Stream, common_prefix
 
 _OPEN_MAX = 8  # copy offers judged at once
 _PATTERN_CHARS = 256  # characters of text a pattern offer predicts
+_SAME = 4  # leading tokens on which the copier's offer and the prediction's agree to count as one
 
 
 class OpenOffer:
@@ -94,11 +100,14 @@ class AutoDrafter(Drafter):
     K, or a copy; `observe` feeds it what the round showed and how long it took."""
 
     def __init__(self, model: ModelDrafter | None, policy: Policy, shared: tuple[SuffixIndex, ...] = (),
-                 vocabulary: Vocabulary | None = None):
+                 vocabulary: Vocabulary | None = None, prediction: Prediction | None = None):
         """`shared`: copy sources searched after this request (a conversation, a `LookupMemory`'s
-        index); `vocabulary`: the target's, for offers by the output's record pattern."""
+        index); `vocabulary`: the target's, for offers by the output's record pattern;
+        `prediction`: the text the user expects the output to resemble (also searched by the
+        copier, after this request)."""
         self.model, self.policy = model, policy
-        self.copier = Copier(shared)
+        self.prediction = prediction
+        self.copier = Copier((prediction.index, *shared) if prediction is not None else shared)
         self.vocabulary = vocabulary
         self.pattern_source: PatternSource | None = None
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
@@ -114,29 +123,49 @@ class AutoDrafter(Drafter):
         self.copier.reset(prefix)
         self._open = []
         self.pattern_source = PatternSource(self.vocabulary, prefix) if self.vocabulary is not None else None
+        if self.prediction is not None:
+            self.prediction.prepare(len(prefix) + 1)
+            self.policy.foresee(len(self.prediction))
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
                 draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
-        offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
-        source = self.pattern_source
-        pattern = source.offer([*history, last], LOOKUP_MAX) if source is not None else Offer([])
-        if pattern.tokens and (offer.branch is None or pattern.branch.match >= offer.branch.match):
-            offer = pattern
+        offer, source = self._offer(history, last)
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
-        known = evidence(offer.branch, PATTERN if offer is pattern else TEXT) if offer.branch else None
+        known = evidence(offer.branch, source) if offer.branch else None
         choice = self.policy.choose(k, len(tokens), lag, known, tokens)
         self._choice = choice
         if tokens:
             self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(known, tokens)]
         if choice.source == LOOKUP:
             return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
-                          from_pattern=offer is pattern)
+                          from_pattern=source == PATTERN, from_prediction=source == PREDICTION)
         if choice.source == MODEL:
             return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
         return NO_DRAFT
+
+    def _offer(self, history: list[int], last: int) -> tuple[Offer, str]:
+        """This round's copy offer and its source: of the copier's, the record pattern's and the
+        prediction's, the one the output has followed longest, the prediction first among equals.
+        Where the copier's offer begins as the prediction's does, they are one offer: the
+        prediction's, with the longer of their matches."""
+        offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
+        source = TEXT
+        pattern_source = self.pattern_source
+        pattern = pattern_source.offer([*history, last], LOOKUP_MAX) if pattern_source is not None else Offer([])
+        if pattern.tokens and (offer.branch is None or pattern.branch.match >= offer.branch.match):
+            offer, source = pattern, PATTERN
+        predicted = self.prediction.offer(history, last, LOOKUP_MAX) if self.prediction is not None else Offer([])
+        if not predicted.tokens:
+            return offer, source
+        if offer.branch is not None and offer.tokens[:_SAME] == predicted.tokens[:_SAME]:
+            match = max(offer.branch.match, predicted.branch.match)
+            return Offer(predicted.tokens, replace(predicted.branch, match=match), predicted.rewrites), PREDICTION
+        if offer.branch is None or predicted.branch.match >= offer.branch.match:
+            return predicted, PREDICTION
+        return offer, source
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
         copies = tuple(offer.judge(emitted) for offer in self._open)

@@ -19,7 +19,8 @@ occurrence of the context went on the same way the copy is likelier to hold, whe
 differently it is not (`Agreement`).
 
 Each kind of copy source keeps its own record (`CopyRates` per source in the policy): a record
-pattern's predictions and a copy of the text can hold at different rates in the same reply.
+pattern's predictions and a copy of the text can hold at different rates in the same reply. A
+prediction the user gave starts from the odds that the output reprints it (`PREDICTION_ODDS`).
 Pure Python: no llama.cpp, no clock.
 """
 
@@ -45,7 +46,10 @@ _BIN_PRIOR = 16.0  # pseudo-observations of the mixture behind a bin's own count
 _TOKEN_PRIOR = 1.0  # pseudo-observations of "kept" behind a token's own counts
 TOKENS_MAX = 4096  # copied tokens whose own record is kept; the least recently judged go first
 
-TEXT, PATTERN = "text", "pattern"  # copy sources, each priced from its own record
+TEXT, PATTERN, PREDICTION = "text", "pattern", "prediction"  # copy sources, each priced from its own record
+# the prior log-odds that the output reprints a prediction the user gave (0.95 grounded): who
+# sends a prediction expects the output to follow it; the record's own evidence takes over
+PREDICTION_ODDS = 3.0
 SINGLE, AGREE, SPLIT = "single", "agree", "split"  # how the earlier occurrences of a context went on
 # odds factor of the first copied token by agreement, at matches shorter than AGREEMENT_BELOW;
 # measured on the dev outputs' offers in hindsight (benchmarks/results/2026-11-26-cold-start):

@@ -31,6 +31,7 @@ class Round:
     python_s: float = 0.0
     rewrites: int = 0  # learnt rewrites the drafted copy carried
     from_pattern: bool = False  # the drafted copy was the output's record pattern's prediction
+    from_prediction: bool = False  # the drafted copy was of the prediction the user gave
 
     @property
     def text(self) -> str:
@@ -60,11 +61,14 @@ class SourceCount:
 
 def drafted_by(event: Round) -> str:
     """Which kind of drafter proposed a round's tokens: "model", "copy" (from the text written so
-    far), "pattern" (the output's record pattern), or "" for a round that drafted nothing."""
+    far), "pattern" (the output's record pattern), "prediction" (the prediction the user gave),
+    or "" for a round that drafted nothing."""
     if not event.drafted:
         return ""
     if event.source == MODEL:
         return "model"
+    if event.from_prediction:
+        return "prediction"
     return "pattern" if event.from_pattern else "copy"
 
 
@@ -119,7 +123,7 @@ class Tally:
 
     @property
     def missed_copy_rounds(self) -> int:
-        """Copy rounds (of the text or the record pattern) whose first token the target refused."""
+        """Copy rounds (of the text, the record pattern or the prediction) whose first token the target refused."""
         return sum(count.missed for name, count in self.sources.items() if name != "model")
 
     @property
@@ -160,7 +164,7 @@ class Summary:
     model_drafted: int = 0  # of drafted: the tokens the draft model proposed (the rest were copied)
     rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
     pattern_rounds: int = 0  # of lookup_rounds: those whose copy was the output's record pattern's prediction
-    # by kind of drafter ("model", "copy", "pattern"): drafted, kept, rounds, missed (first token refused)
+    # by kind of drafter ("model", "copy", "pattern", "prediction"): drafted, kept, rounds, missed (first token refused)
     by_source: dict[str, SourceCount] = field(default_factory=dict)
     missed_copy_rounds: int = 0  # copy rounds whose first token was refused: their verify bought one token
 

@@ -23,6 +23,7 @@ from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.drafters.prediction import Prediction, PredictionDrafter
 from specgen.decoding.drafters.suffix import SuffixIndex
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import Policy
@@ -140,18 +141,22 @@ def base_drafter(draft_model):
 
 
 def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: tuple[SuffixIndex, ...] = (),
-                costs: StepCosts | None = None):
+                costs: StepCosts | None = None, prediction: Prediction | None = None):
     """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or
     with `auto` the auto policy over it, starting from this machine's step costs and
     copying also from `shared` (a conversation's index, a `LookupMemory`'s) and from prompt
     lookup's own shared sources, and offering what the output's record pattern predicts in the
-    target's vocabulary.
+    target's vocabulary. With a `prediction` (the text the output is expected to resemble, in
+    the target's tokens) auto offers it too, and a fixed K drafts from it where it knows its
+    place, `drafter` elsewhere.
 
     A seeded run decides from cached costs alone (or a fixed profile), not from live timings,
     so that the same seed gives the same draft lengths and so the same text. `costs`: the step
     costs when the caller measured them already (serve does, once, before taking requests).
     """
-    if drafter is None or not auto:
+    if not auto:
+        return PredictionDrafter(prediction, drafter) if prediction is not None else drafter
+    if drafter is None:
         return drafter
     model = drafter if isinstance(drafter, ModelDrafter) else None
     if isinstance(drafter, PromptLookupDrafter):
@@ -159,4 +164,4 @@ def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: t
     seeded = config.sampling.seed is not None
     costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
     vocabulary = Vocabulary(target.piece, target.continuation)
-    return AutoDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary)
+    return AutoDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary, prediction)

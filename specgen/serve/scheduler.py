@@ -21,6 +21,7 @@ from collections import deque
 from dataclasses import dataclass, replace
 
 from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.drafters.prediction import Prediction, report
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.events import consume
 from specgen.decoding.loop import GenerationConfig, generate
@@ -163,6 +164,7 @@ class Encoded:
     tokens: list[int]
     prompt: Prompt | None = None
     conversation: Conversation | None = None
+    prediction: list[int] | None = None  # the request's prediction in the target's tokens
 
 
 class Prompts:
@@ -183,7 +185,19 @@ class Prompts:
         if not encoded.tokens:
             raise ApiError(400, "the prompt is empty; send some text", param="prompt")
         self._check(len(encoded.tokens), "messages" if request.kind == "chat" else "prompt")
-        return encoded
+        if request.prediction is None:
+            return encoded
+        return replace(encoded, prediction=self._prediction(request.prediction))
+
+    def _prediction(self, text: str) -> list[int]:
+        """A prediction in the target's tokens, as text the reply continues; a 400 when it is
+        longer than the context."""
+        tokens = self.target.continuation(text) if text else []
+        if len(tokens) > self.target.n_ctx:
+            raise ApiError(400, f"the prediction is {len(tokens)} tokens, longer than this server's "
+                           f"{self.target.n_ctx}-token context: shorten it, or restart serve with a larger --ctx",
+                           param="prediction", code="context_length_exceeded")
+        return tokens
 
     def remember(self, encoded: Encoded, text: str, tokens: list[int], whole: bool) -> None:
         """Keep a chat reply's tokens for the next turn; a reply cut short, or that the client
@@ -422,8 +436,9 @@ class Scheduler:
             return Gone()
         config = self._config(job.request)
         seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
+        prediction = Prediction(encoded.prediction) if encoded.prediction is not None else None
         drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
-                              None if seeded else self.costs)
+                              None if seeded else self.costs, prediction)
         events = generate(self.target, drafter, tokens, config)
         stops = StopMatcher(job.request.stop)
         reply: list[int] = []
@@ -447,7 +462,8 @@ class Scheduler:
         user.prompts.remember(encoded, whole, reply, whole=received)
         user.memory.add(reply)
         reason = finish_reason(summary.stop_reason, stopped)
-        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill))
+        predicted = report(prediction, reply, summary.by_source.get("prediction")) if prediction is not None else None
+        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, predicted))
 
     def _config(self, request: GenRequest) -> GenerationConfig:
         """The server's settings, with what the request sets itself."""

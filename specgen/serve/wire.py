@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from specgen.decoding.drafters.prediction import PredictionReport
 from specgen.decoding.events import Summary
 
 MAX_STOPS = 4  # as OpenAI's API
@@ -49,6 +50,7 @@ class GenRequest:
     stop: tuple[str, ...] = ()
     stream: bool = False
     include_usage: bool = False
+    prediction: str | None = None  # OpenAI's Predicted Outputs: the text the reply is expected to resemble
 
 
 def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
@@ -76,7 +78,38 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
         stop=_stops(body.get("stop")),
         stream=bool(_typed(body, "stream", bool, "true or false")),
         include_usage=bool(_typed(stream_options, "include_usage", bool, "true or false", "stream_options.")),
+        prediction=_prediction(body.get("prediction")),
     )
+
+
+def _prediction(value) -> str | None:
+    """OpenAI's `prediction`: {"type": "content", "content": text or an array of text parts}; the
+    parts are joined as they are (a prediction is one text cut into pieces)."""
+    if value is None:
+        return None
+    shape = 'prediction must be {"type": "content", "content": "the text the reply is expected to resemble"}'
+    if not isinstance(value, dict):
+        raise ApiError(400, f"{shape}, not {_show(value)}", param="prediction")
+    if value.get("type") != "content":
+        raise ApiError(400, f"{shape}; its type must be 'content', not {_show(value.get('type'))}",
+                       param="prediction.type")
+    unknown = sorted(set(value) - {"type", "content"})
+    if unknown:
+        raise ApiError(400, f"prediction.{unknown[0]} is not part of a prediction; {shape}", param=f"prediction.{unknown[0]}")
+    content = value.get("content")
+    if isinstance(content, str):
+        return _text(content, "prediction.content")
+    if isinstance(content, list):
+        parts = []
+        for i, part in enumerate(content):
+            where = f"prediction.content[{i}]"
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise ApiError(400, f"{where} must be a text part ({{type: text, text: ...}}), not {_show(part)}",
+                               param=where)
+            parts.append(_text(part["text"], f"{where}.text"))
+        return "".join(parts)
+    raise ApiError(400, f"{shape}; its content must be a string or an array of text parts, not {_show(content)}",
+                   param="prediction.content")
 
 
 def _typed(body: dict, name: str, kind: type, what: str, prefix: str = ""):
@@ -210,6 +243,7 @@ class Outcome:
     first_token_s: float | None  # from the start of this request's turn on the scheduler's thread
     queued_s: float
     prefill: object  # serve.scheduler.Prefill: the client's own cached tokens, tokens decoded, seconds
+    prediction: PredictionReport | None = None  # what became of the request's prediction, if it sent one
 
 
 def finish_reason(stop_reason: str, stopped: bool) -> str:
@@ -221,7 +255,26 @@ def usage(outcome: Outcome) -> dict:
     summary, cached = outcome.summary, outcome.prefill.own
     return {"prompt_tokens": summary.prompt_tokens, "completion_tokens": summary.tokens,
             "total_tokens": summary.prompt_tokens + summary.tokens,
-            "prompt_tokens_details": {"cached_tokens": cached}}
+            "prompt_tokens_details": {"cached_tokens": cached},
+            "completion_tokens_details": prediction_usage(outcome.prediction)}
+
+
+def prediction_usage(prediction: PredictionReport | None) -> dict:
+    """OpenAI's counts of a prediction: its tokens that appear in the completion, in order (a
+    longest common subsequence of the two), and the rest; zeros without a prediction."""
+    if prediction is None:
+        return {"accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+    return {"accepted_prediction_tokens": prediction.accepted_prediction_tokens,
+            "rejected_prediction_tokens": prediction.rejected_prediction_tokens}
+
+
+def prediction_stats(prediction: PredictionReport | None) -> dict | None:
+    """The `specgen` object's view of a prediction: its tokens, those drafted from it and kept,
+    and the output positions where the output left it (None without a prediction)."""
+    if prediction is None:
+        return None
+    return {"tokens": prediction.prediction_tokens, "drafted": prediction.prediction_drafted,
+            "kept": prediction.prediction_kept, "breaks": list(prediction.prediction_breaks)}
 
 
 def stats(outcome: Outcome, draft_model: str | None) -> dict:
@@ -243,6 +296,7 @@ def stats(outcome: Outcome, draft_model: str | None) -> dict:
         "first_token_s": None if outcome.first_token_s is None else round(outcome.first_token_s, 4),
         "queued_s": round(outcome.queued_s, 4),
         "stop_reason": s.stop_reason,
+        "prediction": prediction_stats(outcome.prediction),
     }
 
 

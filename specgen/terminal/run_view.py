@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import TextIO
 
+from specgen.decoding.drafters.prediction import PredictionReport
 from specgen.decoding.events import Round, Summary
 
 
@@ -20,8 +21,9 @@ def streamer(out: TextIO | None) -> Callable[[Round], None]:
     return write
 
 
-def summary_line(summary: Summary, placement: str = "") -> str:
-    """One line for stderr: speed, acceptance, where the time went (and where the models ran)."""
+def summary_line(summary: Summary, placement: str = "", prediction: PredictionReport | None = None) -> str:
+    """One line for stderr: speed, acceptance, what became of a prediction, where the time went
+    (and where the models ran)."""
     if summary.draft_tokens > 0:
         spec = (
             f", {summary.mode} K={summary.draft_tokens}, accepted {summary.accepted}/{summary.drafted} "
@@ -30,6 +32,9 @@ def summary_line(summary: Summary, placement: str = "") -> str:
         spec += "".join(f", {note}" for note in copy_notes(summary))
     else:
         spec = ", target only"
+    if prediction is not None:
+        spec += (f", prediction {prediction.prediction_tokens} tokens: {prediction.accepted_prediction_tokens} "
+                 f"accepted, {prediction.rejected_prediction_tokens} rejected")
     split = _split(summary)
     return (
         f"specgen: {summary.tokens} tokens at {summary.tokens_per_second:.1f} tok/s{spec}; "
@@ -63,6 +68,11 @@ def _split(summary: Summary) -> str:
         f"draft {summary.draft_s / total:.0%} / verify {summary.verify_s / total:.0%} / "
         f"other {summary.other_s / total:.0%} of {summary.decode_s:.2f}s"
     )
+
+
+def prediction_fields(prediction: PredictionReport | None) -> dict:
+    """`--json`'s prediction fields: OpenAI's counts and what drafting from it did (zeros without one)."""
+    return (prediction or PredictionReport(0, 0, 0)).to_dict()
 
 
 def json_record(text: str, summary: Summary, extra: dict) -> str:

@@ -39,6 +39,7 @@ class Draft:
     source: str = ""  # MODEL or LOOKUP
     rewrites: int = 0  # learnt rewrites the copied tokens carry
     from_pattern: bool = False  # the copy is the output's record pattern's prediction
+    from_prediction: bool = False  # the copy is of the prediction the user gave (`drafters.prediction`)
 
 
 NO_DRAFT = Draft([])
@@ -53,10 +54,11 @@ class Vocabulary:
     tokenize: Callable[[str], list[int]]
 
 
-def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, from_pattern: bool = False) -> Draft:
+def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, from_pattern: bool = False,
+           from_prediction: bool = False) -> Draft:
     """Copied tokens as a draft: certain, so q is one-hot over each (sampling only)."""
     return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=LOOKUP, rewrites=rewrites,
-                 from_pattern=from_pattern)
+                 from_pattern=from_pattern, from_prediction=from_prediction)
 
 
 class Drafter(ABC):

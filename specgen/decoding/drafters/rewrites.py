@@ -75,14 +75,15 @@ class Rewrites:
 
     def _learn(self, old: tuple[int, ...], new: tuple[int, ...], output: list[int]) -> None:
         """A rule old -> new; each place where `output` (the output so far) kept `old` as it was
-        counts as a miss."""
+        counts as a miss (not one inside a place where it wrote `new`, which may hold `old`:
+        an insertion before a token)."""
         if not old or not new:
             return
         if len(self.rules) >= RULES_MAX and old not in self.rules:
             del self.rules[next(iter(self.rules))]
-        first = old[0]
-        kept = sum(1 for i, token in enumerate(output) if token == first
-                   and tuple(output[i : i + len(old)]) == old and tuple(output[i : i + len(new)]) != new)
+        first, inside = old[0], [o for o in range(len(new) - len(old) + 1) if new[o : o + len(old)] == old]
+        kept = sum(1 for i, token in enumerate(output) if token == first and tuple(output[i : i + len(old)]) == old
+                   and not any(tuple(output[i - o : i - o + len(new)]) == new for o in inside if i >= o))
         self.rules[old] = Rule(new, misses=kept)
         self._longest[old[0]] = max(self._longest.get(old[0], 0), len(old))
 
