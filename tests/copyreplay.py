@@ -10,14 +10,22 @@ differ: speedup = (tokens x one-token pass) / (sum of the rounds' verify passes)
 `python tests/copyreplay.py [OUTPUTS.json ...]` prints the table for every curve (by default for
 tests/data/greedy-outputs.json; benchmarks/results/2026-11-25-learnt-rewrites/replay-kinds.json holds
 the outputs of benchmarks/prompts/dev/kinds/).
+
+With `--predict KIND` each output is replayed beside a prediction of it (`run --predict`), for the
+outputs that have one: "self" (the output itself, a perfect prediction), "file" (the prompt's first
+fenced block, the file an edit reprints; needs `--vocab`), "deleted", "inserted", "renamed" (the
+output with spans left out, foreign spans put in, or a token renamed: `edited`) or "wrong" (another
+output); the table gives the speedup without and with it.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +53,9 @@ CURVES = {
     # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)
     "epyc": {1: .030, 2: .051, 3: .069, 4: .084, 6: .123, 8: .200, 12: .243, 16: .228, 24: .348, 32: .414,
              48: .549, 64: .750},
+    # the 2-vCPU VM of issue 27's measurements (measured 2026-11-26): 8 tokens cost as much as 16
+    "vm-11-26": {1: .0733, 2: .107, 3: .146, 4: .203, 6: .293, 8: .505, 12: .614, 16: .509, 24: .758, 32: .878,
+                 64: 1.59},
 }
 
 
@@ -126,6 +137,45 @@ def replay_all(curve: dict[int, float], outputs: Path = OUTPUTS, vocabulary: Voc
     return [replay(name, r["kind"], r["prompt"], r["output"], curve, vocabulary) for name, r in recorded.items()]
 
 
+EDITS = ("deleted", "inserted", "renamed")
+SPAN = 12  # tokens of a span that `edited` leaves out or puts in, every fifth span
+
+
+def edited(output: list[int], kind: str) -> list[int]:
+    """A prediction of `output` that an edit would leave behind: "deleted" lacks every fifth span
+    of SPAN tokens (the output inserts them), "inserted" holds SPAN foreign tokens after every
+    fifth span (the output deletes them), "renamed" holds two foreign tokens wherever the output
+    has its commonest token among those it writes 3 to 12 times (the output renames it)."""
+    foreign = max(output, default=0) + 1
+    spans = [output[i : i + SPAN] for i in range(0, len(output), SPAN)]
+    if kind == "deleted":
+        return [t for i, span in enumerate(spans) if i % 5 != 2 for t in span]
+    if kind == "inserted":
+        return [t for i, span in enumerate(spans) for t in (*span, *(range(foreign, foreign + SPAN) if i % 5 == 2 else ()))]
+    counts = Counter(output)
+    renamed = max((t for t, n in counts.items() if 3 <= n <= 12), key=lambda t: (counts[t], -t), default=None)
+    return [x for t in output for x in ((foreign, foreign + 1) if t == renamed else (t,))]
+
+
+def file_prediction(prompt: list[int], vocabulary: Vocabulary) -> list[int] | None:
+    """The first fenced block of the prompt's text (the file an edit reprints), in tokens as a
+    continuation; None when the prompt has none."""
+    text = b"".join(vocabulary.piece(t) for t in prompt).decode("utf-8", errors="replace")
+    block = re.search(r"```[^\n]*\n(.*?)```", text, re.S)
+    return vocabulary.tokenize(block.group(1)) if block else None
+
+
+def prediction_of(kind: str, record: dict, others: list[dict], vocabulary: Vocabulary | None) -> list[int] | None:
+    """The prediction of a recorded output of the given kind (see the module docstring)."""
+    if kind == "self":
+        return record["output"]
+    if kind == "file":
+        return file_prediction(record["prompt"], vocabulary)
+    if kind == "wrong":
+        return next((o["output"] for o in others if o["output"] != record["output"]), None)
+    return edited(record["output"], kind)
+
+
 def qwen_vocabulary(path: Path) -> Vocabulary:
     """The vocabulary of a GGUF file of the family the outputs were recorded with (the 0.5B
     draft loads in a second)."""
@@ -140,16 +190,45 @@ def geometric_mean(values: list[float]) -> float:
 
 
 def main() -> None:
-    """Arguments: recorded-output files; `--vocab FILE.gguf` puts record patterns in play."""
+    """Arguments: recorded-output files; `--vocab FILE.gguf` puts record patterns in play;
+    `--predict KIND` replays each output with and without a prediction of that kind."""
     args = sys.argv[1:]
-    vocabulary = None
+    vocabulary, predict = None, None
     if "--vocab" in args:
         at = args.index("--vocab")
         vocabulary = qwen_vocabulary(Path(args[at + 1]))
         del args[at : at + 2]
+    if "--predict" in args:
+        at = args.index("--predict")
+        predict = args[at + 1]
+        del args[at : at + 2]
     for outputs in [Path(name) for name in args] or [OUTPUTS]:
         for curve, table in CURVES.items():
-            print_replays(curve, replay_all(table, outputs, vocabulary))
+            if predict is None:
+                print_replays(curve, replay_all(table, outputs, vocabulary))
+            else:
+                print_predicted(curve, table, outputs, predict, vocabulary)
+
+
+def print_predicted(curve: str, table: dict[int, float], outputs: Path, kind: str, vocabulary: Vocabulary | None) -> None:
+    """Each output that has a prediction of `kind`, replayed without and with it (the record
+    pattern stays out: the prediction is what is measured)."""
+    recorded = json.loads(outputs.read_text())["outputs"]
+    without, with_prediction = [], []
+    for name, r in recorded.items():
+        prediction = prediction_of(kind, r, list(recorded.values()), vocabulary)
+        if not prediction:
+            continue
+        plain = replay(name, r["kind"], r["prompt"], r["output"], table)
+        predicted = replay(name, r["kind"], r["prompt"], r["output"], table, prediction=prediction)
+        assert predicted.emitted == plain.emitted, name  # greedy: the recorded text either way
+        without.append(plain.speedup)
+        with_prediction.append(predicted.speedup)
+        print(f"{curve:12s} {name:22s} {plain.speedup:5.2f}x without, {predicted.speedup:5.2f}x with {kind} "
+              f"({len(prediction)} tokens; {plain.rounds} and {predicted.rounds} rounds for {plain.tokens} tokens)")
+    if without:
+        print(f"{curve:12s} geometric mean {geometric_mean(without):.3f}x without, "
+              f"{geometric_mean(with_prediction):.3f}x with {kind} ({len(without)} outputs)")
 
 
 def print_replays(curve: str, results: list[Replay]) -> None:

@@ -17,6 +17,7 @@ import math
 from collections import Counter
 from dataclasses import asdict, dataclass, replace
 
+from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.events import consume
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.calibrate import drafter_for
@@ -61,11 +62,12 @@ class DistributionAudit:
 
 
 def distribution_audit(target, draft, prompts: list[list[int]], plan, make_drafter,
-                       started=None) -> DistributionAudit:
+                       started=None, predictions: list[list[int] | None] = ()) -> DistributionAudit:
     """Sample plan.audit_tokens tokens under plan.audit_seeds seeds per configuration and prompt; test.
 
     `make_drafter(config, target, draft)` builds a configuration's drafter (None for the target alone);
-    `started(done, prompt, config)` is called before each configuration's samples on a prompt.
+    `started(done, prompt, config)` is called before each configuration's samples on a prompt;
+    `predictions[p]`: prompt p's prediction in tokens (None: none), drafted from as in the timed runs.
     """
     n, width = plan.audit_seeds, plan.audit_tokens
     first_seed = plan.sampling.seed or 0
@@ -78,8 +80,9 @@ def distribution_audit(target, draft, prompts: list[list[int]], plan, make_draft
             seeds = range(first_seed + index * n, first_seed + (index + 1) * n)
             settings = [GenerationConfig(max_tokens=width, draft_tokens=config.k,
                                          sampling=replace(plan.sampling, seed=s)) for s in seeds]
+            predicted = predictions[p] if p < len(predictions) else None
             samples[config.name] = [sample_tokens(target, make_drafter(config, target, draft), prompt, g,
-                                                  config.adaptive, width) for g in settings]
+                                                  config.adaptive, width, predicted) for g in settings]
         baseline, *others = plan.configs
         for config in others:
             tests = tuple(position_test(i, [s[i] for s in samples[baseline.name]], [s[i] for s in samples[config.name]])
@@ -91,11 +94,12 @@ def distribution_audit(target, draft, prompts: list[list[int]], plan, make_draft
 
 
 def sample_tokens(target, drafter, prompt: list[int], settings: GenerationConfig, auto: bool,
-                  width: int) -> list[int]:
-    """The first `width` tokens of one sampled generation (under the auto policy where `auto`),
-    END-padded where it stopped early."""
+                  width: int, prediction: list[int] | None = None) -> list[int]:
+    """The first `width` tokens of one sampled generation (under the auto policy where `auto`,
+    drafting also from `prediction` where given), END-padded where it stopped early."""
     tokens: list[int] = []
-    events = generate(target, drafter_for(target, drafter, settings, auto), prompt, settings)
+    predicted = Prediction(prediction) if prediction is not None and drafter is not None else None
+    events = generate(target, drafter_for(target, drafter, settings, auto, prediction=predicted), prompt, settings)
     consume(events, lambda event: tokens.extend(event.tokens))
     return [*tokens[:width], *[END] * (width - len(tokens))]
 

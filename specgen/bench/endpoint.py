@@ -19,6 +19,7 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
+from specgen.decoding.drafters.prediction import PredictionReport
 from specgen.decoding.events import Summary
 from specgen.decoding.sampling import SamplingParams
 from specgen.errors import SpecgenError, UsageError
@@ -57,14 +58,18 @@ def resolve(url: str, model: str | None, key: str | None) -> Endpoint:
 
 
 def stream(endpoint: Endpoint, text: str, raw: bool, max_tokens: int, sampling: SamplingParams,
-           conversation: tuple[tuple[str, str], ...] = ()) -> tuple[str, Summary]:
+           conversation: tuple[tuple[str, str], ...] = (),
+           prediction: str | None = None) -> tuple[str, Summary, PredictionReport | None]:
     """Stream one completion of `text` (or of the chat `conversation` it ends, as (role, content)
-    pairs); its text, and a Summary timed as the bench times its runs."""
+    pairs), with OpenAI's `prediction` where given; its text, a Summary timed as the bench times
+    its runs, and the prediction's counts as the server reports them in its usage (None without
+    a prediction)."""
     messages = [{"role": role, "content": content} for role, content in conversation]
     body = {"model": endpoint.model, "stream": True, "stream_options": {"include_usage": True},
             "max_tokens": max_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p,
             **({"top_k": sampling.top_k} if sampling.top_k else {}),
             **({"seed": sampling.seed} if sampling.seed is not None else {}),
+            **({"prediction": {"type": "content", "content": prediction}} if prediction is not None else {}),
             **({"prompt": text} if raw else {"messages": messages or [{"role": "user", "content": text}]})}
     path = "/completions" if raw else "/chat/completions"
     start = time.perf_counter()
@@ -82,8 +87,16 @@ def stream(endpoint: Endpoint, text: str, raw: bool, max_tokens: int, sampling: 
         raise SpecgenError(f"{endpoint.url} streamed {tokens} token(s) in {len(arrivals)} chunk(s) for a prompt: "
                            "a rate needs two or more; raise -n, or check the server")
     prompt_tokens = (usage or {}).get("prompt_tokens", 0)
-    return "".join(parts), _summary(tokens, len(arrivals), arrivals[0] - start, arrivals[-1] - arrivals[0],
-                                    prompt_tokens, finish)
+    summary = _summary(tokens, len(arrivals), arrivals[0] - start, arrivals[-1] - arrivals[0], prompt_tokens, finish)
+    return "".join(parts), summary, _prediction(usage) if prediction is not None else None
+
+
+def _prediction(usage: dict | None) -> PredictionReport:
+    """OpenAI's prediction counts from a reply's usage (zeros where the server gives none)."""
+    details = (usage or {}).get("completion_tokens_details") or {}
+    accepted = int(details.get("accepted_prediction_tokens") or 0)
+    rejected = int(details.get("rejected_prediction_tokens") or 0)
+    return PredictionReport(accepted + rejected, accepted, rejected)
 
 
 def _summary(tokens: int, chunks: int, first_s: float, between_s: float, prompt_tokens: int, finish: str) -> Summary:

@@ -4,8 +4,9 @@ A benchmark is only as honest as its prompts, so they live in plain files a user
 keep under version control. A file is JSONL when it ends in .jsonl or its first non-blank line
 is a JSON object with a "prompt" string, or a "messages" list (a conversation, as the OpenAI API
 writes it, ending with the user's turn: the reply to that turn is what is timed), and optional
-"name" and "kind" strings; otherwise it is text holding one prompt, or several separated by
-lines of `---`. A prompt's kind (results are
+"name" and "kind" strings and a prediction: "prediction", the text the reply is expected to
+resemble, or "prediction_file", a file holding it (relative to the prompt file's folder); otherwise
+it is text holding one prompt, or several separated by lines of `---`. A prompt's kind (results are
 also grouped by kind) is the file's stem unless its JSONL line names one. Every mistake in a
 file becomes one line naming the file, the line and the fix.
 """
@@ -34,6 +35,7 @@ class BenchPrompt:
     kind: str
     text: str
     messages: tuple[tuple[str, str], ...] = ()
+    prediction: str | None = None  # the text the reply is expected to resemble (`run --predict`)
 
 
 def read_prompt_files(sources: list[str], stdin: TextIO | None) -> list[BenchPrompt]:
@@ -43,7 +45,8 @@ def read_prompt_files(sources: list[str], stdin: TextIO | None) -> list[BenchPro
     prompts: list[BenchPrompt] = []
     for source in sources:
         label, kind, text = _read_source(source, stdin)
-        prompts += parse_prompts(text, label, kind, jsonl=source.endswith(".jsonl"))
+        folder = Path(source).parent if source != "-" else Path()
+        prompts += parse_prompts(text, label, kind, jsonl=source.endswith(".jsonl"), folder=folder)
     names = [p.name for p in prompts]
     for name in names:
         if names.count(name) > 1:
@@ -68,12 +71,13 @@ def _read_source(source: str, stdin: TextIO | None) -> tuple[str, str, str]:
         raise PromptFileError(f"cannot read prompt file {source}: {error.strerror or error}") from None
 
 
-def parse_prompts(text: str, label: str, kind: str, jsonl: bool = False) -> list[BenchPrompt]:
-    """The prompts in one file's text (see the module docstring for the formats)."""
+def parse_prompts(text: str, label: str, kind: str, jsonl: bool = False, folder: Path = Path()) -> list[BenchPrompt]:
+    """The prompts in one file's text (see the module docstring for the formats); `folder`: where
+    a "prediction_file" is found."""
     if not text.strip():
         raise PromptFileError(f"prompt file {label} is empty; put a prompt in it")
     if jsonl or _looks_like_jsonl(text):
-        return _jsonl(text, label, kind)
+        return _jsonl(text, label, kind, folder)
     return _separated(text, label, kind)
 
 
@@ -86,7 +90,7 @@ def _looks_like_jsonl(text: str) -> bool:
     return isinstance(record, dict) and ("prompt" in record or "messages" in record)
 
 
-def _jsonl(text: str, label: str, kind: str) -> list[BenchPrompt]:
+def _jsonl(text: str, label: str, kind: str, folder: Path) -> list[BenchPrompt]:
     prompts = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -108,8 +112,30 @@ def _jsonl(text: str, label: str, kind: str) -> list[BenchPrompt]:
             if key in record and not isinstance(record[key], str):
                 raise PromptFileError(f'{where}: "{key}" must be a string')
         name = record.get("name") or f"{kind}:{len(prompts) + 1}"
-        prompts.append(BenchPrompt(name, record.get("kind") or kind, text, messages))
+        prompts.append(BenchPrompt(name, record.get("kind") or kind, text, messages, _prediction(record, where, folder)))
     return prompts
+
+
+def _prediction(record: dict, where: str, folder: Path) -> str | None:
+    """A line's prediction: its "prediction" text, or the text of its "prediction_file"."""
+    if "prediction" in record and "prediction_file" in record:
+        raise PromptFileError(f'{where} has both "prediction" and "prediction_file"; keep one')
+    if "prediction" in record:
+        if not isinstance(record["prediction"], str):
+            raise PromptFileError(f'{where}: "prediction" must be a string, the text the reply is expected to resemble')
+        return record["prediction"]
+    if "prediction_file" not in record:
+        return None
+    name = record["prediction_file"]
+    if not isinstance(name, str) or not name:
+        raise PromptFileError(f'{where}: "prediction_file" must be a file name')
+    path = folder / name
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PromptFileError(f'{where}: "prediction_file" {path} is not UTF-8 text') from None
+    except OSError as error:
+        raise PromptFileError(f'{where}: cannot read "prediction_file" {path}: {error.strerror or error}') from None
 
 
 def _messages(record: dict, where: str) -> tuple[tuple[str, str], ...]:

@@ -32,6 +32,7 @@ from specgen.bench.prompts import BenchPrompt
 from specgen.bench.stats import BASELINE, ENDPOINT, Stats, Verdict, summarize, verdict
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.drafters.prediction import Prediction, PredictionReport, report
 from specgen.decoding.events import Summary, consume
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.sampling import SamplingParams
@@ -92,6 +93,7 @@ class RunRecord:
     rejections: int
     output: tuple[int, ...] | str
     rounds: tuple[tuple[tuple[int, ...], int], ...] = ()
+    prediction: PredictionReport | None = None  # what became of the prompt's prediction, if it has one
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,7 @@ class BenchResult:
             "peak_rss_mib": self.peak_rss_mib,
             "memory_mib": self.memory_mib,
             "step_costs": _costs_dict(self.step_costs),
-            "prompts": [{"name": p.name, "kind": p.kind, "prompt_tokens": n, "text": p.text}
+            "prompts": [{"name": p.name, "kind": p.kind, "prompt_tokens": n, "text": p.text, "prediction": p.prediction}
                         for p, n in zip(self.prompts, self.prompt_tokens)],
             "configs": [asdict(c) for c in self.plan.configs],
             "results": [{**asdict(s), "time_split": s.time_split()} for s in self.stats],
@@ -175,7 +177,8 @@ class BenchResult:
             "verdict": asdict(self.verdict),
             "endpoints": [asdict(e) for e in self.endpoints],
             "runs": [{"prompt": names[r.prompt], "config": r.config, "repeat": r.repeat, "rejections": r.rejections,
-                      **asdict(r.summary)} for r in self.runs],
+                      **asdict(r.summary), "prediction": r.prediction.to_dict() if r.prediction else None}
+                     for r in self.runs],
         }
 
 
@@ -183,11 +186,13 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
               settings: dict | None = None) -> BenchResult:
     """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
     tokens = encode_all(target, prompts, raw)
-    records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts])
+    predictions = [target.continuation(p.prediction) if p.prediction else None for p in prompts]
+    records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts],
+                       predictions, [p.prediction for p in prompts])
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
     audits = tuple(audit(target, tokens, local)) if plan.sampling.greedy else None
-    sampled = sampled_audit(target, draft, tokens, plan, started)
+    sampled = sampled_audit(target, draft, tokens, plan, started, predictions)
     stats = summarize(records, plan.configs, prompts, costs)
     return BenchResult(plan, tuple(prompts), tuple(len(t) for t in tokens), tuple(records), tuple(stats),
                        audits, sampled, verdict(stats), endpoint_checks(target, plan, records), peak_rss_mib(), costs,
@@ -203,13 +208,15 @@ def isolated_costs(target, draft):
     return calibrate(target, draft)
 
 
-def sampled_audit(target, draft, tokens: list[list[int]], plan: Plan, started=None) -> DistributionAudit | None:
-    """The distribution audit when sampling with audit seeds; its progress continues the runs' count."""
+def sampled_audit(target, draft, tokens: list[list[int]], plan: Plan, started=None,
+                  predictions: list[list[int] | None] = ()) -> DistributionAudit | None:
+    """The distribution audit when sampling with audit seeds; its progress continues the runs'
+    count; the configurations draft from the prompts' predictions as in the timed runs."""
     if plan.sampling.greedy or not plan.audit_seeds:
         return None
     timed = len(tokens) * (plan.warmup + plan.repeats) * len(plan.configs)
     progress = None if started is None else lambda done, p, config: started(timed + done, p, config, None)
-    return distribution_audit(target, draft, tokens, plan.local, make_drafter, progress)
+    return distribution_audit(target, draft, tokens, plan.local, make_drafter, progress, predictions)
 
 
 def _costs_dict(costs) -> dict | None:
@@ -263,9 +270,11 @@ def configurations(ks: tuple[int | str, ...], draft_model: bool, lookup: bool,
 
 
 def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
-             texts: list[tuple[str, bool, tuple[tuple[str, str], ...]]] = ()) -> list[RunRecord]:
+             texts: list[tuple[str, bool, tuple[tuple[str, str], ...]]] = (),
+             predictions: list[list[int] | None] = (), predicted_texts: list[str | None] = ()) -> list[RunRecord]:
     """All runs, interleaved per prompt; `started(index, prompt, config, repeat)` before each.
-    Endpoints are sent `texts[p]`: the prompt's text, whether it is raw, and its conversation."""
+    Endpoints are sent `texts[p]`: the prompt's text, whether it is raw, and its conversation,
+    and `predicted_texts[p]` as OpenAI's `prediction`; local runs draft from `predictions[p]`."""
     records, index = [], 0
     for p, tokens in enumerate(prompts):
         for repeat in range(-plan.warmup, plan.repeats):
@@ -274,11 +283,13 @@ def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
                     started(index, p, config, repeat)
                 index += 1
                 if config.drafter == ENDPOINT:
-                    summary, rejections, output, rounds = run_endpoint(config, *texts[p], plan)
+                    predicted = predicted_texts[p] if p < len(predicted_texts) else None
+                    summary, rejections, output, rounds, fate = run_endpoint(config, *texts[p], plan, predicted)
                 else:
-                    summary, rejections, output, rounds = run_once(target, draft, tokens, config, plan)
+                    predicted = predictions[p] if p < len(predictions) else None
+                    summary, rejections, output, rounds, fate = run_once(target, draft, tokens, config, plan, predicted)
                 if repeat >= 0:
-                    records.append(RunRecord(p, config.name, repeat, summary, rejections, output, rounds))
+                    records.append(RunRecord(p, config.name, repeat, summary, rejections, output, rounds, fate))
     return records
 
 
@@ -289,11 +300,13 @@ def endpoint_configs(endpoints: list[endpoint.Endpoint]) -> tuple[Config, ...]:
     return tuple(Config(name, ENDPOINT, 0, url=e.url, model=e.model) for name, e in zip(names, endpoints))
 
 
-def run_endpoint(config: Config, text: str, raw: bool, conversation: tuple[tuple[str, str], ...], plan: Plan):
-    """Stream the prompt from the endpoint; (Summary, 0, its text, no rounds)."""
+def run_endpoint(config: Config, text: str, raw: bool, conversation: tuple[tuple[str, str], ...], plan: Plan,
+                 prediction: str | None = None):
+    """Stream the prompt from the endpoint (with OpenAI's `prediction` where given); (Summary, 0,
+    its text, no rounds, the prediction's counts as the server reported them)."""
     server = endpoint.Endpoint(config.url, config.model, plan.endpoint_key)
-    reply, summary = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling, conversation)
-    return summary, 0, reply, ()
+    reply, summary, fate = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling, conversation, prediction)
+    return summary, 0, reply, (), fate
 
 
 def endpoint_checks(target, plan: Plan, records: list[RunRecord]) -> tuple[EndpointCheck, ...]:
@@ -308,13 +321,15 @@ def endpoint_checks(target, plan: Plan, records: list[RunRecord]) -> tuple[Endpo
     return tuple(checks)
 
 
-def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
-    """Decode one prompt from an empty cache, consuming the loop's events as `run` does;
-    (Summary, rounds that ended in a rejection, output ids, (drafted ids, kept) per round)."""
+def run_once(target, draft, prompt: list[int], config: Config, plan: Plan, prediction: list[int] | None = None):
+    """Decode one prompt from an empty cache, consuming the loop's events as `run` does, drafting
+    also from `prediction` where given (not the target alone); (Summary, rounds that ended in a
+    rejection, output ids, (drafted ids, kept) per round, what became of the prediction)."""
     target.truncate(0)
     if draft is not None:
         draft.truncate(0)
     drafter = make_drafter(config, target, draft)
+    predicted = Prediction(prediction) if prediction is not None and drafter is not None else None
     output: list[int] = []
     rounds: list[tuple[tuple[int, ...], int]] = []
 
@@ -323,11 +338,13 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
         rounds.append((event.drafted, event.accepted))
 
     settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling)
-    events = generate(target, drafter_for(target, drafter, settings, config.adaptive), prompt, settings)
+    events = generate(target, drafter_for(target, drafter, settings, config.adaptive, prediction=predicted),
+                      prompt, settings)
     _, summary = consume(events, keep)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
-    return summary, summary.rejected_rounds, tuple(output), tuple(rounds)
+    fate = report(predicted, output, summary.by_source.get("prediction")) if predicted is not None else None
+    return summary, summary.rejected_rounds, tuple(output), tuple(rounds), fate
 
 
 def make_drafter(config: Config, target, draft):

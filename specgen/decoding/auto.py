@@ -131,14 +131,16 @@ class AutoDrafter(Drafter):
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
                 draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
-        offer, source = self._offer(history, last)
+        (offer, source), other = self._offers(history, last)
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
         known = evidence(offer.branch, source) if offer.branch else None
         choice = self.policy.choose(k, len(tokens), lag, known, tokens)
         self._choice = choice
-        if tokens:
-            self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(known, tokens)]
+        opened = [OpenOffer(known, tokens)] if tokens else []
+        if other is not None:  # the offer not chosen is judged too, so that its source's record learns
+            opened.append(OpenOffer(evidence(other[0].branch, other[1]), tuple(other[0].tokens)))
+        self._open = [*self._open[len(self._open) + len(opened) - _OPEN_MAX:], *opened]
         if choice.source == LOOKUP:
             return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
                           from_pattern=source == PATTERN, from_prediction=source == PREDICTION)
@@ -146,11 +148,12 @@ class AutoDrafter(Drafter):
             return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
         return NO_DRAFT
 
-    def _offer(self, history: list[int], last: int) -> tuple[Offer, str]:
-        """This round's copy offer and its source: of the copier's, the record pattern's and the
-        prediction's, the one the output has followed longest, the prediction first among equals.
-        Where the copier's offer begins as the prediction's does, they are one offer: the
-        prediction's, with the longer of their matches."""
+    def _offers(self, history: list[int], last: int) -> tuple[tuple[Offer, str], tuple[Offer, str] | None]:
+        """This round's copy offer and its source, and an offer of another source that was
+        passed over (None where none was). Of the copier's and the record pattern's offers, the
+        one the output has followed longer; then the prediction's, where the other begins as it
+        does (one offer: the prediction's, with the longer of their matches) or where the output
+        has followed it as long (the prediction first among equals)."""
         offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
         source = TEXT
         pattern_source = self.pattern_source
@@ -159,13 +162,15 @@ class AutoDrafter(Drafter):
             offer, source = pattern, PATTERN
         predicted = self.prediction.offer(history, last, LOOKUP_MAX) if self.prediction is not None else Offer([])
         if not predicted.tokens:
-            return offer, source
-        if offer.branch is not None and offer.tokens[:_SAME] == predicted.tokens[:_SAME]:
+            return (offer, source), None
+        if offer.branch is None:
+            return (predicted, PREDICTION), None
+        if offer.tokens[:_SAME] == predicted.tokens[:_SAME]:
             match = max(offer.branch.match, predicted.branch.match)
-            return Offer(predicted.tokens, replace(predicted.branch, match=match), predicted.rewrites), PREDICTION
-        if offer.branch is None or predicted.branch.match >= offer.branch.match:
-            return predicted, PREDICTION
-        return offer, source
+            return (Offer(predicted.tokens, replace(predicted.branch, match=match), predicted.rewrites), PREDICTION), None
+        if predicted.branch.match >= offer.branch.match:
+            return (predicted, PREDICTION), (offer, source)
+        return (offer, source), (predicted, PREDICTION)
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
         copies = tuple(offer.judge(emitted) for offer in self._open)

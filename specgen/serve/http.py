@@ -424,6 +424,9 @@ def access_line(scope, record: Record) -> str:
         if s.draft_tokens:
             line += f", {s.mode} accepted {s.accepted}/{s.drafted} ({s.acceptance_rate:.0%}), " \
                     f"{s.tokens_per_round:.2f} tokens/round"
+        if outcome.prediction is not None:
+            p = outcome.prediction
+            line += f", prediction {p.accepted_prediction_tokens}/{p.prediction_tokens} accepted"
         first = "-" if outcome.first_token_s is None else f"{outcome.first_token_s:.3f}s"
         line += f", first token {first}, waited {outcome.queued_s:.2f}s, finish {outcome.finish_reason}" \
                 f" ({s.stop_reason})"

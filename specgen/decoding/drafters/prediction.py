@@ -198,8 +198,10 @@ class Prediction:
                 continue
             position = begin + 1
             match = self.index.match_length(position, self.written, 1)
-            start = position - match
-            distance = start - self.anchor if start >= self.anchor else BACK + WINDOW + self.anchor - start
+            if position <= self.anchor:  # wholly before where the output left it: after any place beyond
+                distance = BACK + WINDOW + self.anchor - position
+            else:  # how far beyond that place the match begins (0 where it covers the place)
+                distance = max(position - match - self.anchor, 0)
             key = (min(match, LONG_ENOUGH), -distance)
             if best_key is None or key > best_key:
                 best, best_key = (position, match), key
