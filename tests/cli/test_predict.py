@@ -1,0 +1,78 @@
+"""`specgen run --predict FILE` as a shell user meets it: the same text as without a prediction,
+the prediction's counts (OpenAI's meanings) on the summary line and in --json, and one line with
+exit 2 for a file that cannot be read or does not fit in the context."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_run import one_error_line, specgen
+
+PROMPT = "def"  # the tiny target writes more than -n tokens after it
+
+
+@pytest.fixture(scope="module")
+def pair(tiny_models) -> list[str]:
+    return ["--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"])]
+
+
+@pytest.fixture(scope="module")
+def plain(pair) -> dict:
+    """The target alone's output, as --json gives it."""
+    result = specgen("run", PROMPT, *pair, "--raw", "-n", "40", "-k", "0", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.parametrize("k", ["auto", "4"])
+def test_a_prediction_of_the_output_drafts_it_and_counts_every_token_as_accepted(pair, plain, tmp_path, target_model, k):
+    predicted = tmp_path / "expected.txt"
+    predicted.write_text(plain["text"])
+    result = specgen("run", PROMPT, *pair, "--raw", "-n", "40", "-k", k, "--predict", str(predicted), "--json")
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert record["text"] == plain["text"]
+    tokens = len(target_model.continuation(plain["text"]))
+    assert record["prediction_tokens"] == tokens
+    assert record["accepted_prediction_tokens"] + record["rejected_prediction_tokens"] == tokens
+    assert record["accepted_prediction_tokens"] >= tokens - 2  # the same text: all but where tokenizing it differs
+    assert record["by_source"]["prediction"]["kept"] > 20 and record["prediction_kept"] > 20
+
+
+def test_the_summary_line_gives_the_predictions_counts_and_what_was_drafted_from_it(pair, plain, tmp_path):
+    predicted = tmp_path / "expected.txt"
+    predicted.write_text(plain["text"][: len(plain["text"]) // 2] + " else return")  # half of it, then a change
+    result = specgen("run", PROMPT, *pair, "--raw", "-n", "40", "--predict", str(predicted))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == plain["text"]
+    line = result.stderr.strip()
+    assert "prediction " in line and " accepted, " in line and " rejected" in line
+    assert "drafted by " in line and "prediction kept " in line
+
+
+def test_without_a_prediction_the_json_counts_are_zero(pair):
+    record = json.loads(specgen("run", PROMPT, *pair, "--raw", "-n", "8", "--json").stdout)
+    assert (record["prediction_tokens"], record["accepted_prediction_tokens"], record["rejected_prediction_tokens"]) \
+        == (0, 0, 0)
+
+
+@pytest.mark.parametrize("case", ["missing", "folder", "not_utf8"])
+def test_a_prediction_that_cannot_be_read_is_one_line_and_exit_2(case, pair, tmp_path):
+    (tmp_path / "latin1.txt").write_bytes("caf\u00e9 au lait".encode("latin-1"))
+    path, fragment = {
+        "missing": ("nope.py", "--predict nope.py: no such file"),
+        "folder": (".", "--predict .: is a folder"),
+        "not_utf8": ("latin1.txt", "--predict latin1.txt: not UTF-8 text (invalid continuation byte at byte 3)"),
+    }[case]
+    result = specgen("run", *pair, "--predict", path, "hi", cwd=tmp_path)
+    one_error_line(result, fragment)
+    assert result.returncode == 2
+
+
+def test_a_prediction_longer_than_the_context_is_one_line_and_exit_2(pair, tmp_path):
+    predicted = tmp_path / "long.txt"
+    predicted.write_text("self print return " * 200)
+    result = specgen("run", *pair, "--ctx", "256", "--raw", "--predict", str(predicted), "hi")
+    one_error_line(result, "--predict ", "longer than the 256-token context")
+    assert result.returncode == 2
