@@ -105,7 +105,8 @@ class Copier:
             self._last = None  # the rewrite it was inside no longer applies
             return Offer([])
         self._last = _Copy(best, len(self.index) - skip, copy)
-        return Offer(copy.tokens[skip:], best, tuple(max(start - skip, 0) for start, end, _ in copy.replaced if end > skip))
+        rewrites = tuple(max(start - skip, 0) for start, end, _ in copy.replaced if end > skip)
+        return Offer(copy.tokens[skip : k + skip], best, rewrites)  # a cut rewrite's tail is judged, not offered
 
     def _followed(self) -> tuple[Branch | None, int]:
         """The last copy continued where the output has followed it since, through a rewrite it
