@@ -118,7 +118,7 @@ class AutoDrafter(Drafter):
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
+                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
         source = self.pattern_source
         pattern = source.offer([*history, last], LOOKUP_MAX) if source is not None else Offer([])

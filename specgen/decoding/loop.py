@@ -22,6 +22,7 @@ from specgen.decoding.sampling import (
     SamplingParams,
     Verdict,
     distribution,
+    draft_uniforms,
     uniforms,
     verify_greedy,
     verify_sampled,
@@ -75,14 +76,14 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - len(target.tokens) - 1)
         if room < 0:
             return "length" if tally.tokens >= config.max_tokens else "context"
-        draws = None if params.greedy else [uniforms(seed, tally.tokens + i) for i in range(room + 1)]
         proposing = drafter is not None and room > 0
+        draws = draft_uniforms(seed, tally.rounds, room) if proposing and not params.greedy else None
         draft = drafter.propose(target.tokens, last, room, params, draws) if proposing else NO_DRAFT
         clock.drafted()
         n_past = len(target.tokens)
         rows = target.forward([last, *draft.tokens], all_logits=True)
         clock.forwarded()
-        verdict = _verify(rows, draft, params, draws)
+        verdict = _verify(rows, draft, params, seed, tally.tokens)
         target.truncate(n_past + 1 + verdict.accepted)
         if drafter is not None:
             drafter.rollback(target.tokens)
@@ -98,11 +99,13 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         last = verdict.token
 
 
-def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, draws) -> Verdict:
-    """The target's verdict on the draft: greedy comparison, or speculative sampling."""
+def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, seed: int, start: int) -> Verdict:
+    """The target's verdict on the draft: greedy comparison, or speculative sampling with the
+    uniforms of the output positions from `start` on."""
     if params.greedy:
         return verify_greedy(np.argmax(rows, axis=1), draft.tokens)
-    return verify_sampled(lambda i: distribution(rows[i], params), draft.q, draft.tokens, draws)
+    return verify_sampled(lambda i: distribution(rows[i], params), draft.q, draft.tokens,
+                          lambda i: uniforms(seed, start + i))
 
 
 def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream) -> tuple[Round, bool]:

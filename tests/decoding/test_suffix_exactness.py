@@ -24,7 +24,7 @@ from specgen.decoding.drafters.pattern import RecordPattern
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
-from specgen.decoding.sampling import SamplingParams
+from specgen.decoding.sampling import SamplingParams, uniforms
 
 N = 1200
 DEPTH = 3
@@ -159,13 +159,23 @@ def test_copies_carrying_a_rewrite_sample_the_target_distribution(target_model, 
     assert sum(d.rewritten > 0 for d in drafters) > N // 2, "the copies should have carried the rewrite"
 
 
+def accept_uniform(params: SamplingParams, prompt_length: int, history: list[int]) -> float:
+    """The uniform of the accept test at the first position a round drafts after `history`, as
+    the loop will draw it (a cheat: drafters are never handed it)."""
+    return float(uniforms(params.seed, len(history) + 1 - prompt_length)[0])
+
+
 class PeekingCopier(Rewriting):
     """Biased: copies only when the accept test's uniform for the first position is small, so a
     copied token is kept more often than the target would emit it."""
 
+    def prepare(self, prefix):
+        super().prepare(prefix)
+        self.prompt_length = len(prefix) + 1
+
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        return draft if draws[0][1] < 0.5 else NO_DRAFT
+        return draft if accept_uniform(params, self.prompt_length, history) < 0.5 else NO_DRAFT
 
 
 @pytest.mark.parametrize("rewriting", [False, True])
@@ -211,13 +221,14 @@ class Patterning(AutoDrafter):
 
     def prepare(self, prefix):
         super().prepare(prefix)
+        self.prompt_length = len(prefix) + 1
         self.pattern_source.pattern = PlantedPattern([], self.planted.wrong)
         self.pattern_source.pattern.truth = self.planted.truth
         self.pattern_source.run = 32  # as if the output had followed it for long: it wins over the copier
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        if self.peek and draft.from_pattern and draws[0][1] >= 0.5:
+        if self.peek and draft.from_pattern and accept_uniform(params, self.prompt_length, history) >= 0.5:
             return NO_DRAFT
         self.pattern_rounds += draft.from_pattern
         return draft

@@ -181,7 +181,7 @@ class PromptLookupDrafter(Drafter):
         self.copier.reset(prefix)
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
+                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         """Copied tokens are certain (q is one-hot), so `keep` has nothing to weigh."""
         offer = self.copier.offer(history, last, k)
         return copied(offer.tokens, params, len(offer.rewrites))
