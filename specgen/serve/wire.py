@@ -1,8 +1,10 @@
 """The OpenAI wire format of `specgen serve`: check request bodies, shape replies and chunks.
 
 Pure Python, no server and no model, so every rule about what a client may send and what it
-gets back sits in one place. As OpenAI's own server does, unknown fields are ignored; a known
-field of the wrong type or out of range is a 400 that names it; only one choice (n = 1) is
+gets back sits in one place. Nothing a client sends is ignored without a word: a field the
+server does not honour is a 400 that names it (`unread_fields`), except OpenAI's hints (`user`,
+`metadata`, ...) and fields sent at the value that asks for nothing (`frequency_penalty: 0`); a
+known field of the wrong type or out of range is a 400 that names it; only one choice (n = 1) is
 served. Replies carry `usage` and a `specgen` object with the speculative statistics.
 """
 
@@ -53,6 +55,7 @@ class GenRequest:
 
 def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
     """Validate a /v1/chat/completions ("chat") or /v1/completions ("completion") body."""
+    unread_fields(body, kind)
     model = _typed(body, "model", str, "a string")
     if model is not None and model not in models:
         raise ApiError(404, f"The model '{model}' does not exist; this server serves '{models[0]}' (GET /v1/models)",
@@ -77,6 +80,54 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
         stream=bool(_typed(body, "stream", bool, "true or false")),
         include_usage=bool(_typed(stream_options, "include_usage", bool, "true or false", "stream_options.")),
     )
+
+
+# -- fields: what each endpoint reads, and what it refuses ----------------------------------------
+
+_SAMPLING = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options"}
+READ = {  # honoured by this server (top_k: an extension llama.cpp's server also takes)
+    "chat": _SAMPLING | {"messages", "max_completion_tokens", "prediction"},
+    "completion": _SAMPLING | {"prompt", "suffix"},
+}
+# OpenAI documents these as hints about the caller or the account, not about the reply: accepted, not used
+HINTS = {"user", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier"}
+# fields sent at the value that asks for nothing (some clients always send them): accepted
+NO_OPS = {"frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}, "echo": False, "best_of": 1,
+          "modalities": ["text"], "parallel_tool_calls": True}
+# why a field is refused, where there is more to say than that it is not read
+WHY = {
+    "frequency_penalty": "specgen samples the target model's own distribution, which a penalty would change",
+    "presence_penalty": "specgen samples the target model's own distribution, which a penalty would change",
+    "logit_bias": "specgen samples the target model's own distribution, which a bias would change",
+    "functions": "send tools instead",
+    "function_call": "send tool_choice instead",
+    "echo": "the reply holds the generated text only",
+    "best_of": "specgen generates one completion per request",
+    "modalities": "specgen generates text only",
+    "audio": "specgen generates text only",
+}
+_STREAM_OPTIONS = {"include_usage", "include_obfuscation"}  # include_obfuscation: no padding is sent either way
+
+
+def unread_fields(body: dict, kind: str) -> None:
+    """A 400 naming the first field this endpoint would not honour (null counts as not sent)."""
+    for name, value in body.items():
+        if value is None or name in READ[kind] or name in HINTS or _same(value, NO_OPS.get(name, ...)):
+            continue
+        reason = WHY.get(name, "this server does not read it")
+        raise ApiError(400, f"{name} is not supported by specgen serve ({reason}); remove it from the request",
+                       param=name, code="unsupported_parameter")
+    options = body.get("stream_options")
+    for name in options if isinstance(options, dict) else ():
+        if name not in _STREAM_OPTIONS and options[name] is not None:
+            raise ApiError(400, f"stream_options.{name} is not supported by specgen serve; remove it",
+                           param=f"stream_options.{name}", code="unsupported_parameter")
+
+
+def _same(value, quiet) -> bool:
+    """Whether `value` is the value that asks for nothing (true is not 1, nor 0 false)."""
+    return type(value) is type(quiet) and value == quiet or (
+        isinstance(quiet, int) and not isinstance(quiet, bool) and isinstance(value, float) and value == quiet)
 
 
 def _typed(body: dict, name: str, kind: type, what: str, prefix: str = ""):
@@ -144,8 +195,19 @@ def _messages(value) -> tuple[tuple[str, str], ...]:
         if not isinstance(role, str) or not role:
             raise ApiError(400, f"{where}.role must be a string such as 'user'", param=f"{where}.role")
         role = _text(role, f"{where}.role")
+        _unread_message_fields(message, where)
         out.append((ROLES.get(role, role), _content(message.get("content"), f"{where}.content")))
     return tuple(out)
+
+
+MESSAGE_FIELDS = {"role", "content", "name"}  # name: accepted as OpenAI's hint, not shown to the model
+
+
+def _unread_message_fields(message: dict, where: str) -> None:
+    for name, value in message.items():
+        if name not in MESSAGE_FIELDS and value is not None:
+            raise ApiError(400, f"{where}.{name} is not supported by specgen serve; remove it",
+                           param=f"{where}.{name}", code="unsupported_parameter")
 
 
 def _content(value, where: str) -> str:

@@ -370,8 +370,11 @@ def test_oversized_body_unknown_route_and_method_then_the_server_still_answers(s
     wrong = httpx.get(server.url + "/v1/completions", headers={"Authorization": f"Bearer {KEY}"})
     assert wrong.status_code == 405 and wrong.json()["error"]["message"]
     ok = post(server, "/v1/chat/completions", json={"messages": [{"role": "user", "content": [
-        {"type": "text", "text": "hi"}]}], "max_tokens": 3, "logit_bias": {}, "frobnicate": True})
-    assert ok.status_code == 200 and ok.json()["usage"]["completion_tokens"] == 3, "unknown fields are ignored"
+        {"type": "text", "text": "hi"}]}], "max_tokens": 3, "logit_bias": {}, "user": "u-1"})
+    assert ok.status_code == 200 and ok.json()["usage"]["completion_tokens"] == 3, "hints and no-op values pass"
+    unknown = post(server, "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}],
+                                                          "frobnicate": True})
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "frobnicate"
     assert "Traceback" not in "\n".join(server.lines)
 
 
