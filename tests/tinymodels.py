@@ -19,6 +19,8 @@ CHATML = (
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content']"
     " + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+# Qwen2.5's own template: ChatML with a tool prompt and <tool_call> blocks (tests/templates)
+QWEN_TOOLS = (Path(__file__).parent / "templates" / "qwen2.5-instruct.jinja").read_text()
 WORDS = ["the", "def", "return", "print", "self", "for", "in", "if", "else", "and", "is", "of", "to", "a"]
 SPECIALS = ["<|im_start|>", "<|im_end|>"]
 
@@ -140,5 +142,6 @@ def build_all(folder: Path) -> dict[str, Path]:
         "draft_padded": replace(DRAFT, extra_tokens=200),
         "target_no_template": replace(TARGET, chat_template=None),
         "target_endless": replace(TARGET, endless=True),
+        "target_tools": replace(TARGET, chat_template=QWEN_TOOLS),  # the target's weights, Qwen2.5's template
     }
     return {role: write_model(folder / f"tiny-{role}.gguf", spec) for role, spec in specs.items()}

@@ -31,6 +31,7 @@ class Round:
     python_s: float = 0.0
     rewrites: int = 0  # learnt rewrites the drafted copy carried
     from_pattern: bool = False  # the drafted copy was the output's record pattern's prediction
+    constraint_s: float = 0.0  # of python_s: the constrained verdict (the grammar's masks) and the grammar's update
 
     @property
     def text(self) -> str:
@@ -63,6 +64,7 @@ class Tally:
     draft_s: float = 0.0
     verify_s: float = 0.0
     python_s: float = 0.0
+    constraint_s: float = 0.0
     drafted_at: list[int] = field(default_factory=list)
     accepted_at: list[int] = field(default_factory=list)
 
@@ -80,6 +82,7 @@ class Tally:
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.python_s += event.python_s
+        self.constraint_s += event.constraint_s
         grow = drafted - len(self.drafted_at)
         if grow > 0:
             self.drafted_at += [0] * grow
@@ -126,6 +129,7 @@ class Summary:
     model_drafted: int = 0  # of drafted: the tokens the draft model proposed (the rest were copied)
     rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
     pattern_rounds: int = 0  # of lookup_rounds: those whose copy was the output's record pattern's prediction
+    constraint_s: float = 0.0  # of python_s: the output's grammar (masking verify rows, following the output)
 
     def to_dict(self) -> dict:
         return asdict(self)

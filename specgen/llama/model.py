@@ -268,6 +268,11 @@ class Model:
             count = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
         return buf.raw[:count]
 
+    @property
+    def vocab_handle(self):
+        """llama.cpp's vocabulary of this model, for a grammar sampler (llama.grammar)."""
+        return self._vocab
+
     def is_eog(self, token: int) -> bool:
         return bool(self._lib.llama_vocab_is_eog(self._vocab, token))
 
@@ -298,7 +303,12 @@ class Model:
 
     def encode_chat(self, messages: list[tuple[str, str]]) -> list[int]:
         """Tokens of a templated conversation; a BOS written by the template is not doubled."""
-        tokens = self.tokenize(self.apply_chat_template(messages), add_special=True, parse_special=True)
+        return self.encode_templated(self.apply_chat_template(messages))
+
+    def encode_templated(self, text: str) -> list[int]:
+        """Tokens of what a chat template wrote (its special tokens read as such); a BOS written by
+        the template is not doubled."""
+        tokens = self.tokenize(text, add_special=True, parse_special=True)
         if len(tokens) > 1 and tokens[0] == tokens[1] == self.bos:
             del tokens[0]
         return tokens

@@ -18,6 +18,7 @@ import asyncio
 import threading
 import time
 from collections import deque
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 
 from specgen.decoding.drafters.model import ModelDrafter
@@ -29,6 +30,7 @@ from specgen.decoding.tokens import common_prefix
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import cached_costs, drafter_for
 from specgen.llama.conversation import Conversation, Prompt
+from specgen.llama.grammar import Grammar, GrammarError, json_grammar, schema_grammar
 from specgen.llama.lookup_cache import MAX_TOKENS
 from specgen.llama.model import ContextFull
 from specgen.serve.states import SavedStates
@@ -386,9 +388,13 @@ class Scheduler:
         started, start, encoded, user = False, time.perf_counter(), None, self._user(job.user)
         try:
             encoded = user.prompts.encode(job.request)
-            job.send(Started())
-            started = True
-            return self._generate(job, user, encoded, start)
+            with ExitStack() as owned:
+                grammar = self._grammar(job.request)
+                if grammar is not None:
+                    owned.enter_context(grammar)
+                job.send(Started())
+                started = True
+                return self._generate(job, user, encoded, start, grammar)
         except ApiError as error:
             return Failed(error)
         except Exception as error:  # noqa: BLE001 - the thread must survive any request
@@ -412,9 +418,21 @@ class Scheduler:
                 model.sync(tokens[:end])
         return Prefill(own, len(tokens) - 1 - reused, time.perf_counter() - start)
 
-    def _generate(self, job: Job, user: User, encoded: Encoded, start: float) -> Finished | Gone:
+    def _grammar(self, request: GenRequest) -> Grammar | None:
+        """The grammar the reply must follow (`response_format`), or None; a schema that cannot
+        be one is the client's 400."""
+        fmt = request.response_format
+        if fmt is None:
+            return None
+        try:
+            return Grammar(self.target, json_grammar() if fmt.kind == "json_object" else schema_grammar(fmt.schema))
+        except GrammarError as error:
+            raise ApiError(400, str(error), param="response_format.json_schema.schema") from None
+
+    def _generate(self, job: Job, user: User, encoded: Encoded, start: float, grammar: Grammar | None
+                  ) -> Finished | Gone:
         """Stream one reply's text to the job, cut at stop strings, and return how it ended;
-        `start`: when the scheduler took it."""
+        `start`: when the scheduler took it; `grammar`: what the reply must follow."""
         tokens = encoded.tokens
         prefill = self._prefill(job, tokens)
         if prefill is None:
@@ -424,7 +442,7 @@ class Scheduler:
         seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
         drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
                               None if seeded else self.costs)
-        events = generate(self.target, drafter, tokens, config)
+        events = generate(self.target, drafter, tokens, config, grammar)
         stops = StopMatcher(job.request.stop)
         reply: list[int] = []
         progress = {"first": None, "stopped": False}  # when the first text went out; whether a stop string ended it

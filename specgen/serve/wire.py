@@ -34,6 +34,14 @@ class ApiError(Exception):
 
 
 @dataclass(frozen=True)
+class ResponseFormat:
+    """What the reply must be: any JSON object, or JSON that fits `schema` (a grammar enforces it)."""
+
+    kind: str  # "json_object" or "json_schema"
+    schema: dict | None = None
+
+
+@dataclass(frozen=True)
 class GenRequest:
     """One generation asked for: a chat (`messages`) or a completion (`prompt`), and its settings.
 
@@ -51,6 +59,7 @@ class GenRequest:
     stop: tuple[str, ...] = ()
     stream: bool = False
     include_usage: bool = False
+    response_format: ResponseFormat | None = None
 
 
 def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
@@ -79,6 +88,7 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
         stop=_stops(body.get("stop")),
         stream=bool(_typed(body, "stream", bool, "true or false")),
         include_usage=bool(_typed(stream_options, "include_usage", bool, "true or false", "stream_options.")),
+        response_format=response_format(body.get("response_format")),
     )
 
 
@@ -86,7 +96,7 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
 
 _SAMPLING = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options"}
 READ = {  # honoured by this server (top_k: an extension llama.cpp's server also takes)
-    "chat": _SAMPLING | {"messages", "max_completion_tokens", "prediction"},
+    "chat": _SAMPLING | {"messages", "max_completion_tokens", "prediction", "response_format"},
     "completion": _SAMPLING | {"prompt", "suffix"},
 }
 # OpenAI documents these as hints about the caller or the account, not about the reply: accepted, not used
@@ -128,6 +138,27 @@ def _same(value, quiet) -> bool:
     """Whether `value` is the value that asks for nothing (true is not 1, nor 0 false)."""
     return type(value) is type(quiet) and value == quiet or (
         isinstance(quiet, int) and not isinstance(quiet, bool) and isinstance(value, float) and value == quiet)
+
+
+def response_format(value) -> ResponseFormat | None:
+    """`response_format`: text (nothing to enforce), any JSON object, or JSON that fits a schema."""
+    param = "response_format"
+    if value is None:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return ResponseFormat(kind)
+    if kind != "json_schema":
+        raise ApiError(400, f"{param} must be {{type: text}}, {{type: json_object}} or {{type: json_schema, "
+                       f"json_schema: {{name, schema}}}}, not {_show(value)}", param=param)
+    spec = _typed(value, "json_schema", dict, "an object with name and schema", param + ".") or {}
+    _typed(spec, "name", str, "a string", param + ".json_schema.")
+    _typed(spec, "description", str, "a string", param + ".json_schema.")
+    _typed(spec, "strict", bool, "true or false", param + ".json_schema.")
+    schema = _typed(spec, "schema", dict, "a JSON schema object", param + ".json_schema.")
+    return ResponseFormat(kind, schema if schema is not None else {})
 
 
 def _typed(body: dict, name: str, kind: type, what: str, prefix: str = ""):

@@ -30,6 +30,8 @@ def summary_line(summary: Summary, placement: str = "") -> str:
         spec += "".join(f", {note}" for note in copy_notes(summary))
     else:
         spec = ", target only"
+    if summary.constraint_s and summary.rounds:
+        spec += f", grammar {summary.constraint_s / summary.rounds * 1000:.1f} ms/round"
     split = _split(summary)
     return (
         f"specgen: {summary.tokens} tokens at {summary.tokens_per_second:.1f} tok/s{spec}; "
