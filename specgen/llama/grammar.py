@@ -58,10 +58,10 @@ class Grammar:
     Owns two native samplers, the accepted state and one scratch clone per round, freed by
     `close` (a context manager)."""
 
-    def __init__(self, model, gbnf: str):
+    def __init__(self, model, gbnf: str, root: str = "root"):
         self._lib = llama()
         self._vocab = model.vocab_handle
-        sampler = self._lib.llama_sampler_init_grammar(self._vocab, gbnf.encode(), b"root")
+        sampler = self._lib.llama_sampler_init_grammar(self._vocab, gbnf.encode(), root.encode())
         if not sampler:
             raise GrammarError("llama.cpp could not parse the grammar; run with SPECGEN_DEBUG=1 to see why")
         self.state = sampler  # the grammar after the accepted output

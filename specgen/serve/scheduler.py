@@ -31,9 +31,11 @@ from specgen.errors import SpecgenError
 from specgen.llama.calibrate import cached_costs, drafter_for
 from specgen.llama.conversation import Conversation, Prompt
 from specgen.llama.grammar import Grammar, GrammarError, json_grammar, schema_grammar
+from specgen.llama.templates import ChatTemplate, TemplateError, ToolFormat, call_grammar, model_template
 from specgen.llama.lookup_cache import MAX_TOKENS
 from specgen.llama.model import ContextFull
 from specgen.serve.states import SavedStates
+from specgen.serve.tools import CallStream, ToolCall
 from specgen.serve.wire import ApiError, GenRequest, Outcome, finish_reason
 
 PREFILL_CHUNK = 128  # prompt tokens per prefill step: a client gone is noticed within one
@@ -158,6 +160,29 @@ class StopMatcher:
         return out
 
 
+class ReplyPipe:
+    """What of the generated text goes to the client, and when: cut at the first stop string, and
+    with tools offered, calls held back until the reply ends (`serve.tools`)."""
+
+    def __init__(self, stops: tuple[str, ...], fmt: ToolFormat | None):
+        self.stops = StopMatcher(stops)
+        self.calls = CallStream(fmt) if fmt is not None else None
+        self.stopped = False  # a stop string ended the reply
+
+    def feed(self, text: str) -> str:
+        text, self.stopped = self.stops.feed(text)
+        return self.calls.feed(text) if self.calls is not None else text
+
+    def finish(self) -> tuple[str, list[ToolCall]]:
+        """The text still held back, and the tool calls the reply made."""
+        tail = self.stops.flush()
+        if self.calls is None:
+            return tail, []
+        content = self.calls.feed(tail)
+        rest, calls = self.calls.finish()
+        return content + rest, calls
+
+
 @dataclass(frozen=True)
 class Encoded:
     """A request's prompt tokens; for a user's chat turn also its Prompt and its conversation."""
@@ -176,9 +201,12 @@ class Prompts:
         self.limit = min(limit, target.n_ctx - 1)
         self.kept = kept
         self.conversations: list[Conversation] = []  # least recently used first
+        self._template: ChatTemplate | None = None
 
     def encode(self, request: GenRequest) -> Encoded:
-        if request.kind == "chat":
+        if request.kind == "chat" and request.templated:
+            encoded = Encoded(self._templated(request))
+        elif request.kind == "chat":
             encoded = self._chat(request.messages)
         else:
             encoded = Encoded(self._completion(request.prompt))
@@ -219,6 +247,31 @@ class Prompts:
             raise ApiError(400, "the messages do not fit in the context", param="messages",
                            code="context_length_exceeded")
         return Encoded(list(prompt.tokens), prompt, conversation)
+
+    def template(self) -> ChatTemplate:
+        """The target's own chat template, compiled on first use."""
+        if self._template is None:
+            try:
+                self._template = model_template(self.target)
+            except TemplateError as error:
+                raise ApiError(400, f"{self.target.path.name}: {error}", param="messages") from None
+            if self._template is None:
+                raise ApiError(400, f"{self.target.path.name} has no chat template, so it cannot be sent tools or "
+                               "tool messages", param="messages")
+        return self._template
+
+    def _templated(self, request: GenRequest) -> list[int]:
+        """A chat with tools or tool turns, through the model's own template (its tool prompt)."""
+        template = self.template()
+        tools = list(request.tools) if request.tool_choice != "none" else None
+        if tools and template.format is None:
+            raise ApiError(400, f"the chat template of {self.target.path.name} teaches no tool-call format specgen "
+                           "reads (Qwen2.5's <tool_call> blocks, Llama 3.1's JSON); send no tools, or tool_choice "
+                           "none", param="tools")
+        try:
+            return self.target.encode_templated(template.render([dict(m) for m in request.chat], tools))
+        except TemplateError as error:
+            raise ApiError(400, f"{self.target.path.name}: {error}", param="messages") from None
 
     def _conversation(self, history: list[tuple[str, str]]) -> Conversation:
         """The recent conversation whose messages are `history`, or a new one, now the most recent."""
@@ -389,7 +442,7 @@ class Scheduler:
         try:
             encoded = user.prompts.encode(job.request)
             with ExitStack() as owned:
-                grammar = self._grammar(job.request)
+                grammar = self._grammar(job.request, user)
                 if grammar is not None:
                     owned.enter_context(grammar)
                 job.send(Started())
@@ -418,16 +471,29 @@ class Scheduler:
                 model.sync(tokens[:end])
         return Prefill(own, len(tokens) - 1 - reused, time.perf_counter() - start)
 
-    def _grammar(self, request: GenRequest) -> Grammar | None:
-        """The grammar the reply must follow (`response_format`), or None; a schema that cannot
-        be one is the client's 400."""
+    def _grammar(self, request: GenRequest, user: User) -> Grammar | None:
+        """The grammar the reply must follow, or None: a call of the tools where `tool_choice`
+        requires one (in the model's own format), else `response_format`'s. A schema that cannot be
+        a grammar is the client's 400."""
         fmt = request.response_format
-        if fmt is None:
+        forced = request.tool_choice in ("required", "function")
+        if forced:
+            named = [t for t in request.tools if request.forced_tool in (None, t["function"]["name"])]
+            param = "tools"
+        elif fmt is not None and request.tools and request.tool_choice == "auto":
+            raise ApiError(400, "response_format with tools needs tool_choice none, required or a named function: "
+                           "a reply cannot both follow the format and call a tool", param="response_format")
+        elif fmt is None:
             return None
+        else:
+            param = "response_format.json_schema.schema"
         try:
+            if forced:
+                return Grammar(self.target, *call_grammar(user.prompts.template().format, named,
+                                                          single=not request.parallel_tool_calls))
             return Grammar(self.target, json_grammar() if fmt.kind == "json_object" else schema_grammar(fmt.schema))
         except GrammarError as error:
-            raise ApiError(400, str(error), param="response_format.json_schema.schema") from None
+            raise ApiError(400, str(error), param=param) from None
 
     def _generate(self, job: Job, user: User, encoded: Encoded, start: float, grammar: Grammar | None
                   ) -> Finished | Gone:
@@ -443,29 +509,30 @@ class Scheduler:
         drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
                               None if seeded else self.costs)
         events = generate(self.target, drafter, tokens, config, grammar)
-        stops = StopMatcher(job.request.stop)
+        fmt = user.prompts.template().format if job.request.tools and job.request.tool_choice != "none" else None
+        pipe = ReplyPipe(job.request.stop, fmt)
         reply: list[int] = []
-        progress = {"first": None, "stopped": False}  # when the first text went out; whether a stop string ended it
+        first = None  # when the first text went out
 
         def on_round(event) -> None:
+            nonlocal first
             reply.extend(event.tokens)
-            text, progress["stopped"] = stops.feed(event.text)
+            text = pipe.feed(event.text)
             if text:
-                progress["first"] = progress["first"] if progress["first"] is not None else time.perf_counter() - start
+                first = first if first is not None else time.perf_counter() - start
                 job.send(Delta(text))
 
-        whole, summary = consume(events, on_round, lambda: progress["stopped"] or job.cancelled.is_set())
-        first, stopped = progress["first"], progress["stopped"]
-        if stopped:  # the loop saw an interrupt; the client sees a stop string
+        whole, summary = consume(events, on_round, lambda: pipe.stopped or job.cancelled.is_set())
+        if pipe.stopped:  # the loop saw an interrupt; the client sees a stop string
             summary = replace(summary, stop_reason="stop string")
-        tail = stops.flush()
+        tail, calls = pipe.finish()
         if tail:
             job.send(Delta(tail))
-        received = not stopped and not job.cancelled.is_set()  # a reply the client never got is not kept
+        received = not pipe.stopped and not job.cancelled.is_set()  # a reply the client never got is not kept
         user.prompts.remember(encoded, whole, reply, whole=received)
         user.memory.add(reply)
-        reason = finish_reason(summary.stop_reason, stopped)
-        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill))
+        reason = "tool_calls" if calls else finish_reason(summary.stop_reason, pipe.stopped)
+        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, tuple(calls)))
 
     def _config(self, request: GenRequest) -> GenerationConfig:
         """The server's settings, with what the request sets itself."""

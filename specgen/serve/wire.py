@@ -10,7 +10,10 @@ served. Replies carry `usage` and a `specgen` object with the speculative statis
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import uuid
 from dataclasses import dataclass
 
 from specgen.decoding.events import Summary
@@ -18,6 +21,7 @@ from specgen.decoding.events import Summary
 MAX_STOPS = 4  # as OpenAI's API
 MAX_STOP_CHARS = 256  # per stop string: the automaton that finds them stays small
 ROLES = {"developer": "system"}  # OpenAI's newer name for the system role
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # OpenAI's rule for function names
 
 
 class ApiError(Exception):
@@ -60,6 +64,18 @@ class GenRequest:
     stream: bool = False
     include_usage: bool = False
     response_format: ResponseFormat | None = None
+    # the messages as the model's own chat template reads them (role, content, tool_calls, tool_call_id)
+    chat: tuple[dict, ...] = ()
+    tools: tuple[dict, ...] = ()  # OpenAI's tool objects, as sent
+    tool_choice: str = "none"  # "auto", "none", "required", or "function": the one named `forced_tool`
+    forced_tool: str | None = None
+    parallel_tool_calls: bool = True
+
+    @property
+    def templated(self) -> bool:
+        """Whether the prompt needs the model's own template: tools offered, or tool turns in the chat."""
+        return bool(self.tools and self.tool_choice != "none") or any(
+            "tool_calls" in m or m["role"] == "tool" for m in self.chat)
 
 
 def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
@@ -89,6 +105,7 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
         stream=bool(_typed(body, "stream", bool, "true or false")),
         include_usage=bool(_typed(stream_options, "include_usage", bool, "true or false", "stream_options.")),
         response_format=response_format(body.get("response_format")),
+        **(_tool_fields(body) if kind == "chat" else {}),
     )
 
 
@@ -96,14 +113,15 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
 
 _SAMPLING = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options"}
 READ = {  # honoured by this server (top_k: an extension llama.cpp's server also takes)
-    "chat": _SAMPLING | {"messages", "max_completion_tokens", "prediction", "response_format"},
+    "chat": _SAMPLING | {"messages", "max_completion_tokens", "prediction", "response_format", "tools", "tool_choice",
+                         "parallel_tool_calls"},
     "completion": _SAMPLING | {"prompt", "suffix"},
 }
 # OpenAI documents these as hints about the caller or the account, not about the reply: accepted, not used
 HINTS = {"user", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier"}
 # fields sent at the value that asks for nothing (some clients always send them): accepted
 NO_OPS = {"frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}, "echo": False, "best_of": 1,
-          "modalities": ["text"], "parallel_tool_calls": True}
+          "modalities": ["text"]}
 # why a field is refused, where there is more to say than that it is not read
 WHY = {
     "frequency_penalty": "specgen samples the target model's own distribution, which a penalty would change",
@@ -159,6 +177,89 @@ def response_format(value) -> ResponseFormat | None:
     _typed(spec, "strict", bool, "true or false", param + ".json_schema.")
     schema = _typed(spec, "schema", dict, "a JSON schema object", param + ".json_schema.")
     return ResponseFormat(kind, schema if schema is not None else {})
+
+
+def _tool_fields(body: dict) -> dict:
+    """The chat's messages for the model's template, and `tools`, `tool_choice`, `parallel_tool_calls`."""
+    tools = _tools(body.get("tools"))
+    choice, forced = _tool_choice(body.get("tool_choice"), tools)
+    parallel = _typed(body, "parallel_tool_calls", bool, "true or false")
+    return {"chat": _chat(body.get("messages")), "tools": tools, "tool_choice": choice, "forced_tool": forced,
+            "parallel_tool_calls": parallel is not False}
+
+
+def _tools(value) -> tuple[dict, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ApiError(400, f"tools must be an array of function tools, not {_show(value)}", param="tools")
+    out = []
+    for i, tool in enumerate(value):
+        where = f"tools[{i}]"
+        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
+            raise ApiError(400, f"{where} must be {{type: function, function: {{name, parameters}}}}; this server "
+                           "calls functions only", param=where)
+        function = tool["function"]
+        name = function.get("name")
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            raise ApiError(400, f"{where}.function.name must be 1 to 64 letters, digits, _ or -", param=f"{where}.function.name")
+        _typed(function, "description", str, "a string", f"{where}.function.")
+        _typed(function, "parameters", dict, "a JSON schema object", f"{where}.function.")
+        _typed(function, "strict", bool, "true or false", f"{where}.function.")
+        out.append({"type": "function", "function": {k: v for k, v in function.items() if v is not None}})
+    return tuple(out)
+
+
+def _tool_choice(value, tools: tuple[dict, ...]) -> tuple[str, str | None]:
+    """("auto" | "none" | "required" | "function", the forced function's name)."""
+    if value is None:
+        return ("auto" if tools else "none"), None
+    if value in ("auto", "none", "required"):
+        choice, name = value, None
+    elif isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("function"), dict) \
+            and isinstance(value["function"].get("name"), str):
+        choice, name = "function", value["function"]["name"]
+    else:
+        raise ApiError(400, "tool_choice must be auto, none, required or {type: function, function: {name}}",
+                       param="tool_choice")
+    if choice in ("required", "function") and not tools:
+        raise ApiError(400, f"tool_choice {value if choice == 'required' else name!r} needs tools", param="tool_choice")
+    if name is not None and name not in [t["function"]["name"] for t in tools]:
+        raise ApiError(400, f"tool_choice names {name!r}, which is not among the tools", param="tool_choice")
+    return choice, name
+
+
+def _chat(messages: list) -> tuple[dict, ...]:
+    """The messages as a model's template reads them: arguments of earlier calls as objects."""
+    out = []
+    for i, message in enumerate(messages):
+        entry = {"role": ROLES.get(message["role"], message["role"]),
+                 "content": _content(message.get("content"), f"messages[{i}].content")}
+        if message.get("tool_calls") is not None:
+            entry["tool_calls"] = _earlier_calls(message["tool_calls"], f"messages[{i}].tool_calls")
+        if message.get("tool_call_id") is not None:
+            entry["tool_call_id"] = _typed(message, "tool_call_id", str, "a string", f"messages[{i}].")
+        out.append(entry)
+    return tuple(out)
+
+
+def _earlier_calls(value, where: str) -> list[dict]:
+    if not isinstance(value, list):
+        raise ApiError(400, f"{where} must be an array of tool calls", param=where)
+    calls = []
+    for i, call in enumerate(value):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str) \
+                or not isinstance(function.get("arguments"), str):
+            raise ApiError(400, f"{where}[{i}] must be {{id, type: function, function: {{name, arguments}}}} with "
+                           "arguments a JSON string", param=f"{where}[{i}]")
+        try:
+            arguments = json.loads(function["arguments"])
+        except ValueError:
+            raise ApiError(400, f"{where}[{i}].function.arguments is not JSON", param=f"{where}[{i}].function.arguments")
+        calls.append({"id": call.get("id"), "type": "function",
+                      "function": {"name": function["name"], "arguments": arguments}})
+    return calls
 
 
 def _typed(body: dict, name: str, kind: type, what: str, prefix: str = ""):
@@ -231,7 +332,8 @@ def _messages(value) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-MESSAGE_FIELDS = {"role", "content", "name"}  # name: accepted as OpenAI's hint, not shown to the model
+# name: accepted as OpenAI's hint, not shown to the model; tool_calls and tool_call_id: read by the template
+MESSAGE_FIELDS = {"role", "content", "name", "tool_calls", "tool_call_id"}
 
 
 def _unread_message_fields(message: dict, where: str) -> None:
@@ -303,6 +405,7 @@ class Outcome:
     first_token_s: float | None  # from the start of this request's turn on the scheduler's thread
     queued_s: float
     prefill: object  # serve.scheduler.Prefill: the client's own cached tokens, tokens decoded, seconds
+    tool_calls: tuple = ()  # serve.tools.ToolCall: the calls the reply made
 
 
 def finish_reason(stop_reason: str, stopped: bool) -> str:
@@ -360,7 +463,10 @@ class Reply:
     def body(self, text: str, outcome: Outcome) -> dict:
         """The whole reply of a request that did not stream."""
         if self.kind == "chat":
-            choice = {"index": 0, "message": {"role": "assistant", "content": text}}
+            message = {"role": "assistant", "content": text if text or not outcome.tool_calls else None}
+            if outcome.tool_calls:
+                message["tool_calls"] = tool_calls(outcome.tool_calls)
+            choice = {"index": 0, "message": message}
         else:
             choice = {"index": 0, "text": text}
         choice |= {"logprobs": None, "finish_reason": outcome.finish_reason}
@@ -379,8 +485,21 @@ class Reply:
 
     def last_chunks(self, outcome: Outcome, include_usage: bool) -> list[dict]:
         """The chunk with the finish reason (carrying usage and stats), and OpenAI's usage-only chunk if asked."""
+        calls = []
+        if outcome.tool_calls:
+            call = self.chunk(None)
+            call["choices"][0]["delta"] = {"tool_calls": [{"index": i, **c}
+                                                          for i, c in enumerate(tool_calls(outcome.tool_calls))]}
+            calls.append(call)
         last = self.chunk(None, outcome.finish_reason)
         extra = {"usage": usage(outcome), "specgen": stats(outcome, self.draft_model)}
         if not include_usage:
-            return [last | extra]
-        return [last, {**self._head(self.obj + (".chunk" if self.kind == "chat" else "")), "choices": [], **extra}]
+            return [*calls, last | extra]
+        return [*calls, last, {**self._head(self.obj + (".chunk" if self.kind == "chat" else "")), "choices": [],
+                               **extra}]
+
+
+def tool_calls(calls) -> list[dict]:
+    """OpenAI's tool_calls for serve.tools.ToolCall values, each with a fresh id."""
+    return [{"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
+             "function": {"name": call.name, "arguments": call.arguments}} for call in calls]
