@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from specgen.decoding.drafters.base import LOOKUP, MODEL
+from specgen.decoding.sampling import TokenLogprob
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,7 @@ class Round:
     rewrites: int = 0  # learnt rewrites the drafted copy carried
     from_pattern: bool = False  # the drafted copy was the output's record pattern's prediction
     constraint_s: float = 0.0  # of python_s: the constrained verdict (the grammar's masks) and the grammar's update
+    logprobs: tuple[TokenLogprob, ...] = ()  # of `tokens`, where the config asked for them
 
     @property
     def text(self) -> str:

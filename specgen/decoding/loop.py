@@ -23,6 +23,7 @@ from specgen.decoding.sampling import (
     SamplingParams,
     Verdict,
     distribution,
+    token_logprobs,
     uniforms,
     verify_greedy,
     verify_sampled,
@@ -38,6 +39,7 @@ class GenerationConfig:
     max_tokens: int = 256
     draft_tokens: int = 4
     sampling: SamplingParams = SamplingParams()
+    logprobs: int | None = None  # each emitted token's log-probability and this many top ones (None: none)
 
 
 def generate(target, drafter, prompt: list[int], config: GenerationConfig, constraint: Constraint | None = None):
@@ -88,6 +90,8 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         constrained_at = time.perf_counter()
         verdict = _verify(rows, draft, params, draws, constraint)
         constraint_s = time.perf_counter() - constrained_at if constraint is not None else 0.0
+        logprobs = () if config.logprobs is None else \
+            token_logprobs(rows, [*draft.tokens[: verdict.accepted], verdict.token], config.logprobs)
         target.truncate(n_past + 1 + verdict.accepted)
         if drafter is not None:
             drafter.rollback(target.tokens)
@@ -99,7 +103,8 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
             constrained_at = time.perf_counter()
             constraint.accept(event.tokens)
             constraint_s += time.perf_counter() - constrained_at
-        event = replace(clock.stamp(event, proposing, draft.source == MODEL), constraint_s=constraint_s)
+        event = replace(clock.stamp(event, proposing, draft.source == MODEL), constraint_s=constraint_s,
+                        logprobs=logprobs[: event.emitted])
         tally.add(event)
         yield event
         if ended:

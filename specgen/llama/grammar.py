@@ -29,6 +29,7 @@ from specgen.llama.library import llama
 # own converter (C++) writes the rule that keeps them out
 _LOOSE_CHAR = r'char ::= [^"\\] |'
 _JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
+MAX_NESTING = 2000  # llama.cpp rejects most grammars this deep anyway; at about 20,000 its parser crashes
 _CANDIDATE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
@@ -52,6 +53,29 @@ def schema_grammar(schema) -> str:
                            f"{error}); simplify it") from None
 
 
+def nesting(gbnf: str) -> int:
+    """The deepest nesting of parentheses in a grammar, outside its literals and character classes."""
+    depth = deepest = 0
+    quote = None  # the character that ends the literal or class being read
+    escaped = False
+    for char in gbnf:
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+        elif char in "\"[":
+            quote = "\"" if char == "\"" else "]"
+        elif char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    return deepest
+
+
 class Grammar:
     """The constraint of one generation: a grammar sampler that follows the accepted output.
 
@@ -59,6 +83,9 @@ class Grammar:
     `close` (a context manager)."""
 
     def __init__(self, model, gbnf: str, root: str = "root"):
+        if nesting(gbnf) > MAX_NESTING:  # llama.cpp's parser recurses per level: deep enough, it overflows the stack
+            raise GrammarError(f"the grammar nests deeper than {MAX_NESTING} levels (a length or count in the "
+                               "schema, or a repetition in a pattern, in the thousands); bound it lower")
         self._lib = llama()
         self._vocab = model.vocab_handle
         sampler = self._lib.llama_sampler_init_grammar(self._vocab, gbnf.encode(), root.encode())

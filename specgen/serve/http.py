@@ -174,11 +174,12 @@ class Api:
             prefix = "cmpl" if kind == "completion" else "chatcmpl"
             reply = Reply(kind, f"{prefix}-{uuid.uuid4().hex[:24]}", int(time.time()), self.options.model_id,
                           self.draft_name)
+            asked = spec.logprobs is not None
             if spec.stream:
-                stream = EventStream(_events(job, reply, spec.include_usage, record), watcher)
+                stream = EventStream(_events(job, reply, spec.include_usage, record, asked), watcher)
                 watcher = None
                 return stream
-            return await _whole(job, reply, record)
+            return await _whole(job, reply, record, asked)
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -215,30 +216,33 @@ async def read_json(request: Request, limit: int) -> dict:
     return body
 
 
-async def _whole(job: Job, reply: Reply, record: Record) -> JSONResponse:
-    """Wait for the whole generation and answer with one body."""
-    texts = []
+async def _whole(job: Job, reply: Reply, record: Record, logprobs: bool) -> JSONResponse:
+    """Wait for the whole generation and answer with one body (with the tokens' log-probabilities
+    where `logprobs`)."""
+    texts, entries = [], []
     while True:
         event = await job.next()
         if isinstance(event, Delta):
             texts.append(event.text)
+            entries += event.logprobs
         elif isinstance(event, Finished):
             record.outcome = event.outcome
-            return JSONResponse(reply.body("".join(texts), event.outcome))
+            return JSONResponse(reply.body("".join(texts), event.outcome, entries if logprobs else None))
         elif isinstance(event, Failed):
             raise event.error
         elif isinstance(event, Gone):
             return JSONResponse({}, status_code=499)
 
 
-async def _events(job: Job, reply: Reply, include_usage: bool, record: Record):
-    """Server-sent events: the OpenAI chunks as the scheduler sends text, then `data: [DONE]`."""
+async def _events(job: Job, reply: Reply, include_usage: bool, record: Record, logprobs: bool):
+    """Server-sent events: the OpenAI chunks as the scheduler sends text (with its tokens'
+    log-probabilities where `logprobs`), then `data: [DONE]`."""
     if reply.kind == "chat":
         yield sse_event(reply.chunk(None, role=True))
     while True:
         event = await job.next()
         if isinstance(event, Delta):
-            yield sse_event(reply.chunk(event.text))
+            yield sse_event(reply.chunk(event.text, logprobs=event.logprobs if logprobs else None))
         elif isinstance(event, Finished):
             record.outcome = event.outcome
             for chunk in reply.last_chunks(event.outcome, include_usage):

@@ -31,12 +31,12 @@ from specgen.errors import SpecgenError
 from specgen.llama.calibrate import cached_costs, drafter_for
 from specgen.llama.conversation import Conversation, Prompt
 from specgen.llama.grammar import Grammar, GrammarError, json_grammar, schema_grammar
-from specgen.llama.templates import ChatTemplate, TemplateError, ToolFormat, call_grammar, model_template
+from specgen.llama.templates import ChatTemplate, TemplateError, call_grammar, model_template
 from specgen.llama.lookup_cache import MAX_TOKENS
 from specgen.llama.model import ContextFull
 from specgen.serve.states import SavedStates
-from specgen.serve.tools import CallStream, ToolCall
-from specgen.serve.wire import ApiError, GenRequest, Outcome, finish_reason
+from specgen.serve.pipe import ReplyPipe
+from specgen.serve.wire import ApiError, GenRequest, Logprob, Outcome, finish_reason
 
 PREFILL_CHUNK = 128  # prompt tokens per prefill step: a client gone is noticed within one
 MIN_MEMORY_TOKENS = 4096  # each user's copy memory holds at least this many tokens of past replies
@@ -50,6 +50,7 @@ class Started:
 @dataclass(frozen=True)
 class Delta:
     text: str
+    logprobs: tuple[Logprob, ...] = ()  # of the tokens whose text this delta completes
 
 
 @dataclass(frozen=True)
@@ -158,29 +159,6 @@ class StopMatcher:
     def flush(self) -> str:
         out, self.pending, self._state = self.pending, "", 0
         return out
-
-
-class ReplyPipe:
-    """What of the generated text goes to the client, and when: cut at the first stop string, and
-    with tools offered, calls held back until the reply ends (`serve.tools`)."""
-
-    def __init__(self, stops: tuple[str, ...], fmt: ToolFormat | None):
-        self.stops = StopMatcher(stops)
-        self.calls = CallStream(fmt) if fmt is not None else None
-        self.stopped = False  # a stop string ended the reply
-
-    def feed(self, text: str) -> str:
-        text, self.stopped = self.stops.feed(text)
-        return self.calls.feed(text) if self.calls is not None else text
-
-    def finish(self) -> tuple[str, list[ToolCall]]:
-        """The text still held back, and the tool calls the reply made."""
-        tail = self.stops.flush()
-        if self.calls is None:
-            return tail, []
-        content = self.calls.feed(tail)
-        rest, calls = self.calls.finish()
-        return content + rest, calls
 
 
 @dataclass(frozen=True)
@@ -510,29 +488,39 @@ class Scheduler:
                               None if seeded else self.costs)
         events = generate(self.target, drafter, tokens, config, grammar)
         fmt = user.prompts.template().format if job.request.tools and job.request.tool_choice != "none" else None
-        pipe = ReplyPipe(job.request.stop, fmt)
+        pipe = ReplyPipe(StopMatcher(job.request.stop), fmt, self.target.piece, self._prompt_chars(job.request, tokens))
         reply: list[int] = []
         first = None  # when the first text went out
 
         def on_round(event) -> None:
             nonlocal first
             reply.extend(event.tokens)
-            text = pipe.feed(event.text)
+            text, logprobs = pipe.feed(event.text, event.logprobs)
             if text:
                 first = first if first is not None else time.perf_counter() - start
-                job.send(Delta(text))
+            if text or logprobs:
+                job.send(Delta(text, logprobs))
 
         whole, summary = consume(events, on_round, lambda: pipe.stopped or job.cancelled.is_set())
         if pipe.stopped:  # the loop saw an interrupt; the client sees a stop string
             summary = replace(summary, stop_reason="stop string")
-        tail, calls = pipe.finish()
-        if tail:
-            job.send(Delta(tail))
+        tail, logprobs, calls = pipe.finish()
+        if tail or logprobs:
+            job.send(Delta(tail, logprobs))
         received = not pipe.stopped and not job.cancelled.is_set()  # a reply the client never got is not kept
         user.prompts.remember(encoded, whole, reply, whole=received)
         user.memory.add(reply)
         reason = "tool_calls" if calls else finish_reason(summary.stop_reason, pipe.stopped)
         return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, tuple(calls)))
+
+    def _prompt_chars(self, request: GenRequest, tokens: list[int]) -> int:
+        """Where a completion's text begins in prompt + completion (OpenAI's text_offset counts from
+        the prompt's start): the prompt's length in characters."""
+        if request.kind != "completion" or request.logprobs is None:
+            return 0
+        if isinstance(request.prompt, str):
+            return len(request.prompt)
+        return len(b"".join(self.target.piece(t) for t in tokens).decode("utf-8", errors="replace"))
 
     def _config(self, request: GenRequest) -> GenerationConfig:
         """The server's settings, with what the request sets itself."""
@@ -546,4 +534,4 @@ class Scheduler:
             seed=s.seed if request.seed is None else request.seed,
         )
         max_tokens = min(request.max_tokens or base.max_tokens, self.limits.reply_tokens)
-        return replace(base, max_tokens=max_tokens, sampling=sampling)
+        return replace(base, max_tokens=max_tokens, sampling=sampling, logprobs=request.logprobs)

@@ -20,6 +20,7 @@ from specgen.decoding.events import Summary
 
 MAX_STOPS = 4  # as OpenAI's API
 MAX_STOP_CHARS = 256  # per stop string: the automaton that finds them stays small
+MAX_LOGPROBS = 20  # top log-probabilities per token, as OpenAI's top_logprobs
 ROLES = {"developer": "system"}  # OpenAI's newer name for the system role
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # OpenAI's rule for function names
 
@@ -70,6 +71,7 @@ class GenRequest:
     tool_choice: str = "none"  # "auto", "none", "required", or "function": the one named `forced_tool`
     forced_tool: str | None = None
     parallel_tool_calls: bool = True
+    logprobs: int | None = None  # each token's log-probability, with this many top ones (None: not asked)
 
     @property
     def templated(self) -> bool:
@@ -105,16 +107,18 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
         stream=bool(_typed(body, "stream", bool, "true or false")),
         include_usage=bool(_typed(stream_options, "include_usage", bool, "true or false", "stream_options.")),
         response_format=response_format(body.get("response_format")),
+        logprobs=_logprobs(body, kind),
         **(_tool_fields(body) if kind == "chat" else {}),
     )
 
 
 # -- fields: what each endpoint reads, and what it refuses ----------------------------------------
 
-_SAMPLING = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options"}
+_SAMPLING = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
+             "logprobs"}
 READ = {  # honoured by this server (top_k: an extension llama.cpp's server also takes)
     "chat": _SAMPLING | {"messages", "max_completion_tokens", "prediction", "response_format", "tools", "tool_choice",
-                         "parallel_tool_calls"},
+                         "parallel_tool_calls", "top_logprobs"},
     "completion": _SAMPLING | {"prompt", "suffix"},
 }
 # OpenAI documents these as hints about the caller or the account, not about the reply: accepted, not used
@@ -177,6 +181,19 @@ def response_format(value) -> ResponseFormat | None:
     _typed(spec, "strict", bool, "true or false", param + ".json_schema.")
     schema = _typed(spec, "schema", dict, "a JSON schema object", param + ".json_schema.")
     return ResponseFormat(kind, schema if schema is not None else {})
+
+
+def _logprobs(body: dict, kind: str) -> int | None:
+    """How many top log-probabilities per token (None: none asked): chat's `logprobs: true` with
+    `top_logprobs`, or a completion's `logprobs: N`."""
+    if kind == "completion":
+        return _integer(body, "logprobs", 0, MAX_LOGPROBS)
+    top = _integer(body, "top_logprobs", 0, MAX_LOGPROBS)
+    if not _typed(body, "logprobs", bool, "true or false"):
+        if top is not None:
+            raise ApiError(400, "top_logprobs needs logprobs: true", param="top_logprobs")
+        return None
+    return top or 0
 
 
 def _tool_fields(body: dict) -> dict:
@@ -397,6 +414,33 @@ def _show(value) -> str:
 
 
 @dataclass(frozen=True)
+class Logprob:
+    """A token's log-probability as the client reads it: its text, bytes, value, the most likely
+    tokens there, and where its text begins (in the prompt and reply, for completions)."""
+
+    token: str
+    data: bytes
+    logprob: float
+    top: tuple[Logprob, ...] = ()
+    offset: int = 0
+
+
+def chat_logprobs(entries: tuple[Logprob, ...] | list[Logprob]) -> dict:
+    """OpenAI's choices[].logprobs of a chat reply (or chunk)."""
+    def item(entry: Logprob) -> dict:
+        return {"token": entry.token, "logprob": entry.logprob, "bytes": list(entry.data)}
+
+    return {"content": [item(e) | {"top_logprobs": [item(t) for t in e.top]} for e in entries], "refusal": None}
+
+
+def completion_logprobs(entries: tuple[Logprob, ...] | list[Logprob]) -> dict:
+    """OpenAI's choices[].logprobs of a completion (or chunk): parallel lists."""
+    return {"tokens": [e.token for e in entries], "token_logprobs": [e.logprob for e in entries],
+            "top_logprobs": [{t.token: t.logprob for t in e.top} for e in entries],
+            "text_offset": [e.offset for e in entries]}
+
+
+@dataclass(frozen=True)
 class Outcome:
     """How a generation ended, for the reply: why, and the loop's Summary with two timings."""
 
@@ -460,8 +504,14 @@ class Reply:
         return {"id": self.ident, "object": obj, "created": self.created, "model": self.model,
                 "system_fingerprint": None}
 
-    def body(self, text: str, outcome: Outcome) -> dict:
-        """The whole reply of a request that did not stream."""
+    def logprobs(self, entries) -> dict | None:
+        """choices[].logprobs for these entries (None where none were asked for)."""
+        if entries is None:
+            return None
+        return chat_logprobs(entries) if self.kind == "chat" else completion_logprobs(entries)
+
+    def body(self, text: str, outcome: Outcome, logprobs: list[Logprob] | None = None) -> dict:
+        """The whole reply of a request that did not stream; `logprobs` where they were asked for."""
         if self.kind == "chat":
             message = {"role": "assistant", "content": text if text or not outcome.tool_calls else None}
             if outcome.tool_calls:
@@ -469,18 +519,20 @@ class Reply:
             choice = {"index": 0, "message": message}
         else:
             choice = {"index": 0, "text": text}
-        choice |= {"logprobs": None, "finish_reason": outcome.finish_reason}
+        choice |= {"logprobs": self.logprobs(logprobs), "finish_reason": outcome.finish_reason}
         return {**self._head(self.obj), "choices": [choice], "usage": usage(outcome),
                 "specgen": stats(outcome, self.draft_model)}
 
-    def chunk(self, text: str | None, finish: str | None = None, role: bool = False) -> dict:
-        """One streamed piece: text (None for none), a finish reason on the last, the role on the first."""
+    def chunk(self, text: str | None, finish: str | None = None, role: bool = False,
+              logprobs: tuple[Logprob, ...] | None = None) -> dict:
+        """One streamed piece: text (None for none), a finish reason on the last, the role on the
+        first, the log-probabilities of its tokens where they were asked for."""
         if self.kind == "chat":
             delta = {"role": "assistant", "content": ""} if role else ({} if text is None else {"content": text})
             choice = {"index": 0, "delta": delta}
         else:
             choice = {"index": 0, "text": text or ""}
-        choice |= {"logprobs": None, "finish_reason": finish}
+        choice |= {"logprobs": self.logprobs(logprobs), "finish_reason": finish}
         return {**self._head(self.obj + (".chunk" if self.kind == "chat" else "")), "choices": [choice]}
 
     def last_chunks(self, outcome: Outcome, include_usage: bool) -> list[dict]:
