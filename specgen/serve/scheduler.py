@@ -453,25 +453,23 @@ class Scheduler:
         """The grammar the reply must follow, or None: a call of the tools where `tool_choice`
         requires one (in the model's own format), else `response_format`'s. A schema that cannot be
         a grammar is the client's 400."""
-        fmt = request.response_format
         forced = request.tool_choice in ("required", "function")
-        if forced:
-            named = [t for t in request.tools if request.forced_tool in (None, t["function"]["name"])]
-            param = "tools"
-        elif fmt is not None and request.tools and request.tool_choice == "auto":
-            raise ApiError(400, "response_format with tools needs tool_choice none, required or a named function: "
-                           "a reply cannot both follow the format and call a tool", param="response_format")
-        elif fmt is None:
-            return None
-        else:
-            param = "response_format.json_schema.schema"
+        fmt = request.response_format
         try:
             if forced:
-                return Grammar(self.target, *call_grammar(user.prompts.template().format, named,
+                tools = [t for t in request.tools if request.forced_tool in (None, t["function"]["name"])]
+                return Grammar(self.target, *call_grammar(user.prompts.template().format, tools,
                                                           single=not request.parallel_tool_calls))
+            if fmt is None:
+                return None
+            if request.tools and request.tool_choice == "auto":
+                raise ApiError(400, "response_format with tools needs tool_choice none, required or a named "
+                               "function: a reply cannot both follow the format and call a tool",
+                               param="response_format")
             return Grammar(self.target, json_grammar() if fmt.kind == "json_object" else schema_grammar(fmt.schema))
         except GrammarError as error:
-            raise ApiError(400, str(error), param=param) from None
+            raise ApiError(400, str(error), param="tools" if forced else "response_format.json_schema.schema") \
+                from None
 
     def _generate(self, job: Job, user: User, encoded: Encoded, start: float, grammar: Grammar | None
                   ) -> Finished | Gone:
