@@ -47,7 +47,10 @@ class Spec:
     chat_template: str | None = CHATML
     endless: bool = False  # zero logits for end-of-generation tokens: greedy decoding never stops
     fim: dict[str, str] | None = None  # fill-in-the-middle tokens (FIM or FIM_OLD) added after the others
-    context_free: bool = False  # attention's output zeroed: each token follows from the one before alone
+    # attention's output zeroed, and only digits and punctuation written (every other output row
+    # zero): each token follows from the one before alone, and the text written tokenizes back into
+    # the very tokens that wrote it
+    context_free: bool = False
 
 
 def padding(spec: Spec) -> int:
@@ -106,6 +109,9 @@ def weights(spec: Spec, n_vocab: int) -> dict[str, np.ndarray]:
     if spec.context_free:
         for i in range(spec.n_layer):
             out[f"blk.{i}.attn_output.weight"][:] = 0.0
+        written = set(string.digits + string.punctuation)
+        silent = [i for i, token in enumerate(vocabulary(spec)[0]) if token not in written]
+        out["output.weight"][silent] = 0.0
     out["output_norm.weight"] = np.ones(spec.n_embd, np.float32)
     for i in range(spec.n_layer):
         out[f"blk.{i}.attn_norm.weight"] = np.ones(spec.n_embd, np.float32)
@@ -162,6 +168,6 @@ def build_all(folder: Path) -> dict[str, Path]:
         "target_endless": replace(TARGET, endless=True),
         "target_fim": replace(TARGET, fim=FIM),
         "target_fim_old_keys": replace(TARGET, fim=FIM_OLD),
-        "target_fim_context_free": replace(TARGET, fim=FIM, context_free=True, endless=True),
+        "target_fim_context_free": replace(TARGET, fim=FIM, context_free=True, seed=3),
     }
     return {role: write_model(folder / f"tiny-{role}.gguf", spec) for role, spec in specs.items()}

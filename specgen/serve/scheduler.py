@@ -31,6 +31,7 @@ from specgen.llama.calibrate import cached_costs, drafter_for
 from specgen.llama.conversation import Conversation, Prompt
 from specgen.llama.lookup_cache import MAX_TOKENS
 from specgen.llama.model import ContextFull
+from specgen.serve.infill import EditorLimits, files_tokens, fim_prompt
 from specgen.serve.states import SavedStates
 from specgen.serve.wire import ApiError, GenRequest, Outcome, finish_reason
 
@@ -109,6 +110,7 @@ class StopMatcher:
         self._link()
         self._state = 0
         self.pending = ""
+        self.found = ""  # the stop string that ended the text
 
     def _add(self, stop: str) -> None:
         state = 0
@@ -144,6 +146,7 @@ class StopMatcher:
             if self._ends[state]:
                 cut = len(held) + position + 1 - self._ends[state]
                 self.pending, self._state = "", 0
+                self.found = (held + text)[cut : cut + self._ends[state]]
                 return (held + text)[:cut], True
         self._state = state
         whole = held + text
@@ -156,6 +159,34 @@ class StopMatcher:
         return out
 
 
+class ReplyCut:
+    """Where the text sent ends before the loop ends the reply: at the first stop string, or for
+    a fill-in-the-middle request where an editor's limits say (serve.infill.EditorLimits). `ended`
+    says why ("stop string", "indent", "time limit"), None while the text goes on."""
+
+    def __init__(self, request: GenRequest, start: float):
+        self.stops = StopMatcher(request.stop)
+        infill = request.infill
+        self.limits = EditorLimits(infill.n_indent, infill.t_max_predict_ms, start) if infill else None
+        self.ended: str | None = None
+
+    def feed(self, text: str) -> str:
+        """The part of a round's text to send now."""
+        text, stopped = self.stops.feed(text)
+        return self._limited(text, "stop string" if stopped else None, time.perf_counter())
+
+    def flush(self) -> str:
+        """What was held back, once the loop has ended the reply."""
+        return "" if self.ended else self._limited(self.stops.flush(), None, None)
+
+    def _limited(self, text: str, reason: str | None, now: float | None) -> str:
+        if self.limits is not None:
+            text, limited = self.limits.feed(text, now)
+            reason = limited or reason
+        self.ended = reason
+        return text
+
+
 @dataclass(frozen=True)
 class Encoded:
     """A request's prompt tokens; for a user's chat turn also its Prompt and its conversation."""
@@ -163,6 +194,7 @@ class Encoded:
     tokens: list[int]
     prompt: Prompt | None = None
     conversation: Conversation | None = None
+    truncated: bool = False  # a fill-in-the-middle prompt was cut to fit
 
 
 class Prompts:
@@ -175,8 +207,12 @@ class Prompts:
         self.kept = kept
         self.conversations: list[Conversation] = []  # least recently used first
 
-    def encode(self, request: GenRequest) -> Encoded:
-        if request.kind == "chat":
+    def encode(self, request: GenRequest, reply_tokens: int = 0) -> Encoded:
+        """The request's prompt tokens; a fill-in-the-middle prompt for /infill is cut to leave
+        room for `reply_tokens` (up to half the limit), any other prompt over the limit is a 400."""
+        if request.infill is not None:
+            encoded = self._infill(request, reply_tokens)
+        elif request.kind == "chat":
             encoded = self._chat(request.messages)
         else:
             encoded = Encoded(self._completion(request.prompt))
@@ -227,6 +263,22 @@ class Prompts:
         self.forget(found)
         self.conversations = [*self.conversations, found][-self.kept :]
         return found
+
+    def _infill(self, request: GenRequest, reply_tokens: int) -> Encoded:
+        fim, infill = self.target.fim, request.infill
+        param = "input_suffix" if request.kind == "infill" else "suffix"
+        if not fim.usable:
+            raise ApiError(400, f"this model has no fill-in-the-middle tokens; {self.target.path.name} cannot fill "
+                           "a gap: serve a code model that has them (Qwen2.5-Coder does), or send a completion "
+                           "without a suffix", param=param)
+
+        def tokenize(text: str) -> list[int]:
+            return self.target.tokenize(text, add_special=False, parse_special=False)
+
+        budget = self.limit - min(reply_tokens, self.limit // 2) if request.kind == "infill" else 2**31
+        built = fim_prompt(fim, self.target.bos if self.target.add_bos else None, tokenize(infill.prefix),
+                           tokenize(infill.suffix), files_tokens(fim, tokenize, infill.extra), budget)
+        return Encoded(built.tokens, truncated=built.truncated)
 
     def _completion(self, prompt: str | tuple[int, ...]) -> list[int]:
         if isinstance(prompt, str):
@@ -384,7 +436,7 @@ class Scheduler:
         is ours (500)."""
         started, start, encoded, user = False, time.perf_counter(), None, self._user(job.user)
         try:
-            encoded = user.prompts.encode(job.request)
+            encoded = user.prompts.encode(job.request, self.config_for(job.request).max_tokens)
             job.send(Started())
             started = True
             return self._generate(job, user, encoded, start)
@@ -419,35 +471,35 @@ class Scheduler:
         if prefill is None:
             user.prompts.forget(encoded.conversation)
             return Gone()
-        config = self._config(job.request)
+        config = self.config_for(job.request)
         seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
         drafter = drafter_for(self.target, self.drafter, config, (user.memory.index,), None if seeded else self.costs)
         events = generate(self.target, drafter, tokens, config)
-        stops = StopMatcher(job.request.stop)
+        cut = ReplyCut(job.request, time.perf_counter())
         reply: list[int] = []
-        progress = {"first": None, "stopped": False}  # when the first text went out; whether a stop string ended it
+        progress = {"first": None}  # when the first text went out
 
         def on_round(event) -> None:
             reply.extend(event.tokens)
-            text, progress["stopped"] = stops.feed(event.text)
+            text = cut.feed(event.text)
             if text:
                 progress["first"] = progress["first"] if progress["first"] is not None else time.perf_counter() - start
                 job.send(Delta(text))
 
-        whole, summary = consume(events, on_round, lambda: progress["stopped"] or job.cancelled.is_set())
-        first, stopped = progress["first"], progress["stopped"]
-        if stopped:  # the loop saw an interrupt; the client sees a stop string
-            summary = replace(summary, stop_reason="stop string")
-        tail = stops.flush()
+        whole, summary = consume(events, on_round, lambda: cut.ended is not None or job.cancelled.is_set())
+        tail = cut.flush()
         if tail:
             job.send(Delta(tail))
-        received = not stopped and not job.cancelled.is_set()  # a reply the client never got is not kept
+        if cut.ended:  # the loop saw an interrupt; the client sees where the text was cut
+            summary = replace(summary, stop_reason=cut.ended)
+        received = not cut.ended and not job.cancelled.is_set()  # a reply the client never got is not kept
         user.prompts.remember(encoded, whole, reply, whole=received)
         user.memory.add(reply)
-        reason = finish_reason(summary.stop_reason, stopped)
-        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill))
+        reason = finish_reason(summary.stop_reason, cut.ended == "stop string")
+        return Finished(Outcome(reason, summary, progress["first"], start - job.submitted, prefill, encoded.truncated,
+                                cut.stops.found))
 
-    def _config(self, request: GenRequest) -> GenerationConfig:
+    def config_for(self, request: GenRequest) -> GenerationConfig:
         """The server's settings, with what the request sets itself."""
         base = self.config
         s = base.sampling
@@ -458,5 +510,5 @@ class Scheduler:
             top_p=s.top_p if request.top_p is None else request.top_p,
             seed=s.seed if request.seed is None else request.seed,
         )
-        max_tokens = min(request.max_tokens or base.max_tokens, self.limits.reply_tokens)
+        max_tokens = min(base.max_tokens if request.max_tokens is None else request.max_tokens, self.limits.reply_tokens)
         return replace(base, max_tokens=max_tokens, sampling=sampling)
