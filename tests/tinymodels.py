@@ -167,6 +167,7 @@ def build_all(folder: Path) -> dict[str, Path]:
         "target_no_template": replace(TARGET, chat_template=None),
         "target_endless": replace(TARGET, endless=True),
         "target_fim": replace(TARGET, fim=FIM),
+        "draft_fim": replace(DRAFT, fim=FIM),
         "target_fim_old_keys": replace(TARGET, fim=FIM_OLD),
         "target_fim_context_free": replace(TARGET, fim=FIM, context_free=True, seed=3),
     }

@@ -67,7 +67,7 @@ def fim_prompt(fim: FimTokens, bos: int | None, prefix: list[int], suffix: list[
 class EditorLimits:
     """llama-server's limits for editors. `n_indent`: the reply ends before the first character of
     a later line (after the first line break) that is indented by fewer spaces or tabs, keeping the
-    indentation itself. `t_max_predict_ms`: once the time since `start` has passed, the reply ends
+    indentation itself; an empty line ends it too. `t_max_predict_ms`: once the time since `start` has passed, the reply ends
     after the next line break."""
 
     def __init__(self, n_indent: int, t_max_predict_ms: int, start: float):
@@ -79,14 +79,15 @@ class EditorLimits:
         """The part of `text` to keep, and why the reply ends there ("indent", "time limit") or None.
         `now` None: no time limit (the reply's last piece)."""
         for position, char in enumerate(text):
-            if char == "\n":
-                self._column = 0
-            elif self._column is not None and char in " \t":
+            if self._column is not None and char in " \t":
                 self._column += 1
-            elif self._column is not None:
+                continue
+            if self._column is not None:  # the line's first other character (an empty line's break too)
                 if self._column < self.n_indent:
                     return text[:position], "indent"
                 self._column = None
+            if char == "\n":
+                self._column = 0
         if now is not None and self.deadline is not None and now > self.deadline and "\n" in text:
             return text[: text.index("\n") + 1], "time limit"
         return text, None
