@@ -93,8 +93,11 @@ def infill(url: str, body: dict, key: str | None) -> tuple[dict, float | None, f
     connection = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=600)
     headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
     start = time.perf_counter()
-    connection.request("POST", parts.path.rstrip("/") + "/infill", json.dumps({**body, "stream": True}), headers)
-    response = connection.getresponse()
+    try:
+        connection.request("POST", parts.path.rstrip("/") + "/infill", json.dumps({**body, "stream": True}), headers)
+        response = connection.getresponse()
+    except OSError as error:
+        raise SystemExit(f"fim_bench: cannot reach {url}: {error}; is the server running?") from None
     if response.status != 200:
         raise SystemExit(f"fim_bench: {url} answered {response.status}: {response.read()[:300]!r}")
     pieces, first, final = [], None, None
