@@ -163,7 +163,7 @@ class Api:
     async def infill(self, request: Request):
         """llama-server's /infill, in its reply shape (serve.infill)."""
         body = await read_json(request, self.options.max_body)
-        spec, fields = parse_infill(body, (self.options.model_id,))
+        spec, fields = parse_infill(body)
         reply = InfillReply(self.options.model_id, self.draft_name, settings(spec, self.scheduler.config_for(spec)),
                             fields)
         return await self._generate(request, spec, lambda: reply)

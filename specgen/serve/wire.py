@@ -237,7 +237,9 @@ def _show(value) -> str:
 # `n_indent`, `t_max_predict_ms` and `response_fields`. Accepted and ignored, as hints that change
 # nothing here: `cache_prompt` (prompts are always cached), `t_max_prompt_ms` (llama-server ignores
 # it too), `samplers` (specgen applies top-k, top-p, temperature), `id_slot` (one slot), `n_cmpl`
-# (one completion is served), an empty `lora` list.
+# (one completion is served), an empty `lora` list, and `model`: like llama-server, /infill serves
+# its one model whatever the name (llama.vscode sends its chat model's name, "google/gemini-2.5-flash"
+# unless set).
 INFILL_FIELDS = frozenset({
     "input_prefix", "input_suffix", "input_extra", "prompt", "model", "n_predict", "max_tokens",
     "temperature", "top_k", "top_p", "seed", "stop", "stream", "n_indent", "t_max_predict_ms",
@@ -246,7 +248,7 @@ INFILL_FIELDS = frozenset({
 CHUNK_FIELDS = frozenset({"text", "filename", "time"})  # an input_extra chunk; `time` (llama.vim's) is ignored
 
 
-def parse_infill(body: dict, models: tuple[str, ...]) -> tuple[GenRequest, tuple[str, ...]]:
+def parse_infill(body: dict) -> tuple[GenRequest, tuple[str, ...]]:
     """Validate a /infill body: the request, and the `response_fields` its reply is cut down to.
     The text at the cursor (`prompt`) continues the prefix, as llama-server reads it."""
     unknown = sorted(set(body) - INFILL_FIELDS)
@@ -254,8 +256,8 @@ def parse_infill(body: dict, models: tuple[str, ...]) -> tuple[GenRequest, tuple
         raise ApiError(400, f"/infill does not take {unknown[0]!r}; it reads {', '.join(sorted(INFILL_FIELDS))}",
                        param=unknown[0])
     _infill_hints(body)
-    common = parse_request({k: v for k, v in body.items() if k in ("model", "temperature", "top_p", "top_k",
-                                                                    "seed", "stop", "stream")}, "infill", models)
+    common = parse_request({k: v for k, v in body.items() if k in ("temperature", "top_p", "top_k", "seed", "stop",
+                                                                    "stream")}, "infill", ())
     infill = Infill(_required_text(body, "input_prefix") + _text(_typed(body, "prompt", str, "a string") or "", "prompt"),
                     _required_text(body, "input_suffix"), _extra(body.get("input_extra")),
                     _integer(body, "n_indent", 0, 2**31) or 0, _integer(body, "t_max_predict_ms", 0, 2**31) or 0)
@@ -271,6 +273,7 @@ def parse_infill(body: dict, models: tuple[str, ...]) -> tuple[GenRequest, tuple
 
 def _infill_hints(body: dict) -> None:
     """Check the fields that are accepted but change nothing, so a wrong type is still a 400."""
+    _typed(body, "model", str, "a string")
     _typed(body, "cache_prompt", bool, "true or false")
     _integer(body, "t_max_prompt_ms", -1, 2**31)
     _integer(body, "id_slot", -1, 2**31)
