@@ -5,8 +5,13 @@ The prompt follows llama-server's `format_infill` (the repository-level layout o
 training): other files first, each after the file-separator token and its name, then
 `<fim_pre> prefix <fim_suf> suffix <fim_mid>`, from the control tokens the model's GGUF header
 names. What does not fit is cut as llama-server cuts it: the start of the prefix, the end of the
-suffix, the start of the other files. All of it sits in the prompt, so the copy drafter, which
-indexes the prompt, drafts from the other files, the prefix and the suffix alike.
+suffix, the start of the other files, whose share depends on the context alone, so that the next
+request from the same editor finds them in the KV cache however its prefix grew. It differs from
+llama-server in three details: a BOS token (for models that take one) comes first, not after the
+other files; the repository line comes only with other files; and the files' share is half the
+room up to 2048 tokens kept for the prefix and suffix (llama-server keeps a whole batch, so in a
+context of 2048 it sends no other files at all). All of it sits in the prompt, so the copy
+drafter, which indexes the prompt, drafts from the other files, the prefix and the suffix alike.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from specgen.serve.wire import GenRequest, Outcome, stats
 REPOSITORY = "myproject\n"  # llama-server's repository line after the repository token
 CURRENT_FILE = "filename\n"  # and its name line for the file being edited
 SNIPPET = "\n\n--- snippet ---\n\n"  # before each other file, for models without a file separator
-LOCAL_TOKENS = 2048  # the prefix and suffix take at least this much room before other files do (llama-server's batch)
+LOCAL_TOKENS = 2048  # room kept for the prefix and suffix, at most half the prompt's (llama-server's batch)
 
 
 @dataclass(frozen=True)
@@ -50,14 +55,15 @@ def files_tokens(fim: FimTokens, tokenize: Callable[[str], list[int]], files: tu
 def fim_prompt(fim: FimTokens, bos: int | None, prefix: list[int], suffix: list[int], files: list[int],
                budget: int) -> FimPrompt:
     """`[bos] files <fim_pre> prefix <fim_suf> suffix <fim_mid>` in at most `budget` tokens (at least
-    the control tokens'). The prefix and suffix come first, within `LOCAL_TOKENS` (or more, where the
-    files leave room): the suffix takes a quarter, or more where the prefix is shorter, the prefix the
-    rest, its end; the files fill what remains, their end."""
+    the control tokens'). The files take their end, up to the room beyond what is kept for the
+    prefix and suffix (`LOCAL_TOKENS`, or half the room where that is less); the prefix and suffix
+    take the rest: the suffix its start, a quarter or more where the prefix is shorter, the prefix
+    its end."""
     room = max(budget - 3 - (bos is not None), 0)
-    local = max(min(room, LOCAL_TOKENS), room - len(files))
+    files_take = min(len(files), room - min(LOCAL_TOKENS, room // 2))
+    local = room - files_take
     suffix_take = min(len(suffix), max(local // 4, local - len(prefix)))
     prefix_take = min(len(prefix), local - suffix_take)
-    files_take = min(len(files), room - prefix_take - suffix_take)
     tokens = [*([bos] if bos is not None else []), *files[len(files) - files_take:], fim.pre,
               *prefix[len(prefix) - prefix_take:], fim.suf, *suffix[:suffix_take], fim.mid]
     truncated = (prefix_take, suffix_take, files_take) != (len(prefix), len(suffix), len(files))

@@ -209,7 +209,9 @@ class Prompts:
 
     def encode(self, request: GenRequest, reply_tokens: int = 0) -> Encoded:
         """The request's prompt tokens; a fill-in-the-middle prompt for /infill is cut to leave
-        room for `reply_tokens` (up to half the limit), any other prompt over the limit is a 400."""
+        room for `reply_tokens` (up to half the limit): the server's reply length, not the request's,
+        so that an editor's requests share their cut and so their cache. Any other prompt over the
+        limit is a 400."""
         if request.infill is not None:
             encoded = self._infill(request, reply_tokens)
         elif request.kind == "chat":
@@ -436,7 +438,7 @@ class Scheduler:
         is ours (500)."""
         started, start, encoded, user = False, time.perf_counter(), None, self._user(job.user)
         try:
-            encoded = user.prompts.encode(job.request, self.config_for(job.request).max_tokens)
+            encoded = user.prompts.encode(job.request, min(self.config.max_tokens, self.limits.reply_tokens))
             job.send(Started())
             started = True
             return self._generate(job, user, encoded, start)

@@ -189,15 +189,15 @@ def test_a_stop_string_ends_the_reply_and_is_named(fim_server, fim_target, fim_d
 
 
 def test_an_infill_too_long_for_the_context_is_cut_as_llama_server_cuts_it(fim_server, fim_target, fim_draft):
-    """--ctx 2048 takes 2047 prompt tokens; 16 are kept for the reply: 2031, of which the suffix
-    (short) is whole and the prefix keeps its end."""
+    """--ctx 2048 takes 2047 prompt tokens; room for the server's replies (-n 24) is kept: 2023, of
+    which the suffix (short) is whole and the prefix keeps its end."""
     prefix = "".join(f"word{i} " for i in range(1500))
     reply = infill(fim_server, input_prefix=prefix, input_suffix=SUFFIX, n_predict=16)
     whole = fim_target.tokenize(prefix, add_special=False, parse_special=False)
     suffix = fim_target.tokenize(SUFFIX, add_special=False, parse_special=False)
-    fim, kept = fim_target.fim, 2031 - 4 - len(suffix)
+    fim, kept = fim_target.fim, 2023 - 4 - len(suffix)
     expected = [fim_target.bos, fim.pre, *whole[-kept:], fim.suf, *suffix, fim.mid]
-    assert len(whole) > 2047 and reply["truncated"] is True and reply["tokens_evaluated"] == 2031
+    assert len(whole) > 2047 and reply["truncated"] is True and reply["tokens_evaluated"] == 2023
     assert reply["content"] == reference(fim_target, fim_draft, expected, 16)[0]
 
 
@@ -361,18 +361,28 @@ def test_the_prompt_puts_files_first_then_prefix_suffix_and_middle():
 
 
 def test_a_prompt_over_its_budget_keeps_the_prefixs_end_the_suffixs_start_and_the_files_end():
-    cut = fim_prompt(CHARS, None, chars("abcdefghij"), chars("0123456789"), list(range(500, 520)), 3 + 12)
+    """Room for 12 tokens besides the control tokens: the suffix a quarter (3), the prefix the rest;
+    with files, half the room is theirs; beyond 4096 they take all but 2048."""
+    cut = fim_prompt(CHARS, None, chars("abcdefghij"), chars("0123456789"), [], 3 + 12)
     assert cut.tokens == [1001, *chars("bcdefghij"), 1002, *chars("012"), 1003] and cut.truncated
     short_prefix = fim_prompt(CHARS, None, chars("ab"), chars("0123456789"), [], 3 + 8)
     assert short_prefix.tokens == [1001, *chars("ab"), 1002, *chars("012345"), 1003]
-    files = fim_prompt(CHARS, None, chars("ab"), chars("cd"), list(range(500, 520)), 3 + 10)
-    assert files.tokens == [*range(514, 520), 1001, 97, 98, 1002, 99, 100, 1003] and files.truncated
+    files = fim_prompt(CHARS, None, chars("abcdefghij"), chars("0123456789"), list(range(500, 520)), 3 + 12)
+    assert files.tokens == [*range(514, 520), 1001, *chars("fghij"), 1002, *chars("0"), 1003] and files.truncated
     fits = fim_prompt(CHARS, 1, chars("ab"), chars("cd"), [7, 8], 4 + 6)
     assert fits.tokens == [1, 7, 8, 1001, 97, 98, 1002, 99, 100, 1003] and not fits.truncated
-    # a long prefix and long files: the prefix takes 2048 (llama-server's batch), the files the rest
-    both = fim_prompt(CHARS, None, list(range(3000)), [], list(range(10000, 13000)), 3 + 4000)
-    assert both.tokens[:2] == [10000 + 3000 - 1952, 10000 + 3000 - 1951] and len(both.tokens) == 4003
-    assert both.tokens[1952:1954] == [1001, 3000 - 2048]
+    both = fim_prompt(CHARS, None, list(range(3000)), [], list(range(10000, 19000)), 3 + 8000)
+    assert both.tokens[:2] == [19000 - 5952, 19000 - 5951] and len(both.tokens) == 8003
+    assert both.tokens[5952:5954] == [1001, 3000 - 2048]
+
+
+def test_the_files_share_depends_on_the_room_alone_so_the_next_request_reuses_its_cache():
+    """An editor's next request, its prefix grown or shrunk, begins with the same tokens."""
+    files = list(range(10000, 19000))
+    short = fim_prompt(CHARS, None, chars("ab"), chars("cd"), files, 3 + 8000)
+    long = fim_prompt(CHARS, None, list(range(3000)), chars("cd"), files, 3 + 8000)
+    assert short.tokens[:5952] == long.tokens[:5952] == files[-5952:]
+    assert short.tokens[5952:] == [1001, 97, 98, 1002, 99, 100, 1003]
 
 
 def test_the_server_lays_out_the_prompt_from_the_models_own_tokens(fim_target, tiny_models):
