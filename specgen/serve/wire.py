@@ -245,30 +245,34 @@ INFILL_FIELDS = frozenset({
     "temperature", "top_k", "top_p", "seed", "stop", "stream", "n_indent", "t_max_predict_ms",
     "response_fields", "cache_prompt", "t_max_prompt_ms", "samplers", "id_slot", "n_cmpl", "lora",
 })
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "seed", "stop", "stream")  # read as the OpenAI endpoints read them
 CHUNK_FIELDS = frozenset({"text", "filename", "time"})  # an input_extra chunk; `time` (llama.vim's) is ignored
 
 
 def parse_infill(body: dict) -> tuple[GenRequest, tuple[str, ...]]:
-    """Validate a /infill body: the request, and the `response_fields` its reply is cut down to.
-    The text at the cursor (`prompt`) continues the prefix, as llama-server reads it."""
+    """Validate a /infill body: the request, and the `response_fields` its reply is cut down to."""
     unknown = sorted(set(body) - INFILL_FIELDS)
     if unknown:
         raise ApiError(400, f"/infill does not take {unknown[0]!r}; it reads {', '.join(sorted(INFILL_FIELDS))}",
                        param=unknown[0])
     _infill_hints(body)
-    common = parse_request({k: v for k, v in body.items() if k in ("temperature", "top_p", "top_k", "seed", "stop",
-                                                                    "stream")}, "infill", ())
-    infill = Infill(_required_text(body, "input_prefix") + _text(_typed(body, "prompt", str, "a string") or "", "prompt"),
-                    _required_text(body, "input_suffix"), _extra(body.get("input_extra")),
-                    _integer(body, "n_indent", 0, 2**31) or 0, _integer(body, "t_max_predict_ms", 0, 2**31) or 0)
+    common = parse_request({name: body[name] for name in SAMPLING_FIELDS if name in body}, "infill", ())
     n_predict = _integer(body, "n_predict", -1, 2**31)
     max_tokens = _integer(body, "max_tokens", -1, 2**31) if n_predict is None else n_predict
+    spec = replace(common, max_tokens=None if max_tokens == -1 else max_tokens, infill=_gap(body))
     fields = _typed(body, "response_fields", list, "an array of strings") or []
     if not all(isinstance(field, str) for field in fields):
         raise ApiError(400, "response_fields must be an array of strings such as \"timings/prompt_ms\"",
                        param="response_fields")
-    spec = replace(common, max_tokens=None if max_tokens == -1 else max_tokens, infill=infill)
     return spec, tuple(fields)
+
+
+def _gap(body: dict) -> Infill:
+    """The gap and its limits; the text at the cursor (`prompt`) continues the prefix, as
+    llama-server reads it."""
+    prefix = _required_text(body, "input_prefix") + _text(_typed(body, "prompt", str, "a string") or "", "prompt")
+    return Infill(prefix, _required_text(body, "input_suffix"), _extra(body.get("input_extra")),
+                  _integer(body, "n_indent", 0, 2**31) or 0, _integer(body, "t_max_predict_ms", 0, 2**31) or 0)
 
 
 def _infill_hints(body: dict) -> None:
