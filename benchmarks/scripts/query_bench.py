@@ -6,7 +6,7 @@ frequent as in real text that repeats itself. At each history length the copier 
 then answers a round's query (`Copier.offer`, what the loop calls: sync, search, continuation of
 up to 64 tokens) after each of 2,000 further tokens; the times are per query, in microseconds.
 With `--vocab FILE.gguf` (a Qwen2.5 GGUF: the recorded ids are its tokens) it times the record
-pattern's offer the same way (`Patterned.offer`: the new text read, the prediction, and its
+pattern's offer the same way (`PatternSource.offer`: the new text read, the prediction, and its
 tokenization by llama.cpp).
 
     python benchmarks/scripts/query_bench.py [--vocab FILE.gguf]
@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from specgen.decoding.drafters.adaptive import Patterned
+from specgen.decoding.auto import PatternSource
 from specgen.decoding.drafters.lookup import Copier
-from specgen.decoding.drafters.template import Vocabulary
+from specgen.decoding.drafters.base import Vocabulary
 
 RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "greedy-outputs.json"
 LENGTHS = (100, 1_000, 4_000, 32_000)
@@ -52,7 +52,7 @@ def per_query_us(history: list[int], following: list[int]) -> list[float]:
 
 def per_pattern_us(history: list[int], following: list[int], vocabulary: Vocabulary) -> list[float]:
     """Microseconds of each record-pattern offer made after each of `following`'s tokens."""
-    patterned = Patterned(vocabulary, history[:-1])
+    patterned = PatternSource(vocabulary, history[:-1])
     held, times = list(history), []
     for token in following:
         start = time.perf_counter()
@@ -78,7 +78,7 @@ def main() -> None:
 
         model = Model(Path(sys.argv[sys.argv.index("--vocab") + 1]))
         vocabulary = Vocabulary(model.piece, model.continuation)
-        table("record-pattern offer (Patterned.offer)", lambda h, f: per_pattern_us(h, f, vocabulary))
+        table("record-pattern offer (PatternSource.offer)", lambda h, f: per_pattern_us(h, f, vocabulary))
 
 
 if __name__ == "__main__":

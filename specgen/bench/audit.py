@@ -76,10 +76,10 @@ def distribution_audit(target, draft, prompts: list[list[int]], plan, make_draft
             if started is not None:
                 started((p * len(plan.configs) + index) * n, p, config)
             seeds = range(first_seed + index * n, first_seed + (index + 1) * n)
-            settings = [GenerationConfig(max_tokens=width, draft_tokens=config.k, adaptive=config.adaptive,
+            settings = [GenerationConfig(max_tokens=width, draft_tokens=config.k,
                                          sampling=replace(plan.sampling, seed=s)) for s in seeds]
-            samples[config.name] = [sample_tokens(target, make_drafter(config, target, draft), prompt, g, width)
-                                    for g in settings]
+            samples[config.name] = [sample_tokens(target, make_drafter(config, target, draft), prompt, g,
+                                                  config.adaptive, width) for g in settings]
         baseline, *others = plan.configs
         for config in others:
             tests = tuple(position_test(i, [s[i] for s in samples[baseline.name]], [s[i] for s in samples[config.name]])
@@ -90,10 +90,13 @@ def distribution_audit(target, draft, prompts: list[list[int]], plan, make_draft
     return DistributionAudit(n, width, LEVEL, tuple(checks), overall, overall >= LEVEL)
 
 
-def sample_tokens(target, drafter, prompt: list[int], settings: GenerationConfig, width: int) -> list[int]:
-    """The first `width` tokens of one sampled generation, END-padded where it stopped early."""
+def sample_tokens(target, drafter, prompt: list[int], settings: GenerationConfig, auto: bool,
+                  width: int) -> list[int]:
+    """The first `width` tokens of one sampled generation (under the auto policy where `auto`),
+    END-padded where it stopped early."""
     tokens: list[int] = []
-    consume(generate(target, drafter_for(target, drafter, settings), prompt, settings), lambda event: tokens.extend(event.tokens))
+    events = generate(target, drafter_for(target, drafter, settings, auto), prompt, settings)
+    consume(events, lambda event: tokens.extend(event.tokens))
     return [*tokens[:width], *[END] * (width - len(tokens))]
 
 

@@ -322,8 +322,9 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
         output.extend(event.tokens)
         rounds.append((event.drafted, event.accepted))
 
-    settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling, adaptive=config.adaptive)
-    _, summary = consume(generate(target, drafter_for(target, drafter, settings), prompt, settings), keep)
+    settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling)
+    events = generate(target, drafter_for(target, drafter, settings, config.adaptive), prompt, settings)
+    _, summary = consume(events, keep)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
     return summary, summary.rejected_rounds, tuple(output), tuple(rounds)

@@ -91,6 +91,7 @@ class Stats:
     prefill_s: Spread  # per run
     python_s: float = 0.0  # of the decode time, the rounds' own Python: drafting, policy, bookkeeping
     drafted_by_position: tuple[int, ...] = ()  # tokens drafted at each position, over the group's runs
+    missed_copy_rounds: int = 0  # copy rounds whose first token the target refused, over the group's runs
 
     def time_split(self) -> dict[str, float]:
         total = self.decode_s or 1.0
@@ -137,7 +138,7 @@ class _Totals:
         self.records = runs
         self.runs = len(runs)
         for name in ("tokens", "rounds", "drafted", "accepted", "decode_s", "draft_s", "verify_s", "other_s",
-                     "lookup_rounds", "model_drafted", "python_s"):
+                     "lookup_rounds", "model_drafted", "python_s", "missed_copy_rounds"):
             setattr(self, name, sum(getattr(s, name) for s in summaries))
         width = max((len(s.drafted_by_position) for s in summaries), default=0)
         self.drafted_at = [sum(_at(s.drafted_by_position, i) for s in summaries) for i in range(width)]
@@ -162,6 +163,7 @@ class _Totals:
             acceptance_by_position=tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at)),
             decode_s=self.decode_s, draft_s=self.draft_s, verify_s=self.verify_s, other_s=self.other_s,
             prefill_s=self.prefill, python_s=self.python_s, drafted_by_position=tuple(self.drafted_at),
+            missed_copy_rounds=self.missed_copy_rounds,
         )
 
     def _predicted(self, config, costs, measured: float | None) -> Prediction | None:

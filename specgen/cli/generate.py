@@ -67,7 +67,7 @@ def run(
     text = read_prompt(prompt, files or [])
     selection = select_models(models, draft_tokens)
     paths = selection.paths
-    config = generation_config(sampling, draft_tokens, selection.draft_tokens)
+    config, auto = generation_config(sampling, draft_tokens, selection.draft_tokens)
     vocabulary = memory_file.vocabulary_id(paths.target) if lookup_cache else ""
     memory = memory_file.load(lookup_cache, vocabulary) if lookup_cache else None
     output: list[int] = []
@@ -82,7 +82,7 @@ def run(
         tokens = encode_prompt(target_model, text, raw)
         drafter = base_drafter(draft_model)
         shared = (memory.index,) if memory is not None else ()
-        events = generate(target_model, drafter_for(target_model, drafter, config, shared), tokens, config)
+        events = generate(target_model, drafter_for(target_model, drafter, config, auto, shared), tokens, config)
         answer, summary = consume(events, on_round)
         kernels, mapped = target_model.kernels, target_model.mapped
         layers = (target_model.layers, draft_model.layers if draft_model else {})
@@ -196,5 +196,5 @@ def chat(
     from specgen.terminal.chat import ChatOptions, run_chat
 
     selection = select_models(models, draft_tokens)
-    config = generation_config(sampling, draft_tokens, selection.draft_tokens)
-    run_chat(selection.paths, load_options(resources), ChatOptions(config, system, show_rejected, plain))
+    config, auto = generation_config(sampling, draft_tokens, selection.draft_tokens)
+    run_chat(selection.paths, load_options(resources), ChatOptions(config, auto, system, show_rejected, plain))

@@ -162,15 +162,16 @@ def sampling_params(sampling: Sampling):
 
 
 def generation_config(sampling: Sampling, draft_tokens: str, cap: int):
-    """The sampling options and --draft-tokens -> decoding.loop.GenerationConfig."""
+    """The sampling options and --draft-tokens -> (decoding.loop.GenerationConfig, whether the
+    auto policy chooses each round: llama.calibrate.drafter_for's `auto`)."""
     from specgen.decoding.loop import GenerationConfig
 
-    k, adaptive = draft_length(draft_tokens, cap)
-    return GenerationConfig(sampling.max_tokens, k, sampling_params(sampling), adaptive)
+    k, auto = draft_length(draft_tokens, cap)
+    return GenerationConfig(sampling.max_tokens, k, sampling_params(sampling)), auto
 
 
 def draft_length(text: str, cap: int) -> tuple[int, bool]:
-    """--draft-tokens: (K, adaptive); `auto` lets each round choose 0..cap (the pair's draft_tokens)."""
+    """--draft-tokens: (K, auto); `auto` lets each round choose 0..cap (the pair's draft_tokens)."""
     if text.strip().lower() == "auto":
         return cap, True
     from specgen.decoding.tokens import MAX_DRAFT_TOKENS

@@ -61,11 +61,11 @@ def serve(
     api_keys = split_keys(api_keys or [])
     check_binding(host, api_keys)
     selection = select_models(models, draft_tokens)
-    config = generation_config(sampling, draft_tokens, selection.draft_tokens)
+    config, auto = generation_config(sampling, draft_tokens, selection.draft_tokens)
     options = ServeOptions(host, port, api_keys, queue, model_id=model_id(models.pair, models.target), max_prompt_tokens=max_prompt_tokens,
                            max_tokens_limit=max_tokens_limit,
                            allowed_hosts=tuple(name.lower() for name in allow_host or ()), cache_ram_mib=cache_ram)
-    run_server(selection.paths, load_options(resources), config, options)
+    run_server(selection.paths, load_options(resources), config, auto, options)
 
 
 def split_keys(values: list[str]) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from specgen.decoding.clock import RoundClock
 from specgen.decoding.drafters.base import MODEL, NO_DRAFT, Draft
 from specgen.decoding.events import Round, Summary, Tally
 from specgen.decoding.sampling import (
@@ -30,12 +31,12 @@ from specgen.decoding.tokens import Utf8Stream
 
 @dataclass(frozen=True)
 class GenerationConfig:
-    """`draft_tokens` is K, or with `adaptive` the most K a round may choose."""
+    """`draft_tokens` is K, handed to the drafter's `reach` (the auto drafter takes it as the
+    most its draft model may draft; a copy may go further)."""
 
     max_tokens: int = 256
     draft_tokens: int = 4
     sampling: SamplingParams = SamplingParams()
-    adaptive: bool = False
 
 
 def generate(target, drafter, prompt: list[int], config: GenerationConfig):
@@ -69,29 +70,27 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
     params = config.sampling
     seed = params.seed if params.seed is not None else secrets.randbits(63)
     text = Utf8Stream()
-    clock = time.perf_counter
     while True:
-        t0 = clock()
+        clock = RoundClock()
         room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - len(target.tokens) - 1)
         if room < 0:
             return "length" if tally.tokens >= config.max_tokens else "context"
         draws = None if params.greedy else [uniforms(seed, tally.tokens + i) for i in range(room + 1)]
         proposing = drafter is not None and room > 0
         draft = drafter.propose(target.tokens, last, room, params, draws) if proposing else NO_DRAFT
-        t1 = clock()
+        clock.drafted()
         n_past = len(target.tokens)
         rows = target.forward([last, *draft.tokens], all_logits=True)
-        forward_s = clock() - t1
+        clock.forwarded()
         verdict = _verify(rows, draft, params, draws)
         target.truncate(n_past + 1 + verdict.accepted)
         if drafter is not None:
             drafter.rollback(target.tokens)
-        t2 = clock()
+        clock.verified()
         if proposing:
-            drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], t2 - t0)
-        event, ended = _round_event(target, draft, verdict, text, (t1 - t0) * proposing, t2 - t1)
-        models_s = forward_s + (event.draft_s if draft.source == MODEL else 0.0)
-        event = replace(event, python_s=max(clock() - t0 - models_s, 0.0))
+            drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], clock.round_s)
+        event, ended = _round_event(target, draft, verdict, text)
+        event = clock.stamp(event, proposing, draft.source == MODEL)
         tally.add(event)
         yield event
         if ended:
@@ -106,8 +105,9 @@ def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, draws) -> Ve
     return verify_sampled(lambda i: distribution(rows[i], params), draft.q, draft.tokens, draws)
 
 
-def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream, draft_s: float, verify_s: float):
-    """Build the Round for the kept tokens, cut at the first end-of-generation token."""
+def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream) -> tuple[Round, bool]:
+    """The Round for the kept tokens, cut at the first end-of-generation token (its times are
+    stamped after); whether that token ended the generation."""
     drafted, accepted, token = draft.tokens, verdict.accepted, verdict.token
     kept = [*drafted[:accepted], token]
     for i, tok in enumerate(kept):
@@ -121,8 +121,8 @@ def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream, draft
     target_text = text.feed(target.piece(token)) if own is not None else ""
     rejected = b"".join(target.piece(t) for t in drafted[accepted:])
     return Round(tuple(drafted), n_draft, own, accepted_text, target_text,
-                 rejected.decode("utf-8", errors="replace"), draft.source, draft_s, verify_s,
-                 rewrites=draft.rewrites, patterned=draft.patterned), ended
+                 rejected.decode("utf-8", errors="replace"), draft.source,
+                 rewrites=draft.rewrites, from_pattern=draft.from_pattern), ended
 
 
 def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: int,
@@ -154,4 +154,6 @@ def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: i
         rejected_rounds=tally.rejected_rounds,
         drafted_by_position=tuple(tally.drafted_at),
         accepted_by_position=tuple(tally.accepted_at),
+        by_source={name: replace(count) for name, count in tally.sources.items()},
+        missed_copy_rounds=tally.missed_copy_rounds,
     )

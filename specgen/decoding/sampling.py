@@ -61,17 +61,6 @@ class Dist:
         where = np.minimum(np.searchsorted(self.ids, tokens), self.ids.shape[0] - 1)
         return np.where(self.ids[where] == tokens, self.probs[where], 0.0)
 
-    def dense(self, size: int) -> np.ndarray:
-        """The probabilities as one vocabulary-sized array (for tests and reports, not the loop)."""
-        out = np.zeros(size, dtype=self.probs.dtype)
-        if self.ids is None:
-            n = min(size, self.probs.shape[0])
-            out[:n] = self.probs[:n]
-        else:
-            inside = self.ids < size
-            out[self.ids[inside]] = self.probs[inside]
-        return out
-
     @property
     def top(self) -> float:
         """The largest probability: how sure the model is, whichever token is then drawn."""

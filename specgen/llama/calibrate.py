@@ -18,8 +18,8 @@ import platform
 import time
 from pathlib import Path
 
+from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.adaptive import AdaptiveDrafter
 from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
@@ -139,10 +139,10 @@ def base_drafter(draft_model):
     return ModelDrafter(draft_model) if draft_model is not None else PromptLookupDrafter()
 
 
-def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixIndex, ...] = (),
+def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: tuple[SuffixIndex, ...] = (),
                 costs: StepCosts | None = None):
     """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or
-    with `config.adaptive` the auto policy over it, starting from this machine's step costs and
+    with `auto` the auto policy over it, starting from this machine's step costs and
     copying also from `shared` (a conversation's index, a `LookupMemory`'s) and from prompt
     lookup's own shared sources, and offering what the output's record pattern predicts in the
     target's vocabulary.
@@ -151,7 +151,7 @@ def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixI
     so that the same seed gives the same draft lengths and so the same text. `costs`: the step
     costs when the caller measured them already (serve does, once, before taking requests).
     """
-    if drafter is None or not config.adaptive:
+    if drafter is None or not auto:
         return drafter
     model = drafter if isinstance(drafter, ModelDrafter) else None
     if isinstance(drafter, PromptLookupDrafter):
@@ -159,4 +159,4 @@ def drafter_for(target, drafter, config: GenerationConfig, shared: tuple[SuffixI
     seeded = config.sampling.seed is not None
     costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
     vocabulary = Vocabulary(target.piece, target.continuation)
-    return AdaptiveDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary)
+    return AutoDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary)

@@ -453,8 +453,9 @@ def access_line(scope, record: Record) -> str:
 # -- running ---------------------------------------------------------------------------------
 
 
-def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, options: ServeOptions) -> None:
-    """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one scheduler thread generates."""
+def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, auto: bool, options: ServeOptions) -> None:
+    """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one scheduler thread generates,
+    with the auto policy choosing each round where `auto`."""
     from specgen.llama.calibrate import base_drafter
     from specgen.llama.pair import open_models
     from specgen.llama.rpc import placement
@@ -465,7 +466,7 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, option
         drafter = base_drafter(draft)
         limits = Limits(options.queue, options.max_prompt_tokens or target.n_ctx, options.max_tokens_limit,
                         options.cache_ram_mib * 2**20, max(len(options.api_keys), 1))
-        scheduler = Scheduler(target, drafter, config, limits)
+        scheduler = Scheduler(target, drafter, config, auto, limits)
         app = build_app(scheduler, options, paths.draft.name if paths.draft else None)
         settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
         server = uvicorn.Server(settings)

@@ -331,16 +331,17 @@ class User:
 class Scheduler:
     """The thread that runs jobs one at a time, and the bounded queue in front of it."""
 
-    def __init__(self, target, drafter, config: GenerationConfig, limits: Limits):
-        """Step costs are measured (or read from the cache) here, before any request waits on them."""
-        self.target, self.drafter, self.config = target, drafter, config
+    def __init__(self, target, drafter, config: GenerationConfig, auto: bool, limits: Limits):
+        """With `auto`, step costs are measured (or read from the cache) here, before any request
+        waits on them."""
+        self.target, self.drafter, self.config, self.auto = target, drafter, config, auto
         self.limits = limits
         self.users: dict[int, User] = {}  # made at each user's first request
         draft_model = drafter.model if isinstance(drafter, ModelDrafter) else None
-        self.costs = cached_costs(target, draft_model) if config.adaptive else None
+        self.costs = cached_costs(target, draft_model) if auto else None
         # the draft model follows every prompt only where it may draft: with auto, only where the
         # step costs say it could ever pay (on a few CPU cores it cannot, and its prefill is waste)
-        may_draft = not config.adaptive or (self.costs is not None and Policy(self.costs).model_can_pay())
+        may_draft = not auto or (self.costs is not None and Policy(self.costs).model_can_pay())
         self.draft_model = draft_model if may_draft else None
         # saved and emptied with the target's even where not kept in step: a round may still draft with it
         self.states = SavedStates(target, draft_model, limits.saved_bytes)
@@ -475,7 +476,8 @@ class Scheduler:
             return Gone()
         config = self.config_for(job.request)
         seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
-        drafter = drafter_for(self.target, self.drafter, config, (user.memory.index,), None if seeded else self.costs)
+        drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
+                              None if seeded else self.costs)
         events = generate(self.target, drafter, tokens, config)
         cut = ReplyCut(job.request, time.perf_counter())
         reply: list[int] = []

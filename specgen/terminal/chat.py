@@ -26,6 +26,7 @@ from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Tally
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
+from specgen.decoding.policy import LOOKUP_MAX
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import base_drafter, drafter_for
 from specgen.llama.conversation import Conversation
@@ -59,6 +60,7 @@ and the next \"\"\" line sends it (Ctrl-C drops it)"""
 @dataclass(frozen=True)
 class ChatOptions:
     config: GenerationConfig
+    auto: bool  # the auto policy chooses each round, up to config.draft_tokens
     system: str | None = None
     show_rejected: bool = False
     plain: bool = False
@@ -162,7 +164,7 @@ class Chat:
     def __init__(self, target, drafter, options: ChatOptions, view: RichView | PlainView):
         """`drafter`: the draft model's, or copying's where there is no draft model."""
         self.target, self.drafter, self.view = target, drafter, view
-        self.config = options.config
+        self.config, self.auto = options.config, options.auto
         self.auto_cap = options.config.draft_tokens
         self.conversation = Conversation(target, options.system)
         self.memory = new_memory()  # earlier replies, also those /reset forgot, for copy drafting
@@ -223,7 +225,10 @@ class Chat:
     def k_label(self) -> str:
         if not self.k:
             return "the target alone"
-        return f"K auto ≤{self.k}" if self.config.adaptive else f"K {self.k}"
+        if not self.auto:
+            return f"K {self.k}"
+        model = f"the draft model ≤{self.k}, " if isinstance(self.drafter, ModelDrafter) else ""
+        return f"K auto: {model}copies ≤{LOOKUP_MAX}"
 
     def welcome(self) -> str:
         drafted = "no draft model"
@@ -246,9 +251,9 @@ class Chat:
             self.view.notice(
                 f"context full: forgot the oldest {prompt.dropped} turn(s) to make room (/reset starts over)"
             )
-        drafter = drafter_for(self.target, self.drafter, self.config, (self.memory.index,))
+        drafter = drafter_for(self.target, self.drafter, self.config, self.auto, (self.memory.index,))
         events = generate(self.target, drafter, list(prompt.tokens), self.config)
-        reply = self.view.render(events, self.k, self.config.adaptive, self.totals.tally)
+        reply = self.view.render(events, self.k, self.auto, self.totals.tally)
         self.memory.add(list(reply.tokens))
         self.conversation.commit(prompt, reply.text, list(reply.tokens))
         self.totals.add(reply)
@@ -292,10 +297,10 @@ class Chat:
 
     def set_k(self, argument: str) -> None:
         if argument.lower() == "auto":
-            self.config = replace(self.config, draft_tokens=self.auto_cap, adaptive=True)
+            self.config, self.auto = replace(self.config, draft_tokens=self.auto_cap), True
             self.view.info(f"K = auto (each round chooses 0 to {self.auto_cap})")
         elif argument.isdigit() and int(argument) <= MAX_DRAFT_TOKENS:
-            self.config = replace(self.config, draft_tokens=int(argument), adaptive=False)
+            self.config, self.auto = replace(self.config, draft_tokens=int(argument)), False
             self.view.info(f"K = {argument}" + (" (the target alone)" if int(argument) == 0 else ""))
         else:
             self.view.notice(f"/k needs a whole number from 0 to {MAX_DRAFT_TOKENS} (0: the target alone), or auto")

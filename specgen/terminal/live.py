@@ -67,7 +67,7 @@ class Progress:
     """Running counts for the status line while a reply streams."""
 
     k: int
-    adaptive: bool = False
+    auto: bool = False
     start: float = field(default_factory=time.perf_counter)
     tally: Tally = field(default_factory=Tally)
     last: Round | None = None
@@ -79,7 +79,7 @@ class Progress:
     def line(self) -> str:
         t = self.tally
         rate = t.tokens / max(time.perf_counter() - self.start, 1e-9)
-        k = f"{drafting(self.last)} (auto ≤{self.k})" if self.adaptive else f"K {self.k}"
+        k = f"{drafting(self.last)} (auto)" if self.auto else f"K {self.k}"
         return status(k if self.k else "", t.accepted, t.drafted, rate, t.rounds, t.tokens)
 
 
@@ -89,7 +89,7 @@ def drafting(event: Round | None) -> str:
         return "plain"
     what = f"{'lookup' if event.source == LOOKUP else 'draft'} K {len(event.drafted)}"
     what += " with a learnt rewrite" if event.rewrites else ""
-    return what + (" by the record pattern" if event.patterned else "")
+    return what + (" by the record pattern" if event.from_pattern else "")
 
 
 def status(k: str, accepted: int, drafted: int, tok_s: float, rounds: int, tokens: int) -> str:
@@ -109,7 +109,7 @@ def final_status(reply: Reply) -> str:
     s = reply.summary
     k = f"K {s.draft_tokens}" if s.draft_tokens else ""
     if k and s.mode.endswith("(auto)"):
-        k = f"K auto ≤{s.draft_tokens}, mean {s.drafted / max(s.rounds, 1):.1f}"
+        k = "K auto"  # what each drafter drafted and kept follows in the copy notes
     line = status(k, s.accepted, s.drafted, s.tokens_per_second, s.rounds, s.tokens)
     line += "".join(f" · {note}" for note in copy_notes(s))
     if reply.first_token_s is not None:
@@ -173,9 +173,9 @@ class RichView:
     def notice(self, text: str) -> None:
         self.errors.print(Text(text, style=NOTICE))
 
-    def render(self, events, k: int, adaptive: bool = False, tally: Tally | None = None) -> Reply:
+    def render(self, events, k: int, auto: bool = False, tally: Tally | None = None) -> Reply:
         text = Text()
-        progress = Progress(k, adaptive)
+        progress = Progress(k, auto)
         shown = 0.0
         with Live(console=self.console, auto_refresh=False, transient=True,
                   redirect_stdout=False, redirect_stderr=False) as live:
@@ -213,7 +213,7 @@ class PlainView:
     def notice(self, text: str) -> None:
         self.info(f"specgen: {text}")
 
-    def render(self, events, k: int, adaptive: bool = False, tally: Tally | None = None) -> Reply:
+    def render(self, events, k: int, auto: bool = False, tally: Tally | None = None) -> Reply:
         def on_round(event: Round) -> None:
             if event.text:
                 self.out.write(self.clean(event.text))

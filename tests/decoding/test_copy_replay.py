@@ -16,7 +16,7 @@ from specgen.decoding.drafters.rewrites import Rewrites
 GROUNDED = ("edit", "extract", "revise", "summarize")  # the output reprints much of the prompt
 NOVEL = ("code", "prose")
 REFORMATS = OUTPUTS.parent / "reformat-texts.json"
-FLOORS = {"xeon-vm": 2.00, "xeon-vm-fast": 1.85, "epyc": 1.30, "gpu-sim": 3.6}  # geometric mean over the grounded prompts
+FLOORS = {"xeon-vm": 1.80, "xeon-vm-fast": 1.70, "xeon-vm-2611": 1.32, "epyc": 1.25, "gpu-sim": 3.7}  # geometric mean over the grounded prompts
 
 
 @pytest.mark.parametrize("curve", sorted(CURVES))
@@ -51,8 +51,8 @@ def test_the_record_pattern_cuts_the_time_of_recorded_reformats():
     gains = []
     for name, r in recorded.items():
         prompt, output = [ord(c) for c in r["prompt"]], [ord(c) for c in r["output"]]
-        patterned = replay(name, "reformat", prompt, output, CURVES["xeon-vm"], characters)
+        with_pattern = replay(name, "reformat", prompt, output, CURVES["xeon-vm"], characters)
         copying = replay(name, "reformat", prompt, output, CURVES["xeon-vm"])
-        assert patterned.emitted == output, name
-        gains.append(patterned.speedup / copying.speedup)
+        assert with_pattern.emitted == output, name
+        gains.append(with_pattern.speedup / copying.speedup)
     assert min(gains) > 1.0 and geometric_mean(gains) > 1.2, [round(g, 2) for g in gains]

@@ -8,19 +8,21 @@ the first two jointly (chi-square two-sample tests, Bonferroni over the position
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from recording import RecordingAutoDrafter
 from stathelp import position_pvalues
 
+from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.adaptive import AdaptiveDrafter
-from specgen.decoding.drafters.base import Draft
+from specgen.decoding.drafters.base import MODEL, Draft
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
 from specgen.decoding.sampling import SamplingParams, distribution, sample
-from specgen.llama.calibrate import drafter_for
 
 N = 1200
 DEPTH = 3
@@ -36,7 +38,7 @@ def first_tokens(target, drafter, text: str, params: SamplingParams, k: int, see
     out = []
     for seed in seeds:
         config = GenerationConfig(DEPTH, k, SamplingParams(params.temperature, params.top_k, params.top_p, seed))
-        events = list(generate(target, drafter_for(target, drafter, config), prompt, config))[:-1]
+        events = list(generate(target, drafter, prompt, config))[:-1]
         out.append(tuple(t for event in events for t in event.tokens))
     return out
 
@@ -62,19 +64,6 @@ FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1}, {1: 0.1, 8: 0.3})
 STEEP = StepCosts({1: 1.0, 2: 1.5, 4: 2.5, 8: 4.5}, {1: 0.01, 8: 0.05})
 
 
-class Recording(AdaptiveDrafter):
-    """The real adaptive drafter, noting how many tokens each round drafted and whether its gate stopped it."""
-
-    def __init__(self, model, policy):
-        super().__init__(model, policy)
-        self.rounds: list[tuple[str, int, bool]] = []
-
-    def propose(self, history, last, k, params, draws, keep=None):
-        draft = super().propose(history, last, k, params, draws, keep)
-        self.rounds.append((self._pending[0].source, len(draft.tokens), draft.dropped is not None))
-        return draft
-
-
 @pytest.mark.parametrize("k, params", [(1, TOP_K), (3, TOP_K), (4, TOP_P)], ids=["k1-topk", "k3-topk", "k4-topp"])
 def test_draft_model_samples_the_target_distribution(target_model, draft_model, k, params):
     ok, pvalues = same_distribution(target_model, ModelDrafter(draft_model), PROMPT, params, k)
@@ -89,17 +78,17 @@ def test_prompt_lookup_samples_the_target_distribution(target_model):
 
 @pytest.mark.parametrize("costs, gated", [(FLAT, False), (STEEP, True)], ids=["drafting", "gating"])
 def test_auto_policy_samples_the_target_distribution(target_model, draft_model, costs, gated):
-    drafter = Recording(ModelDrafter(draft_model), Policy(costs, 4, timed=False))
+    drafter = RecordingAutoDrafter(ModelDrafter(draft_model), Policy(costs, 4, timed=False))
     ok, pvalues = same_distribution(target_model, drafter, PROMPT, TOP_K, 4)
     assert ok, pvalues
-    model_rounds = [r for r in drafter.rounds if r[0] == "model"]
+    model_rounds = [d for d in drafter.drafts if d.source == MODEL]
     assert len(model_rounds) > N // 2, "the policy should have drafted with the model"
-    stopped = sum(r[2] for r in model_rounds)
-    assert (stopped > len(model_rounds) // 10) if gated else max(r[1] for r in model_rounds) >= 2
+    stopped = sum(d.dropped is not None for d in model_rounds)
+    assert (stopped > len(model_rounds) // 10) if gated else max(len(d.tokens) for d in model_rounds) >= 2
 
 
 class ThresholdAfterSampling(ModelDrafter):
-    """The old, biased gate: draw the token, then drop it when its own probability is low."""
+    """A biased gate: draw the token, then drop it when its own probability is low."""
 
     def propose(self, history, last, k, params, draws, keep=None):
         model = self.model
@@ -113,7 +102,7 @@ class ThresholdAfterSampling(ModelDrafter):
             tokens.append(token)
             rows.append(q)
             feed = [token]
-        return Draft(tokens, rows, steps=len(tokens), source="model")
+        return Draft(tokens, rows, source=MODEL)
 
 
 def test_a_planted_bias_fails_the_same_test(target_model, draft_model):
@@ -125,9 +114,9 @@ def test_first_position_acceptance_is_the_p_q_rule(target_model, draft_model):
     """Acceptance at the first position is sum(min(p, q)) (the p/q rule), not sum(p*q) (match only)."""
     prompt = target_model.tokenize(PROMPT, add_special=True, parse_special=False)
     target_model.sync(prompt[:-1])
-    p = distribution(target_model.forward([prompt[-1]], all_logits=True)[0], TOP_K).dense(target_model.n_vocab)
+    p = distribution(target_model.forward([prompt[-1]], all_logits=True)[0], TOP_K).at(np.arange(target_model.n_vocab))
     draft_model.sync(prompt[:-1])
-    q = distribution(draft_model.forward([prompt[-1]], all_logits=False)[0], TOP_K).dense(target_model.n_vocab)
+    q = distribution(draft_model.forward([prompt[-1]], all_logits=False)[0], TOP_K).at(np.arange(target_model.n_vocab))
     draft_model.truncate(len(prompt) - 1)
     n, accepted = 3000, 0
     for seed in range(n):
@@ -143,9 +132,9 @@ def test_first_position_acceptance_is_the_p_q_rule(target_model, draft_model):
 def test_a_seed_reproduces_the_text_for_fixed_k_and_for_auto(target_model, draft_model):
     prompt = target_model.tokenize("a b c a b c a b c a b", add_special=True, parse_special=False)
 
-    def text(k, adaptive):
-        config = GenerationConfig(30, k, SamplingParams(0.9, 0, 0.95, 7), adaptive)
-        drafter = Recording(ModelDrafter(draft_model), Policy(FLAT, k, timed=False)) if adaptive \
+    def text(k, auto):
+        config = GenerationConfig(30, k, SamplingParams(0.9, 0, 0.95, 7))
+        drafter = AutoDrafter(ModelDrafter(draft_model), Policy(FLAT, k, timed=False, risk=math.inf)) if auto \
             else ModelDrafter(draft_model)
         events = list(generate(target_model, drafter, prompt, config))[:-1]
         return [t for e in events for t in e.tokens], {e.source for e in events}

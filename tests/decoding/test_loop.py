@@ -8,7 +8,6 @@ import pytest
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.loop import GenerationConfig, Round, Summary, Utf8Stream, generate
-from specgen.llama.calibrate import drafter_for
 from specgen.llama.model import LoadOptions, Model
 
 PROMPTS = ["def add(a, b):", "the print of self", "Hello world, this is", "x = 1\nfor i in"]
@@ -16,7 +15,7 @@ PROMPTS = ["def add(a, b):", "the print of self", "Hello world, this is", "x = 1
 
 def run(target, drafter, prompt_tokens, config):
     rounds, summary = [], None
-    for event in generate(target, drafter_for(target, drafter, config), prompt_tokens, config):
+    for event in generate(target, drafter, prompt_tokens, config):
         if isinstance(event, Summary):
             summary = event
         else:
@@ -92,8 +91,8 @@ def test_prompt_lookup_drafter_is_exact_and_finds_repeats(target_model):
     looked, _, summary = run(target_model, drafter, prompt, GenerationConfig(max_tokens=30, draft_tokens=4))
     assert looked == plain
     assert summary.mode == "prompt-lookup" and summary.drafted > 0 and summary.model_drafted == 0
-    assert drafter.lookup([1, 2, 3, 9, 1, 2], 3) == [3, 9, 1]
-    assert drafter.lookup([5, 6, 7], 2) == []
+    assert drafter.copier.offer([1, 2, 3, 9, 1], 2, 3).tokens == [3, 9, 1]
+    assert drafter.copier.offer([5, 6], 7, 2).tokens == []
 
 
 def test_generation_stops_at_the_context_limit(tiny_models):

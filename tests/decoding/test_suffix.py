@@ -16,7 +16,9 @@ from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import MAX_MATCH, LookupMemory, SuffixIndex
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.copy_rates import CopyJudgement
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, match_key
+from specgen.decoding.auto import evidence
+from specgen.decoding.copy_rates import TEXT
+from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
 from specgen.llama.calibrate import DEFAULT, SIZES, cached_costs, calibrate, drafter_for
 
@@ -64,12 +66,10 @@ def test_find_equals_a_brute_force_search(exhaustive, source, tail, own):
         index, context = SuffixIndex(source), SuffixIndex(tail)
         reference = brute_force(source, tail)
     branches = index.find(context)
-    got = {index.tokens[b.position]: (b.count, b.match, b.position) for b in branches}
-    assert got == reference
-    if branches:
-        total = sum(b.count for b in branches)
-        assert all(b.share == pytest.approx(b.count / total) for b in branches)
-        assert [b.match for b in branches] == sorted((b.match for b in branches), reverse=True)
+    got = {index.tokens[b.position]: (b.match, b.position) for b in branches}
+    assert got == {token: (match, at) for token, (_, match, at) in reference.items()}
+    ranks = [reference[index.tokens[b.position]][1::-1] for b in branches]  # (match, occurrences agreeing)
+    assert ranks == sorted(ranks, reverse=True)  # the longest match first, then the most agreeing
 
 
 @settings(max_examples=100, deadline=None)
@@ -157,18 +157,19 @@ def test_the_memory_round_trips_through_bytes_for_its_vocabulary_only():
 def test_a_long_match_drafts_long_where_its_bin_keeps_copies_and_a_weak_one_nothing():
     costs = StepCosts(dict(DEFAULT.verify), {})
     policy = Policy(costs, 8)
-    long, weak = suffix.Branch(0, 10, 40), suffix.Branch(0, 10, 1)
+    long, weak = evidence(suffix.Branch(0, 10, 40), TEXT), evidence(suffix.Branch(0, 10, 1), TEXT)
 
-    def offer(n: int) -> tuple[int, tuple[int, ...]]:
-        return 7, tuple(range(1000 * n, 1000 * n + LOOKUP_MAX))
+    def offer(n: int) -> tuple[int, ...]:
+        return tuple(range(1000 * n, 1000 * n + LOOKUP_MAX))
 
     for n in range(40):
         policy.choose(8, LOOKUP_MAX, 0, long, offer(2 * n))
-        kept = CopyJudgement(match_key(long), *offer(2 * n), 0, 64, 64)
+        kept = CopyJudgement(long, offer(2 * n), 0, 64, 64)
         policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(kept,)))
         policy.choose(8, LOOKUP_MAX, 0, weak, offer(2 * n + 1))
-        missed = CopyJudgement(match_key(weak), *offer(2 * n + 1), 0, 1, 0)
+        missed = CopyJudgement(weak, offer(2 * n + 1), 0, 1, 0)
         policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(missed,)))
+    policy.saved = 10.0  # copies have paid in this reply: the loss bound does not bind
     choice = policy.choose(LOOKUP_MAX, LOOKUP_MAX, 0, long, offer(99))
     cheapest = min(costs.verify, key=lambda n: costs.verify[n] / n)  # per token, dips included
     assert choice == Choice(LOOKUP, cheapest - 1)
@@ -192,10 +193,10 @@ def test_a_seeded_run_decides_the_same_with_an_unwritable_cache(target_model, dr
     blocker.write_text("")  # a cache folder under a file cannot be created, even by root
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(blocker / "cache"))
     prompt = target_model.tokenize("x = 1\nfor i in x = 1\nfor", add_special=True, parse_special=False)
-    config = GenerationConfig(30, 4, SamplingParams(0.9, 0, 0.95, 11), adaptive=True)
+    config = GenerationConfig(30, 4, SamplingParams(0.9, 0, 0.95, 11))
 
     def text():
-        drafter = drafter_for(target_model, ModelDrafter(draft_model), config)
+        drafter = drafter_for(target_model, ModelDrafter(draft_model), config, auto=True)
         assert drafter.policy.costs == StepCosts(DEFAULT.verify, DEFAULT.draft)
         return [t for e in list(generate(target_model, drafter, prompt, config))[:-1] for t in e.tokens]
 

@@ -10,13 +10,15 @@ prompt, so its match is the longest and its continuations are what gets copied.
 
 from __future__ import annotations
 
-import pytest
-from stathelp import position_pvalues
-
-from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.adaptive import AdaptiveDrafter
+import math
 from collections import Counter
 
+import pytest
+from recording import RecordingAutoDrafter
+from stathelp import position_pvalues
+
+from specgen.decoding.auto import AutoDrafter
+from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import LOOKUP, NO_DRAFT, Vocabulary, copied
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.pattern import RecordPattern
@@ -37,11 +39,10 @@ def tokens_of(target, drafter, prompt, config) -> list[int]:
     return [t for e in list(generate(target, drafter, prompt, config))[:-1] for t in e.tokens]
 
 
-def samples(target, make_drafter, prompt, params, k, seeds, adaptive=False) -> list[tuple[int, ...]]:
+def samples(target, make_drafter, prompt, params, k, seeds) -> list[tuple[int, ...]]:
     out = []
     for seed in seeds:
-        config = GenerationConfig(DEPTH, k, SamplingParams(params.temperature, params.top_k, params.top_p, seed),
-                                  adaptive)
+        config = GenerationConfig(DEPTH, k, SamplingParams(params.temperature, params.top_k, params.top_p, seed))
         got = tokens_of(target, make_drafter(), prompt, config)
         out.append(tuple(got + [-1] * (DEPTH - len(got))))  # -1: generation had ended
     return out
@@ -74,17 +75,17 @@ def test_greedy_copying_from_the_memory_equals_the_target_alone(target_model, se
     memory.add([*prompt, *plain[:25], wrong, *plain[25:]])  # the answer, with one wrong token in it
     fixed = tokens_of(target_model, PromptLookupDrafter((memory.index,)), prompt,
                       GenerationConfig(max_tokens=40, draft_tokens=16))
-    auto_config = GenerationConfig(max_tokens=40, draft_tokens=8, adaptive=True)
-    events = list(generate(target_model, AdaptiveDrafter(None, Policy(CHEAP, 8, timed=False), (memory.index,)),
+    auto_config = GenerationConfig(max_tokens=40, draft_tokens=8)
+    events = list(generate(target_model, AutoDrafter(None, Policy(CHEAP, 8, timed=False), (memory.index,)),
                            prompt, auto_config))
     auto, summary = [t for e in events[:-1] for t in e.tokens], events[-1]
     assert fixed == plain and auto == plain
     assert summary.lookup_rounds > 0 and summary.accepted >= 20  # the memory really was copied
 
 
-def same_distribution(target_model, setting, make_drafter, k, adaptive=False):
+def same_distribution(target_model, setting, make_drafter, k):
     prompt, _, baseline = setting
-    pvalues = position_pvalues(samples(target_model, make_drafter, prompt, TOP_K, k, range(N), adaptive), baseline)
+    pvalues = position_pvalues(samples(target_model, make_drafter, prompt, TOP_K, k, range(N)), baseline)
     return min(pvalues) > ALPHA / len(pvalues), pvalues
 
 
@@ -95,18 +96,15 @@ def test_copying_with_the_memory_samples_the_target_distribution(target_model, s
 
 
 def test_the_auto_policy_copying_with_the_memory_samples_the_target_distribution(target_model, setting):
-    memory = setting[1]
-    chosen = []
+    memory, drafters = setting[1], []
 
-    class Recording(AdaptiveDrafter):
-        def propose(self, history, last, k, params, draws, keep=None):
-            draft = super().propose(history, last, k, params, draws, keep)
-            chosen.append(draft.source)
-            return draft
+    def make():
+        drafters.append(RecordingAutoDrafter(None, Policy(CHEAP, 4, timed=False), (memory.index,)))
+        return drafters[-1]
 
-    ok, pvalues = same_distribution(
-        target_model, setting, lambda: Recording(None, Policy(CHEAP, 4, timed=False), (memory.index,)), 4, True)
+    ok, pvalues = same_distribution(target_model, setting, make, 4)
     assert ok, pvalues
+    chosen = [draft.source for drafter in drafters for draft in drafter.drafts]
     assert chosen.count(LOOKUP) > N // 2, "the policy should have copied"
 
 
@@ -204,38 +202,39 @@ class PlantedPattern(RecordPattern):
         return "".join(chr(ord(c) + 1) if i == place else c for i, c in enumerate(self.truth[start : start + limit]))
 
 
-class Patterning(AdaptiveDrafter):
-    """Auto with a planted record pattern, trusted from the start; counts its drafted rounds, and
-    with `peek` offers the pattern only when the accept test's first uniform is small."""
+class Patterning(AutoDrafter):
+    """Auto with a planted record pattern, trusted from the start (its policy built without the
+    loss bound, so it drafts from the first round); counts its drafted rounds, and with `peek`
+    offers the pattern only when the accept test's first uniform is small."""
 
     def __init__(self, policy, pattern: PlantedPattern, peek: bool = False):
         super().__init__(None, policy, (), CHARACTERS)
-        self.pattern, self.peek, self.patterned_rounds = pattern, peek, 0
+        self.planted, self.peek, self.pattern_rounds = pattern, peek, 0
 
     def prepare(self, prefix):
         super().prepare(prefix)
-        self.patterned.template = PlantedPattern([], self.pattern.wrong)
-        self.patterned.template.truth = self.pattern.truth
-        self.patterned.run = 32  # as if the output had followed it for long: it wins over the copier
+        self.pattern_source.pattern = PlantedPattern([], self.planted.wrong)
+        self.pattern_source.pattern.truth = self.planted.truth
+        self.pattern_source.run = 32  # as if the output had followed it for long: it wins over the copier
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        if self.peek and draft.patterned and draws[0][1] >= 0.5:
+        if self.peek and draft.from_pattern and draws[0][1] >= 0.5:
             return NO_DRAFT
-        self.patterned_rounds += draft.patterned
+        self.pattern_rounds += draft.from_pattern
         return draft
 
 
 def test_greedy_copies_by_a_half_wrong_record_pattern_give_the_target_alone(target_model, setting):
     prompt = setting[0]
-    config = GenerationConfig(max_tokens=96, draft_tokens=8, adaptive=True)
+    config = GenerationConfig(max_tokens=96, draft_tokens=8)
     plain = tokens_of(target_model, None, prompt, GenerationConfig(max_tokens=96))
-    drafter = Patterning(Policy(CHEAP, 8, timed=False), PlantedPattern([prompt[-1], *plain], wrong=8))
+    drafter = Patterning(Policy(CHEAP, 8, timed=False, risk=math.inf), PlantedPattern([prompt[-1], *plain], wrong=8))
     events = list(generate(target_model, drafter, prompt, config))
     assert [t for e in events[:-1] for t in e.tokens] == plain
-    assert drafter.patterned_rounds > 3 and events[-1].pattern_rounds == drafter.patterned_rounds
-    assert any(e.patterned and e.accepted for e in events[:-1]) and any(
-        e.patterned and e.accepted < len(e.drafted) for e in events[:-1])  # kept and refused
+    assert drafter.pattern_rounds > 3 and events[-1].pattern_rounds == drafter.pattern_rounds
+    assert any(e.from_pattern and e.accepted for e in events[:-1]) and any(
+        e.from_pattern and e.accepted < len(e.drafted) for e in events[:-1])  # kept and refused
 
 
 def likely_pattern(setting) -> PlantedPattern:
@@ -249,17 +248,16 @@ def test_copies_by_the_record_pattern_sample_the_target_distribution(target_mode
     pattern, drafters = likely_pattern(setting), []
 
     def make():
-        drafters.append(Patterning(Policy(CHEAP, 4, timed=False), pattern))
+        drafters.append(Patterning(Policy(CHEAP, 4, timed=False, risk=math.inf), pattern))
         return drafters[-1]
 
-    ok, pvalues = same_distribution(target_model, setting, make, 4, adaptive=True)
+    ok, pvalues = same_distribution(target_model, setting, make, 4)
     assert ok, pvalues
-    assert sum(d.patterned_rounds > 0 for d in drafters) > N // 2, "the pattern should have been copied"
+    assert sum(d.pattern_rounds > 0 for d in drafters) > N // 2, "the pattern should have been copied"
 
 
 def test_record_pattern_copies_that_peek_at_the_accept_test_fail_the_same_test(target_model, setting):
     pattern = likely_pattern(setting)
     ok, pvalues = same_distribution(
-        target_model, setting, lambda: Patterning(Policy(CHEAP, 4, timed=False), pattern, peek=True),
-        4, adaptive=True)
+        target_model, setting, lambda: Patterning(Policy(CHEAP, 4, timed=False, risk=math.inf), pattern, peek=True), 4)
     assert not ok, pvalues

@@ -40,8 +40,8 @@ def pair(request, tmp_path_factory) -> ModelPaths:
     return ModelPaths(write_model(folder / "target.gguf", target), write_model(folder / "draft.gguf", draft))
 
 
-def tokens_of(target, drafter, prompt: list[int], config: GenerationConfig) -> list[int]:
-    events = list(generate(target, drafter_for(target, drafter, config), prompt, config))[:-1]
+def tokens_of(target, drafter, prompt: list[int], config: GenerationConfig, auto: bool = False) -> list[int]:
+    events = list(generate(target, drafter_for(target, drafter, config, auto), prompt, config))[:-1]
     return [t for event in events for t in event.tokens]
 
 
@@ -52,8 +52,9 @@ def test_greedy_output_is_the_targets(pair):
         for text in PROMPTS:
             prompt = target.tokenize(text, add_special=True, parse_special=False)
             alone = tokens_of(target, None, prompt, GenerationConfig(48, 0))
-            for config in (GenerationConfig(48, 1), GenerationConfig(48, 4), GenerationConfig(48, 6, adaptive=True)):
-                assert tokens_of(target, ModelDrafter(draft), prompt, config) == alone, config
+            for config, auto in ((GenerationConfig(48, 1), False), (GenerationConfig(48, 4), False),
+                                 (GenerationConfig(48, 6), True)):
+                assert tokens_of(target, ModelDrafter(draft), prompt, config, auto) == alone, (config, auto)
         if target.n_vocab > draft_size:  # the target really emits what the draft lacks
             assert any(t in padding for t in alone)
 
@@ -63,8 +64,8 @@ def test_sampled_generation_runs_and_stays_in_the_targets_vocabulary(pair):
         prompt = target.tokenize(PROMPTS[0], add_special=True, parse_special=False)
         for seed in range(6):
             sampling = SamplingParams(temperature=1.0, top_k=0 if seed % 2 else 20, seed=seed)
-            for config in (GenerationConfig(32, 4, sampling), GenerationConfig(32, 6, sampling, adaptive=True)):
-                emitted = tokens_of(target, ModelDrafter(draft), prompt, config)
+            for config, auto in ((GenerationConfig(32, 4, sampling), False), (GenerationConfig(32, 6, sampling), True)):
+                emitted = tokens_of(target, ModelDrafter(draft), prompt, config, auto)
                 assert emitted and all(0 <= t < target.n_vocab for t in emitted)
 
 

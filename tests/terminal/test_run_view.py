@@ -39,7 +39,7 @@ def test_chat_status_lines_tell_when_copies_followed_the_record_pattern():
     from specgen.decoding.events import Round
     from specgen.terminal.live import Reply, drafting, final_status
 
-    copied = Round((5, 6, 7), 3, 8, "abc", "d", "", LOOKUP, patterned=True)
+    copied = Round((5, 6, 7), 3, 8, "abc", "d", "", LOOKUP, from_pattern=True)
     assert drafting(copied) == "lookup K 3 by the record pattern"
     assert "pattern" not in final_status(Reply("x", (1,), SUMMARY, 0.1))
     status = final_status(Reply("x", (1,), replace(SUMMARY, pattern_rounds=4), 0.1))

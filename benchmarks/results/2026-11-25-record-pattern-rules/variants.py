@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from copyreplay import CURVES, qwen_vocabulary, replay  # noqa: E402
 
-from specgen.decoding.drafters import adaptive  # noqa: E402
+from specgen.decoding import auto  # noqa: E402
 from specgen.decoding.drafters.base import Vocabulary  # noqa: E402
 from specgen.decoding.drafters.pattern import RecordPattern, field_place  # noqa: E402
 
@@ -50,7 +50,7 @@ def recorded(path: Path) -> list[tuple[str, list[int], list[int], bool]]:
 
 def speedup(prompt: list[int], output: list[int], curve: str, vocabulary: Vocabulary | None, place) -> float:
     """Auto's speedup over plain decoding in the replay, the record pattern placing values by `place`."""
-    adaptive.RecordPattern = partial(RecordPattern, place=place)
+    auto.RecordPattern = partial(RecordPattern, place=place)
     result = replay("", "reformat", prompt, output, CURVES[curve], vocabulary)
     assert result.emitted[: len(output)] == (output if vocabulary else result.emitted), "not the recorded text"
     return result.speedup

@@ -1,19 +1,23 @@
-"""What every drafter hands the loop: a `Draft`, and the rules a drafter keeps.
+"""What every drafter is to the loop: the `Drafter` interface, and the `Draft` it hands back.
 
-Drafters live one to a module beside this one: a small model (`model`), copying from the
-text so far (`lookup`), and the auto policy that picks between them every round (`adaptive`).
+Drafters live one to a module beside this one: a small model (`model`) and copying from the
+text so far (`lookup`). The auto drafter (`decoding.auto`) composes them under the policy that
+picks between them every round.
 
 A drafter proposes up to k tokens after the target's accepted history and says which
 distribution each was drawn from (q), because exact speculative sampling needs it. After the
 target has judged them, `observe` tells the drafter what happened and `rollback` what to forget.
-A drafter may stop early (the adaptive gate), but only on what it knew before drawing the token
-(the draft's top probability), never on the token drawn: that keeps the output exact.
+A drafter may stop early (the auto policy's gate), but only on what it knew before drawing the
+token (the draft's top probability), never on the token drawn: that keeps the output exact.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from specgen.decoding.sampling import Dist, SamplingParams, one_hot
 
@@ -24,18 +28,17 @@ PLAIN, MODEL, LOOKUP = "plain", "model", "lookup"  # who drafted a round: nobody
 @dataclass(frozen=True)
 class Draft:
     """Proposed tokens; the distributions they were drawn from (sampling only); the drafter's
-    confidence in each (only when a gate asked); the draft passes spent; the tokens the draft
-    model caught up on first; and the confidence and greedy token of a token the gate refused."""
+    confidence in each (only when a gate asked); the tokens the draft model caught up on first;
+    and the confidence and greedy token of a token the gate refused."""
 
     tokens: list[int]
     q: list[Dist] = field(default_factory=list)
     confidences: list[float] = field(default_factory=list)
-    steps: int = 0
     lag: int = 0
     dropped: tuple[float, int] | None = None
     source: str = ""  # MODEL or LOOKUP
     rewrites: int = 0  # learnt rewrites the copied tokens carry
-    patterned: bool = False  # the copy follows the output's record pattern (`pattern`)
+    from_pattern: bool = False  # the copy is the output's record pattern's prediction
 
 
 NO_DRAFT = Draft([])
@@ -50,8 +53,33 @@ class Vocabulary:
     tokenize: Callable[[str], list[int]]
 
 
-def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, patterned: bool = False) -> Draft:
+def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, from_pattern: bool = False) -> Draft:
+    """Copied tokens as a draft: certain, so q is one-hot over each (sampling only)."""
     return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=LOOKUP, rewrites=rewrites,
-                 patterned=patterned)
+                 from_pattern=from_pattern)
 
 
+class Drafter(ABC):
+    """What the loop asks of a drafter each request and each round. The defaults suit a drafter
+    that drafts at most K tokens a round, learns nothing from a round and holds no drafted state."""
+
+    name: str  # the mode the Summary reports
+
+    def reach(self, k: int) -> int:
+        """The most tokens one round may draft when the user allows K = k."""
+        return k
+
+    def prepare(self, prefix: list[int]) -> None:
+        """A request starts after `prefix` (the prompt but its last token)."""
+
+    @abstractmethod
+    def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
+                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
+        """Up to k tokens after history + [last]. `draws[i]` holds position i's uniforms
+        (sampling only); `keep(position, top probability)` may end the draft before a token is drawn."""
+
+    def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
+        """The round's draft, the tokens the target emitted after it, and the seconds it took."""
+
+    def rollback(self, history: list[int]) -> None:
+        """The target kept `history`: forget any drafted position beyond it."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specgen.decoding.drafters.base import Draft, Gate, copied
+from specgen.decoding.drafters.base import Draft, Drafter, Gate, copied
 from specgen.decoding.drafters.rewrites import SPAN_MAX, Rewrites, Rewritten
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.sampling import SamplingParams
@@ -163,7 +163,7 @@ def _item(history: list[int], last: int, i: int) -> int:
     return history[i] if i < len(history) else last
 
 
-class PromptLookupDrafter:
+class PromptLookupDrafter(Drafter):
     """Drafts k tokens a round by copying (`Copier`); `shared` sources are searched after the request."""
 
     name = "prompt-lookup"
@@ -175,10 +175,6 @@ class PromptLookupDrafter:
     def shared(self) -> tuple[SuffixIndex, ...]:
         return self.copier.shared
 
-    def reach(self, k: int) -> int:
-        """The most tokens one round may draft when the user allows K = k."""
-        return k
-
     def prepare(self, prefix: list[int]) -> None:
         """Index the prompt (keeping what an earlier request shared with it)."""
         self.copier.reset(prefix)
@@ -188,13 +184,3 @@ class PromptLookupDrafter:
         """Copied tokens are certain (q is one-hot), so `keep` has nothing to weigh."""
         offer = self.copier.offer(history, last, k)
         return copied(offer.tokens, params, len(offer.rewrites))
-
-    def lookup(self, tokens: list[int], k: int) -> list[int]:
-        """The k tokens copying proposes after `tokens`."""
-        return self.copier.offer(tokens[:-1], tokens[-1], k).tokens
-
-    def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
-        """Nothing to learn: K is fixed."""
-
-    def rollback(self, history: list[int]) -> None:
-        """Nothing to undo: the index holds accepted tokens only."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from specgen.decoding.drafters.base import MODEL, Draft, Gate
+from specgen.decoding.drafters.base import MODEL, Draft, Drafter, Gate
 from specgen.decoding.sampling import Dist, SamplingParams, distribution, sample
 from specgen.decoding.tokens import common_prefix
 
@@ -18,17 +18,13 @@ def confidence(logits: np.ndarray) -> float:
     return float(1.0 / np.exp(logits - logits.max()).sum())
 
 
-class ModelDrafter:
+class ModelDrafter(Drafter):
     """A draft model sharing the target's vocabulary; its KV cache trails the target's history."""
 
     name = "speculative"
 
     def __init__(self, model):
         self.model = model
-
-    def reach(self, k: int) -> int:
-        """The most tokens one round may draft when the user allows K = k."""
-        return k
 
     def prepare(self, prefix: list[int], prefill: bool = True) -> None:
         """Make the draft's cache hold `prefix`, or (without `prefill`) only what it shares with it."""
@@ -68,7 +64,7 @@ class ModelDrafter:
                 sure = confidence(logits) if q is None else q.top
                 if not keep(position, sure):
                     top = int(np.argmax(logits)) if q is None else -1
-                    return Draft(tokens, q_rows, confidences, position + 1, lag, (sure, top), MODEL)
+                    return Draft(tokens, q_rows, confidences, lag, (sure, top), MODEL)
                 confidences.append(sure)
             token = int(np.argmax(logits)) if q is None else sample(q, draws[position][0])
             tokens.append(token)
@@ -77,10 +73,7 @@ class ModelDrafter:
             if model.is_eog(token):
                 break
             feed = [token]
-        return Draft(tokens, q_rows, confidences, len(tokens), lag, None, MODEL)
-
-    def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
-        """Nothing to learn: K is fixed."""
+        return Draft(tokens, q_rows, confidences, lag, None, MODEL)
 
     def rollback(self, history: list[int]) -> None:
         """Forget drafted positions the target did not keep."""

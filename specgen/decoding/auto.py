@@ -1,10 +1,11 @@
 """`--draft-tokens auto` as a drafter: each round the policy picks plain decoding, the draft
 model at some K, or a copy from the text so far, and learns from what the round showed.
 
-The copy source is fed incrementally: its index grows by the accepted tokens each round (and
-would truncate if the history were rewound), so a round's copy lookup costs the same at any
-length of history. Given the target's `Vocabulary`, a `Patterned` source also offers each round
-what the output's record pattern predicts (`template`); the offer the output has followed
+The composition sits above the policy, which sits above the drafters it chooses among. The
+copy source is fed incrementally: its index grows by the accepted tokens each round (and
+truncates if the history is rewound), so a round's copy lookup costs the same at any length of
+history. Given the target's `Vocabulary`, a `PatternSource` also offers each round what the
+output's record pattern predicts (`drafters.pattern`); the offer the output has followed
 longer is the one priced.
 """
 
@@ -12,22 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from specgen.decoding.drafters.base import (
-    LOOKUP,
-    MODEL,
-    NO_DRAFT,
-    PLAIN,
-    Draft,
-    Gate,
-    Vocabulary,
-    copied,
-)
+from specgen.decoding.copy_rates import AGREE, PATTERN, SINGLE, SPLIT, TEXT, CopyEvidence, CopyJudgement
+from specgen.decoding.drafters.base import LOOKUP, MODEL, NO_DRAFT, PLAIN, Draft, Drafter, Gate, Vocabulary, copied
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.pattern import RecordPattern
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
-from specgen.decoding.copy_rates import CopyJudgement
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, match_key
+from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import Utf8Stream, common_prefix
 
@@ -42,8 +34,8 @@ class OpenOffer:
     probability p(x), the chance that the target emits x: this hindsight has the expectation
     of a real verification)."""
 
-    def __init__(self, match: tuple[bool, int] | None, last: int, tokens: tuple[int, ...]):
-        self.match, self.last, self.tokens = match, last, tokens
+    def __init__(self, evidence: CopyEvidence | None, tokens: tuple[int, ...]):
+        self.evidence, self.tokens = evidence, tokens
         self.judged = 0
         self.settled = False
 
@@ -54,17 +46,17 @@ class OpenOffer:
         kept = next((i for i in range(start, end) if tokens[i] != emitted[i - start]), end)
         self.judged = min(kept + 1, end)
         self.settled = kept < end or end == len(tokens)
-        return CopyJudgement(self.match, self.last, tokens, start, self.judged, kept)
+        return CopyJudgement(self.evidence, tokens, start, self.judged, kept)
 
 
-class Patterned:
-    """This request's `RecordPattern` over the prompt's text, fed the output's text as it is
-    accepted, and how many tokens the output has followed its offers for in a row (the match
-    its offers are priced by, like a copy's)."""
+class PatternSource:
+    """A copy source read from the output's record pattern: this request's `RecordPattern` over the
+    prompt's text, fed the output's text as it is accepted, and its run, how many tokens the
+    output has followed its offers for in a row (the match its offers are priced by, like a copy's)."""
 
     def __init__(self, vocabulary: Vocabulary, prefix: list[int]):
         self.vocabulary, self.stream, self.read = vocabulary, Utf8Stream(), len(prefix)
-        self.template = RecordPattern(self._text(prefix))
+        self.pattern = RecordPattern(self._text(prefix))
         self.run = 0
         self._last: tuple[int, list[int]] = (0, [])  # where the last offer was made, its tokens
 
@@ -76,9 +68,9 @@ class Patterned:
         if len(tokens) < self.read:
             return Offer([])
         self._score(tokens)
-        self.template.extend(self._text(tokens[self.read :]))
+        self.pattern.extend(self._text(tokens[self.read :]))
         self.read = len(tokens)
-        text = self.template.predict(_PATTERN_CHARS) if not self.stream.pending else ""
+        text = self.pattern.predict(_PATTERN_CHARS) if not self.stream.pending else ""
         predicted = self.vocabulary.tokenize(text)[:k] if text else []
         self._last = (len(tokens), predicted)
         if not predicted:
@@ -97,9 +89,9 @@ class Patterned:
             self.run += len(emitted)
 
 
-class AdaptiveDrafter:
+class AutoDrafter(Drafter):
     """`--draft-tokens auto`: each round a `Policy` picks plain decoding, the draft model at some
-    K, or prompt lookup; `observe` feeds it what the round showed and how long it took."""
+    K, or a copy; `observe` feeds it what the round showed and how long it took."""
 
     def __init__(self, model: ModelDrafter | None, policy: Policy, shared: tuple[SuffixIndex, ...] = (),
                  vocabulary: Vocabulary | None = None):
@@ -108,9 +100,9 @@ class AdaptiveDrafter:
         self.model, self.policy = model, policy
         self.copier = Copier(shared)
         self.vocabulary = vocabulary
-        self.patterned: Patterned | None = None
+        self.pattern_source: PatternSource | None = None
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
-        self._pending: tuple[Choice, tuple[int, ...]] = (Choice(PLAIN), ())  # this round's choice and copy offer
+        self._choice = Choice(PLAIN)  # this round's, which `observe` reports to the policy
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
 
     def reach(self, k: int) -> int:
@@ -121,39 +113,39 @@ class AdaptiveDrafter:
         """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
         self.copier.reset(prefix)
         self._open = []
-        self.patterned = Patterned(self.vocabulary, prefix) if self.vocabulary is not None else None
+        self.pattern_source = PatternSource(self.vocabulary, prefix) if self.vocabulary is not None else None
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
                 draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
         offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
-        pattern = self.patterned.offer([*history, last], LOOKUP_MAX) if self.patterned is not None else Offer([])
+        source = self.pattern_source
+        pattern = source.offer([*history, last], LOOKUP_MAX) if source is not None else Offer([])
         if pattern.tokens and (offer.branch is None or pattern.branch.match >= offer.branch.match):
             offer = pattern
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
-        choice = self.policy.choose(k, len(tokens), lag, offer.branch, (last, tokens))
-        self._pending = (choice, tokens)
+        known = evidence(offer.branch, PATTERN if offer is pattern else TEXT) if offer.branch else None
+        choice = self.policy.choose(k, len(tokens), lag, known, tokens)
+        self._choice = choice
         if tokens:
-            self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(match_key(offer.branch) if offer.branch else None,
-                                                                     last, tokens)]
+            self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(known, tokens)]
         if choice.source == LOOKUP:
             return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
-                          patterned=offer is pattern)
+                          from_pattern=offer is pattern)
         if choice.source == MODEL:
             return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
         return NO_DRAFT
 
-    def observe(self, draft: Draft, emitted: list[int], seconds: float | None) -> None:
-        choice = self._pending[0]
+    def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
         copies = tuple(offer.judge(emitted) for offer in self._open)
         self._open = [offer for offer in self._open if not offer.settled]
         dropped = None
         if draft.dropped is not None and draft.dropped[1] >= 0 and len(emitted) > len(draft.tokens):
             dropped = (draft.dropped[0], emitted[len(draft.tokens)] == draft.dropped[1])
         self.policy.observe(Outcome(
-            choice, len(draft.tokens), len(emitted) - 1, tuple(draft.confidences),
+            self._choice, len(draft.tokens), len(emitted) - 1, tuple(draft.confidences),
             draft.lag, dropped, seconds, copies))
 
     def rollback(self, history: list[int]) -> None:
@@ -161,3 +153,14 @@ class AdaptiveDrafter:
         if self.model is not None:
             self.model.rollback(history)
 
+
+
+def evidence(branch: Branch, source: str) -> CopyEvidence:
+    """What prices a copy offer from `branch` of a `source` kind: its match, whether it was
+    re-found near the last copy's place, and whether the source's other occurrences of the
+    context agreed on its first token."""
+    if branch.occurrences > branch.agreeing:
+        agreement = SPLIT
+    else:
+        agreement = AGREE if branch.agreeing > 1 else SINGLE
+    return CopyEvidence(branch.match, branch.anchored, agreement, source)

@@ -1,0 +1,105 @@
+"""The drafter interface as the loop drives it, on real llama.cpp with the tiny models: what the
+loop hands prepare, propose, observe and rollback each round, and that the draft model's cache
+forgets what the target refused (directly, and after every round of a whole generation)."""
+
+from __future__ import annotations
+
+import pytest
+
+from specgen.decoding.auto import AutoDrafter
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters.base import NO_DRAFT, Draft, Drafter, copied
+from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.events import Round
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.policy import LOOKUP_MAX, Policy
+from specgen.decoding.sampling import SamplingParams
+
+GREEDY = SamplingParams()
+# verify nearly flat and a cheap draft step: the auto policy drafts with the model
+DRAFT_PAYS = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.3, 64: 3.0}, {1: 0.1, 8: 0.3})
+
+
+def encode(model, text: str) -> list[int]:
+    return model.tokenize(text, add_special=True, parse_special=False)
+
+
+def test_model_drafter_rollback_forgets_the_positions_the_target_refused(draft_model):
+    prompt = encode(draft_model, "def add(a, b):")
+    drafter = ModelDrafter(draft_model)
+    drafter.prepare(prompt[:-1])
+    draft = drafter.propose(prompt[:-1], prompt[-1], 4, GREEDY, None)
+    assert len(draft.tokens) == 4
+    assert draft_model.tokens == [*prompt, *draft.tokens[:3]]  # it fed each drafted token but the last
+    kept = [*prompt, draft.tokens[0]]  # the target kept the first and wrote its own second token
+    drafter.rollback(kept)
+    assert draft_model.tokens == kept
+    own = (draft.tokens[1] + 1) % 100
+    after_rollback = drafter.propose(kept, own, 4, GREEDY, None).tokens
+    draft_model.truncate(0)
+    drafter.prepare(kept)
+    assert drafter.propose(kept, own, 4, GREEDY, None).tokens == after_rollback  # as from a fresh cache
+
+
+@pytest.mark.parametrize("auto", [False, True], ids=["model", "auto"])
+def test_after_every_round_the_draft_cache_holds_only_what_the_target_kept(target_model, draft_model, auto):
+    prompt = encode(target_model, "the print of self")
+    drafter = AutoDrafter(ModelDrafter(draft_model), Policy(DRAFT_PAYS, 4, timed=False)) if auto \
+        else ModelDrafter(draft_model)
+    draft_model.truncate(0)
+    refused = 0
+    for event in generate(target_model, drafter, prompt, GenerationConfig(max_tokens=60, draft_tokens=4)):
+        if isinstance(event, Round):
+            refused += event.accepted < len(event.drafted)
+            held = draft_model.tokens
+            assert held == target_model.tokens[: len(held)], "the draft model holds a token the target refused"
+    assert refused >= 3, "the pair must disagree for the test to mean anything"
+
+
+class Scripted(Drafter):
+    """Proposes the token after `last` in a fixed script (right or not), and notes every call."""
+
+    name = "scripted"
+
+    def __init__(self, script: list[int]):
+        self.script, self.calls = script, []
+
+    def prepare(self, prefix):
+        self.calls.append(("prepare", list(prefix)))
+
+    def propose(self, history, last, k, params, draws, keep=None) -> Draft:
+        self.calls.append(("propose", [*history, last], k))
+        at = len(history) + 1
+        return copied(self.script[at : at + min(k, 2)], params) if at < len(self.script) else NO_DRAFT
+
+    def observe(self, draft, emitted, seconds):
+        self.calls.append(("observe", list(draft.tokens), list(emitted)))
+
+    def rollback(self, history):
+        self.calls.append(("rollback", list(history)))
+
+
+def test_the_loop_drives_a_drafter_through_the_interface(target_model):
+    prompt = encode(target_model, "x = 1\nfor i in")
+    config = GenerationConfig(max_tokens=12, draft_tokens=3)
+    plain = [t for e in list(generate(target_model, None, prompt, config))[:-1] for t in e.tokens]
+    script = [*prompt, *plain[:4], (plain[4] + 1) % target_model.n_vocab, *plain[5:]]  # one wrong token
+    drafter = Scripted(script)
+    rounds = [e for e in generate(target_model, drafter, prompt, config) if isinstance(e, Round)]
+    assert [t for r in rounds for t in r.tokens] == plain
+    expected, written = [("prepare", prompt[:-1])], list(prompt)
+    for r in rounds:
+        room = min(3, config.max_tokens - (len(written) - len(prompt)) - 1)
+        before, written = written, written + r.tokens
+        rollback = ("rollback", written[:-1])  # the target's cache: all it kept but its newest token
+        if room > 0:
+            expected += [("propose", before, room), rollback, ("observe", list(r.drafted), r.tokens)]
+        else:
+            expected.append(rollback)
+    assert drafter.calls == expected
+    assert any(r.accepted < len(r.drafted) for r in rounds) and any(r.accepted == 2 for r in rounds)
+
+
+def test_the_auto_drafter_lets_a_copy_run_past_k():
+    assert AutoDrafter(None, Policy(DRAFT_PAYS, 4)).reach(4) == LOOKUP_MAX
+    assert ModelDrafter(None).reach(4) == 4
