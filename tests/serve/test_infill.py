@@ -303,12 +303,22 @@ def test_a_model_without_fim_tokens_says_so(tiny_models):
 
 
 @pytest.fixture(scope="module")
-def walk_server(tiny_models):
+def walk_server(tiny_models, tmp_path_factory):
     """A target whose every token follows from the one before alone, so the gap's greedy text is
     the same whatever the prompt holds; copies only (no draft model, auto); a key per placement,
-    so that no request copies from another's reply."""
-    running = Server("--target", str(tiny_models["target_fim_context_free"]), "--no-draft", "--ctx", "2048",
-                     "-t", "1", keys="k-none,k-files,k-prefix,k-suffix")
+    so that no request copies from another's reply. Its step costs are made a GPU's (verifying
+    many tokens costs what one does): on these CPUs the loss bound rightly holds copies back in a
+    reply of 17 tokens, and here the copies themselves are under test."""
+    folder = tmp_path_factory.mktemp("flat-costs")
+    cache = {"SPECGEN_CACHE_DIR": str(folder)}
+    args = ("--target", str(tiny_models["target_fim_context_free"]), "--no-draft", "--ctx", "2048", "-t", "1")
+    Server(*args, env=cache).stop()  # measures this machine's costs and caches them
+    costs = list((folder / "step-costs").glob("*.json"))
+    assert len(costs) == 1, costs
+    measured = json.loads(costs[0].read_text())
+    one = measured["verify"]["1"]
+    costs[0].write_text(json.dumps({**measured, "verify": {size: one for size in measured["verify"]}}))
+    running = Server(*args, keys="k-none,k-files,k-prefix,k-suffix", env=cache)
     yield running
     running.stop()
 
