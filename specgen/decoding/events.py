@@ -50,6 +50,28 @@ class Round:
 
 
 @dataclass
+class SourceCount:
+    """What one kind of drafter did over the rounds it drafted: tokens drafted and kept, rounds,
+    and rounds whose first drafted token the target refused (the whole round's verify was spent
+    for one token)."""
+
+    drafted: int = 0
+    kept: int = 0
+    rounds: int = 0
+    missed: int = 0
+
+
+def drafted_by(event: Round) -> str:
+    """Which kind of drafter proposed a round's tokens: "model", "copy" (from the text written so
+    far), "pattern" (the output's record pattern), or "" for a round that drafted nothing."""
+    if not event.drafted:
+        return ""
+    if event.source == MODEL:
+        return "model"
+    return "pattern" if event.from_pattern else "copy"
+
+
+@dataclass
 class Tally:
     """Running counts over rounds. The loop's Summary, the live status line, chat's /stats and
     bench all read one of these, fed the same Round events."""
@@ -69,6 +91,7 @@ class Tally:
     constraint_s: float = 0.0
     drafted_at: list[int] = field(default_factory=list)
     accepted_at: list[int] = field(default_factory=list)
+    sources: dict[str, SourceCount] = field(default_factory=dict)  # by `drafted_by`
 
     def add(self, event: Round) -> None:
         drafted = len(event.drafted)
@@ -92,6 +115,17 @@ class Tally:
         for i in range(drafted):
             self.drafted_at[i] += 1
             self.accepted_at[i] += i < event.accepted
+        if drafted:
+            count = self.sources.setdefault(drafted_by(event), SourceCount())
+            count.drafted += drafted
+            count.kept += event.accepted
+            count.rounds += 1
+            count.missed += event.accepted == 0
+
+    @property
+    def missed_copy_rounds(self) -> int:
+        """Copy rounds (of the text or the record pattern) whose first token the target refused."""
+        return sum(count.missed for name, count in self.sources.items() if name != "model")
 
     @property
     def acceptance_rate(self) -> float:
@@ -132,6 +166,9 @@ class Summary:
     rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
     pattern_rounds: int = 0  # of lookup_rounds: those whose copy was the output's record pattern's prediction
     constraint_s: float = 0.0  # of python_s: the output's grammar (masking verify rows, following the output)
+    # by kind of drafter ("model", "copy", "pattern"): drafted, kept, rounds, missed (first token refused)
+    by_source: dict[str, SourceCount] = field(default_factory=dict)
+    missed_copy_rounds: int = 0  # copy rounds whose first token was refused: their verify bought one token
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -172,4 +172,6 @@ def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: i
         rejected_rounds=tally.rejected_rounds,
         drafted_by_position=tuple(tally.drafted_at),
         accepted_by_position=tuple(tally.accepted_at),
+        by_source={name: replace(count) for name, count in tally.sources.items()},
+        missed_copy_rounds=tally.missed_copy_rounds,
     )

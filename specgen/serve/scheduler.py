@@ -34,6 +34,7 @@ from specgen.llama.grammar import Grammar, GrammarError, json_grammar, schema_gr
 from specgen.llama.templates import ChatTemplate, TemplateError, call_grammar, model_template
 from specgen.llama.lookup_cache import MAX_TOKENS
 from specgen.llama.model import ContextFull
+from specgen.serve.infill import EditorLimits, files_tokens, fim_prompt
 from specgen.serve.states import SavedStates
 from specgen.serve.pipe import ReplyPipe
 from specgen.serve.wire import ApiError, GenRequest, Logprob, Outcome, finish_reason
@@ -114,6 +115,7 @@ class StopMatcher:
         self._link()
         self._state = 0
         self.pending = ""
+        self.found = ""  # the stop string that ended the text
 
     def _add(self, stop: str) -> None:
         state = 0
@@ -149,6 +151,7 @@ class StopMatcher:
             if self._ends[state]:
                 cut = len(held) + position + 1 - self._ends[state]
                 self.pending, self._state = "", 0
+                self.found = (held + text)[cut : cut + self._ends[state]]
                 return (held + text)[:cut], True
         self._state = state
         whole = held + text
@@ -161,6 +164,36 @@ class StopMatcher:
         return out
 
 
+class ReplyCut:
+    """Where the text sent ends before the loop ends the reply: at the first stop string, or for
+    a fill-in-the-middle request where an editor's limits say (serve.infill.EditorLimits). `ended`
+    says why ("stop string", "indent", "time limit"), None while the text goes on. It is the
+    `stops` of a serve.pipe.ReplyPipe."""
+
+    def __init__(self, request: GenRequest, start: float):
+        self.stops = StopMatcher(request.stop)
+        infill = request.infill
+        self.limits = EditorLimits(infill.n_indent, infill.t_max_predict_ms, start) if infill else None
+        self.ended: str | None = None
+
+    def feed(self, text: str) -> tuple[str, bool]:
+        """The part of a round's text to send now, and whether the reply has ended."""
+        text, stopped = self.stops.feed(text)
+        text = self._limited(text, "stop string" if stopped else None, time.perf_counter())
+        return text, self.ended is not None
+
+    def flush(self) -> str:
+        """What was held back, once the loop has ended the reply."""
+        return "" if self.ended else self._limited(self.stops.flush(), None, None)
+
+    def _limited(self, text: str, reason: str | None, now: float | None) -> str:
+        if self.limits is not None:
+            text, limited = self.limits.feed(text, now)
+            reason = limited or reason
+        self.ended = reason
+        return text
+
+
 @dataclass(frozen=True)
 class Encoded:
     """A request's prompt tokens; for a user's chat turn also its Prompt and its conversation."""
@@ -168,6 +201,7 @@ class Encoded:
     tokens: list[int]
     prompt: Prompt | None = None
     conversation: Conversation | None = None
+    truncated: bool = False  # a fill-in-the-middle prompt was cut to fit
 
 
 class Prompts:
@@ -181,8 +215,14 @@ class Prompts:
         self.conversations: list[Conversation] = []  # least recently used first
         self._template: ChatTemplate | None = None
 
-    def encode(self, request: GenRequest) -> Encoded:
-        if request.kind == "chat" and request.templated:
+    def encode(self, request: GenRequest, reply_tokens: int = 0) -> Encoded:
+        """The request's prompt tokens; a fill-in-the-middle prompt for /infill is cut to leave
+        room for `reply_tokens` (up to half the limit): the server's reply length, not the request's,
+        so that an editor's requests share their cut and so their cache. Any other prompt over the
+        limit is a 400."""
+        if request.infill is not None:
+            encoded = self._infill(request, reply_tokens)
+        elif request.kind == "chat" and request.templated:
             encoded = Encoded(self._templated(request))
         elif request.kind == "chat":
             encoded = self._chat(request.messages)
@@ -260,6 +300,22 @@ class Prompts:
         self.forget(found)
         self.conversations = [*self.conversations, found][-self.kept :]
         return found
+
+    def _infill(self, request: GenRequest, reply_tokens: int) -> Encoded:
+        fim, infill = self.target.fim, request.infill
+        param = "input_suffix" if request.kind == "infill" else "suffix"
+        if not fim.usable:
+            raise ApiError(400, f"this model has no fill-in-the-middle tokens; {self.target.path.name} cannot fill "
+                           "a gap: serve a code model that has them (Qwen2.5-Coder does), or send a completion "
+                           "without a suffix", param=param)
+
+        def tokenize(text: str) -> list[int]:
+            return self.target.tokenize(text, add_special=False, parse_special=False)
+
+        budget = self.limit - min(reply_tokens, self.limit // 2) if request.kind == "infill" else 2**31
+        built = fim_prompt(fim, self.target.bos if self.target.add_bos else None, tokenize(infill.prefix),
+                           tokenize(infill.suffix), files_tokens(fim, tokenize, infill.extra), budget)
+        return Encoded(built.tokens, truncated=built.truncated)
 
     def _completion(self, prompt: str | tuple[int, ...]) -> list[int]:
         if isinstance(prompt, str):
@@ -418,7 +474,7 @@ class Scheduler:
         is ours (500)."""
         started, start, encoded, user = False, time.perf_counter(), None, self._user(job.user)
         try:
-            encoded = user.prompts.encode(job.request)
+            encoded = user.prompts.encode(job.request, min(self.config.max_tokens, self.limits.reply_tokens))
             with ExitStack() as owned:
                 grammar = self._grammar(job.request, user)
                 if grammar is not None:
@@ -480,13 +536,14 @@ class Scheduler:
         if prefill is None:
             user.prompts.forget(encoded.conversation)
             return Gone()
-        config = self._config(job.request)
+        config = self.config_for(job.request)
         seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
         drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
                               None if seeded else self.costs)
         events = generate(self.target, drafter, tokens, config, grammar)
         fmt = user.prompts.template().format if job.request.tools and job.request.tool_choice != "none" else None
-        pipe = ReplyPipe(StopMatcher(job.request.stop), fmt, self.target.piece, self._prompt_chars(job.request, tokens))
+        cut = ReplyCut(job.request, time.perf_counter())
+        pipe = ReplyPipe(cut, fmt, self.target.piece, self._prompt_chars(job.request, tokens))
         reply: list[int] = []
         first = None  # when the first text went out
 
@@ -500,16 +557,17 @@ class Scheduler:
                 job.send(Delta(text, logprobs))
 
         whole, summary = consume(events, on_round, lambda: pipe.stopped or job.cancelled.is_set())
-        if pipe.stopped:  # the loop saw an interrupt; the client sees a stop string
-            summary = replace(summary, stop_reason="stop string")
         tail, logprobs, calls = pipe.finish()
         if tail or logprobs:
             job.send(Delta(tail, logprobs))
-        received = not pipe.stopped and not job.cancelled.is_set()  # a reply the client never got is not kept
+        if cut.ended:  # the loop saw an interrupt; the client sees where the text was cut
+            summary = replace(summary, stop_reason=cut.ended)
+        received = not cut.ended and not job.cancelled.is_set()  # a reply the client never got is not kept
         user.prompts.remember(encoded, whole, reply, whole=received)
         user.memory.add(reply)
-        reason = "tool_calls" if calls else finish_reason(summary.stop_reason, pipe.stopped)
-        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, tuple(calls)))
+        reason = "tool_calls" if calls else finish_reason(summary.stop_reason, cut.ended == "stop string")
+        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, tool_calls=tuple(calls),
+                                truncated=encoded.truncated, stop_word=cut.stops.found))
 
     def _prompt_chars(self, request: GenRequest, tokens: list[int]) -> int:
         """Where a completion's text begins in prompt + completion (OpenAI's text_offset counts from
@@ -520,7 +578,7 @@ class Scheduler:
             return len(request.prompt)
         return len(b"".join(self.target.piece(t) for t in tokens).decode("utf-8", errors="replace"))
 
-    def _config(self, request: GenRequest) -> GenerationConfig:
+    def config_for(self, request: GenRequest) -> GenerationConfig:
         """The server's settings, with what the request sets itself."""
         base = self.config
         s = base.sampling
@@ -531,5 +589,5 @@ class Scheduler:
             top_p=s.top_p if request.top_p is None else request.top_p,
             seed=s.seed if request.seed is None else request.seed,
         )
-        max_tokens = min(request.max_tokens or base.max_tokens, self.limits.reply_tokens)
+        max_tokens = min(base.max_tokens if request.max_tokens is None else request.max_tokens, self.limits.reply_tokens)
         return replace(base, max_tokens=max_tokens, sampling=sampling, logprobs=request.logprobs)

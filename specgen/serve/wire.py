@@ -6,6 +6,9 @@ server does not honour is a 400 that names it (`unread_fields`), except OpenAI's
 `metadata`, ...) and fields sent at the value that asks for nothing (`frequency_penalty: 0`); a
 known field of the wrong type or out of range is a 400 that names it; only one choice (n = 1) is
 served. Replies carry `usage` and a `specgen` object with the speculative statistics.
+
+llama-server's `/infill` body (what llama.vim and llama.vscode send) is checked here too, with
+the same helpers, but strictly: a field it does not know is a 400 (its replies: serve.infill).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import math
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from specgen.decoding.events import Summary
 
@@ -47,13 +50,25 @@ class ResponseFormat:
 
 
 @dataclass(frozen=True)
+class Infill:
+    """A fill-in-the-middle prompt: the text before the gap and after it, other files as
+    (filename, text) for context, and llama-server's limits on the reply (0: none)."""
+
+    prefix: str
+    suffix: str
+    extra: tuple[tuple[str, str], ...] = ()
+    n_indent: int = 0  # end before a later line indented less than this
+    t_max_predict_ms: int = 0  # end at the first line end past this time
+
+
+@dataclass(frozen=True)
 class GenRequest:
     """One generation asked for: a chat (`messages`) or a completion (`prompt`), and its settings.
 
     None means "the server's default" (the options `specgen serve` was started with).
     """
 
-    kind: str  # "chat" or "completion"
+    kind: str  # "chat", "completion" or "infill" (llama-server's /infill)
     messages: tuple[tuple[str, str], ...] = ()
     prompt: str | tuple[int, ...] = ""
     max_tokens: int | None = None
@@ -78,6 +93,7 @@ class GenRequest:
         """Whether the prompt needs the model's own template: tools offered, or tool turns in the chat."""
         return bool(self.tools and self.tool_choice != "none") or any(
             "tool_calls" in m or m["role"] == "tool" for m in self.chat)
+    infill: Infill | None = None  # fill the gap before this suffix (/infill, or `suffix` on a completion)
 
 
 def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
@@ -94,10 +110,11 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
     max_tokens = _integer(body, "max_tokens", 1, 2**31)
     if kind == "chat":
         max_tokens = _integer(body, "max_completion_tokens", 1, 2**31) or max_tokens
+    infill = _suffixed(body) if kind == "completion" else None
     return GenRequest(
         kind=kind,
         messages=_messages(body.get("messages")) if kind == "chat" else (),
-        prompt=_prompt(body.get("prompt", "")) if kind == "completion" else "",
+        prompt=_prompt(body.get("prompt", "")) if kind == "completion" and infill is None else "",
         max_tokens=max_tokens,
         temperature=_number(body, "temperature", 0.0, 2.0),
         top_p=_number(body, "top_p", 0.0, 1.0),
@@ -109,6 +126,7 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
         response_format=response_format(body.get("response_format")),
         logprobs=_logprobs(body, kind),
         **(_tool_fields(body) if kind == "chat" else {}),
+        infill=infill,
     )
 
 
@@ -120,6 +138,7 @@ READ = {  # honoured by this server (top_k: an extension llama.cpp's server also
     "chat": _SAMPLING | {"messages", "max_completion_tokens", "prediction", "response_format", "tools", "tool_choice",
                          "parallel_tool_calls", "top_logprobs"},
     "completion": _SAMPLING | {"prompt", "suffix"},
+    "infill": _SAMPLING,  # the sampling fields of an /infill body (parse_infill checks the rest)
 }
 # OpenAI documents these as hints about the caller or the account, not about the reply: accepted, not used
 HINTS = {"user", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier"}
@@ -279,6 +298,21 @@ def _earlier_calls(value, where: str) -> list[dict]:
     return calls
 
 
+def _suffixed(body: dict) -> Infill | None:
+    """A completion with OpenAI's `suffix`: the prompt is the text before the gap, the suffix the
+    text after it (an empty or missing suffix: a plain completion)."""
+    suffix = _typed(body, "suffix", str, "a string")
+    if not suffix:
+        return None
+    prompt = body.get("prompt", "")
+    if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise ApiError(400, "with a suffix the prompt must be the text before the gap (a string), "
+                       f"not {_show(prompt)}", param="prompt")
+    return Infill(_text(prompt, "prompt"), _text(suffix, "suffix"))
+
+
 def _typed(body: dict, name: str, kind: type, what: str, prefix: str = ""):
     value = body.get(name)
     if value is not None and (not isinstance(value, kind) or (kind is not bool and isinstance(value, bool))):
@@ -410,6 +444,93 @@ def _show(value) -> str:
     return repr(value)[:60]
 
 
+# -- llama-server's /infill ---------------------------------------------------------------------
+
+# What llama.vim and llama.vscode send. Honoured: the gap, the sampling fields, `stop`, `stream`,
+# `n_indent`, `t_max_predict_ms` and `response_fields`. Accepted and ignored, as hints that change
+# nothing here: `cache_prompt` (prompts are always cached), `t_max_prompt_ms` (llama-server ignores
+# it too), `samplers` (specgen applies top-k, top-p, temperature), `id_slot` (one slot), `n_cmpl`
+# (one completion is served), an empty `lora` list, and `model`: like llama-server, /infill serves
+# its one model whatever the name (llama.vscode sends its chat model's name, "google/gemini-2.5-flash"
+# unless set).
+INFILL_FIELDS = frozenset({
+    "input_prefix", "input_suffix", "input_extra", "prompt", "model", "n_predict", "max_tokens",
+    "temperature", "top_k", "top_p", "seed", "stop", "stream", "n_indent", "t_max_predict_ms",
+    "response_fields", "cache_prompt", "t_max_prompt_ms", "samplers", "id_slot", "n_cmpl", "lora",
+})
+SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "seed", "stop", "stream")  # read as the OpenAI endpoints read them
+CHUNK_FIELDS = frozenset({"text", "filename", "time"})  # an input_extra chunk; `time` (llama.vim's) is ignored
+
+
+def parse_infill(body: dict) -> tuple[GenRequest, tuple[str, ...]]:
+    """Validate a /infill body: the request, and the `response_fields` its reply is cut down to."""
+    unknown = sorted(set(body) - INFILL_FIELDS)
+    if unknown:
+        raise ApiError(400, f"/infill does not take {unknown[0]!r}; it reads {', '.join(sorted(INFILL_FIELDS))}",
+                       param=unknown[0])
+    _infill_hints(body)
+    common = parse_request({name: body[name] for name in SAMPLING_FIELDS if name in body}, "infill", ())
+    n_predict = _integer(body, "n_predict", -1, 2**31)
+    max_tokens = _integer(body, "max_tokens", -1, 2**31) if n_predict is None else n_predict
+    spec = replace(common, max_tokens=None if max_tokens == -1 else max_tokens, infill=_gap(body))
+    fields = _typed(body, "response_fields", list, "an array of strings") or []
+    if not all(isinstance(field, str) for field in fields):
+        raise ApiError(400, "response_fields must be an array of strings such as \"timings/prompt_ms\"",
+                       param="response_fields")
+    return spec, tuple(fields)
+
+
+def _gap(body: dict) -> Infill:
+    """The gap and its limits; the text at the cursor (`prompt`) continues the prefix, as
+    llama-server reads it."""
+    prefix = _required_text(body, "input_prefix") + _text(_typed(body, "prompt", str, "a string") or "", "prompt")
+    return Infill(prefix, _required_text(body, "input_suffix"), _extra(body.get("input_extra")),
+                  _integer(body, "n_indent", 0, 2**31) or 0, _integer(body, "t_max_predict_ms", 0, 2**31) or 0)
+
+
+def _infill_hints(body: dict) -> None:
+    """Check the fields that are accepted but change nothing, so a wrong type is still a 400."""
+    _typed(body, "model", str, "a string")
+    _typed(body, "cache_prompt", bool, "true or false")
+    _integer(body, "t_max_prompt_ms", -1, 2**31)
+    _integer(body, "id_slot", -1, 2**31)
+    _integer(body, "n_cmpl", 1, 2**31)
+    samplers = body.get("samplers")
+    if samplers is not None and not isinstance(samplers, str) and not (
+            isinstance(samplers, list) and all(isinstance(name, str) for name in samplers)):
+        raise ApiError(400, "samplers must be an array of sampler names", param="samplers")
+    if _typed(body, "lora", list, "an array"):
+        raise ApiError(400, "this server loads no LoRA adapters; leave lora out", param="lora")
+
+
+def _required_text(body: dict, name: str) -> str:
+    if not isinstance(body.get(name), str):
+        raise ApiError(400, f"{name} must be a string (it may be empty), not {_show(body.get(name))}", param=name)
+    return _text(body[name], name)
+
+
+def _extra(value) -> tuple[tuple[str, str], ...]:
+    """input_extra: an array of {"filename": str, "text": str} chunks (filename optional)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise ApiError(400, f"input_extra must be an array of {{filename, text}} objects, not {_show(value)}",
+                       param="input_extra")
+    chunks = []
+    for i, chunk in enumerate(value):
+        where = f"input_extra[{i}]"
+        if not isinstance(chunk, dict) or not isinstance(chunk.get("text"), str):
+            raise ApiError(400, f"{where} must be an object with a text string (and a filename), "
+                           f"not {_show(chunk)}", param=where)
+        unknown = sorted(set(chunk) - CHUNK_FIELDS)
+        if unknown:
+            raise ApiError(400, f"{where} has {unknown[0]!r}; a chunk holds filename and text", param=where)
+        filename = _typed(chunk, "filename", str, "a string", where + ".")
+        chunks.append((_text("tmp" if filename is None else filename, where + ".filename"),
+                       _text(chunk["text"], where + ".text")))
+    return tuple(chunks)
+
+
 # -- replies -----------------------------------------------------------------------------------
 
 
@@ -450,6 +571,8 @@ class Outcome:
     queued_s: float
     prefill: object  # serve.scheduler.Prefill: the client's own cached tokens, tokens decoded, seconds
     tool_calls: tuple = ()  # serve.tools.ToolCall: the calls the reply made
+    truncated: bool = False  # a fill-in-the-middle prompt was cut to fit the context
+    stop_word: str = ""  # the stop string that ended the reply
 
 
 def finish_reason(stop_reason: str, stopped: bool) -> str:

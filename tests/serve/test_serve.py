@@ -35,8 +35,8 @@ OTHER_KEY = "another-key-456"
 class Server:
     """A `specgen serve` process on a free loopback port; its stderr lines are kept as they come."""
 
-    def __init__(self, *args: str, keys: str = ""):
-        env = {**os.environ, "SPECGEN_API_KEY": keys}
+    def __init__(self, *args: str, keys: str = "", env: dict[str, str] | None = None):
+        env = {**os.environ, "SPECGEN_API_KEY": keys, **(env or {})}
         self.process = subprocess.Popen([*SPECGEN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
