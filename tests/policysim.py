@@ -19,7 +19,9 @@ from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
 from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.copy_rates import CopyJudgement
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, expected_tokens, match_key
+from specgen.decoding.auto import evidence
+from specgen.decoding.copy_rates import TEXT
+from specgen.decoding.policy import LOOKUP_MAX, RISK, Choice, Outcome, Policy, expected_tokens
 
 
 @dataclass(frozen=True)
@@ -103,17 +105,18 @@ def _kept_run(rng, chances: list[float]) -> int:
 
 
 def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8, seed: int = 0,
-             oracle: bool = False, hiccup_at: int | None = None, skip: int = 0) -> Run:
-    """Tokens and seconds over `rounds` (the first `skip` rounds not counted)."""
+             oracle: bool = False, hiccup_at: int | None = None, skip: int = 0, risk: float = RISK) -> Run:
+    """Tokens and seconds over `rounds` (the first `skip` rounds not counted); `risk`: the
+    policy's loss bound (`math.inf`: none, to compare its pricing with an oracle that has none)."""
     rng = np.random.default_rng(seed)
     truth = profile.true()
-    policy = Policy(StepCosts(dict(profile.verify), dict(profile.draft)), k_max)
+    policy = Policy(StepCosts(dict(profile.verify), dict(profile.draft)), k_max, risk=risk)
     run, lag = Run(choices={PLAIN: 0, MODEL: 0, LOOKUP: 0}), 0
     for r in range(rounds):
         world = trace(r, rounds)
         offer = tuple(range(100 * r, 100 * r + world.offer))  # fresh tokens: no token is known to break
         choice = best_choice(truth, world, k_max, lag) if oracle else \
-            policy.choose(LOOKUP_MAX, world.offer, lag, COPY_MATCH, offer)
+            policy.choose(LOOKUP_MAX, world.offer, lag, evidence(COPY_MATCH, TEXT), offer)
         match = min(_kept_run(rng, [world.lookup] * world.offer), world.offer)
         drafted, accepted, confidences, dropped = 0, 0, [], None
         if choice.source == MODEL:
@@ -126,7 +129,7 @@ def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8,
             seconds *= 10
         emitted = accepted + 1
         hits = min(match, emitted)  # the offer, judged in hindsight against the emitted tokens
-        judged = CopyJudgement(match_key(COPY_MATCH), offer, 0, min(world.offer, emitted, hits + 1), hits)
+        judged = CopyJudgement(evidence(COPY_MATCH, TEXT), offer, 0, min(world.offer, emitted, hits + 1), hits)
         outcome = Outcome(choice, drafted, accepted, tuple(confidences), lag, dropped, seconds,
                           (judged,) if world.offer else ())
         if not oracle:

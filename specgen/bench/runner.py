@@ -21,6 +21,7 @@ import resource
 import sys
 import time
 import urllib.parse
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -38,6 +39,7 @@ from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import UsageError
 from specgen.llama.calibrate import calibrate, drafter_for
+from specgen.llama.grammar import Grammar, GrammarError, schema_grammar
 from specgen.llama.pair import encode_messages, encode_prompt
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 
@@ -183,7 +185,9 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
               settings: dict | None = None) -> BenchResult:
     """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
     tokens = encode_all(target, prompts, raw)
-    records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts])
+    grammars = [prompt_grammar(p) for p in prompts]
+    records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts], grammars,
+                       [p.json_schema for p in prompts])
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
     audits = tuple(audit(target, tokens, local)) if plan.sampling.greedy else None
@@ -262,10 +266,23 @@ def configurations(ks: tuple[int | str, ...], draft_model: bool, lookup: bool,
     return tuple(configs)
 
 
+def prompt_grammar(prompt: BenchPrompt) -> str | None:
+    """The grammar of a prompt's JSON schema (None without one); a schema that cannot be one is a
+    UsageError naming the prompt."""
+    if prompt.json_schema is None:
+        return None
+    try:
+        return schema_grammar(prompt.json_schema)
+    except GrammarError as error:
+        raise UsageError(f"prompt {prompt.name}: json_schema: {error}") from None
+
+
 def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
-             texts: list[tuple[str, bool, tuple[tuple[str, str], ...]]] = ()) -> list[RunRecord]:
+             texts: list[tuple[str, bool, tuple[tuple[str, str], ...]]] = (),
+             grammars: list[str | None] = (), schemas: list[dict | None] = ()) -> list[RunRecord]:
     """All runs, interleaved per prompt; `started(index, prompt, config, repeat)` before each.
-    Endpoints are sent `texts[p]`: the prompt's text, whether it is raw, and its conversation."""
+    Endpoints are sent `texts[p]`: the prompt's text, whether it is raw, and its conversation, and
+    `schemas[p]` as `response_format`; local runs follow `grammars[p]` (GBNF, or None)."""
     records, index = [], 0
     for p, tokens in enumerate(prompts):
         for repeat in range(-plan.warmup, plan.repeats):
@@ -273,10 +290,11 @@ def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
                 if started is not None:
                     started(index, p, config, repeat)
                 index += 1
+                grammar, schema = grammars[p] if grammars else None, schemas[p] if schemas else None
                 if config.drafter == ENDPOINT:
-                    summary, rejections, output, rounds = run_endpoint(config, *texts[p], plan)
+                    summary, rejections, output, rounds = run_endpoint(config, *texts[p], plan, schema)
                 else:
-                    summary, rejections, output, rounds = run_once(target, draft, tokens, config, plan)
+                    summary, rejections, output, rounds = run_once(target, draft, tokens, config, plan, grammar)
                 if repeat >= 0:
                     records.append(RunRecord(p, config.name, repeat, summary, rejections, output, rounds))
     return records
@@ -289,10 +307,11 @@ def endpoint_configs(endpoints: list[endpoint.Endpoint]) -> tuple[Config, ...]:
     return tuple(Config(name, ENDPOINT, 0, url=e.url, model=e.model) for name, e in zip(names, endpoints))
 
 
-def run_endpoint(config: Config, text: str, raw: bool, conversation: tuple[tuple[str, str], ...], plan: Plan):
+def run_endpoint(config: Config, text: str, raw: bool, conversation: tuple[tuple[str, str], ...], plan: Plan,
+                 schema: dict | None = None):
     """Stream the prompt from the endpoint; (Summary, 0, its text, no rounds)."""
     server = endpoint.Endpoint(config.url, config.model, plan.endpoint_key)
-    reply, summary = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling, conversation)
+    reply, summary = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling, conversation, schema)
     return summary, 0, reply, ()
 
 
@@ -308,9 +327,10 @@ def endpoint_checks(target, plan: Plan, records: list[RunRecord]) -> tuple[Endpo
     return tuple(checks)
 
 
-def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
-    """Decode one prompt from an empty cache, consuming the loop's events as `run` does;
-    (Summary, rounds that ended in a rejection, output ids, (drafted ids, kept) per round)."""
+def run_once(target, draft, prompt: list[int], config: Config, plan: Plan, grammar: str | None = None):
+    """Decode one prompt from an empty cache, consuming the loop's events as `run` does, under
+    `grammar` (GBNF) where given; (Summary, rounds that ended in a rejection, output ids, (drafted
+    ids, kept) per round)."""
     target.truncate(0)
     if draft is not None:
         draft.truncate(0)
@@ -323,8 +343,10 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan):
         rounds.append((event.drafted, event.accepted))
 
     settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling)
-    events = generate(target, drafter_for(target, drafter, settings, config.adaptive), prompt, settings)
-    _, summary = consume(events, keep)
+    with ExitStack() as owned:
+        constraint = owned.enter_context(Grammar(target, grammar)) if grammar is not None else None
+        events = generate(target, drafter_for(target, drafter, settings, config.adaptive), prompt, settings, constraint)
+        _, summary = consume(events, keep)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
     return summary, summary.rejected_rounds, tuple(output), tuple(rounds)

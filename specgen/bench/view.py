@@ -74,7 +74,7 @@ def results_table(result: BenchResult) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title="specgen bench: decode speed against the target alone")
     for name, justify in [("prompt", "left"), ("config", "left"), ("tok/s", "right"), ("min–max", "right"),
                           ("speedup", "left"), ("95% interval", "left"), ("predicted", "right"), ("accepted", "right"),
-                          ("tok/round", "right"), ("draft/verify/other (python)", "right"), ("prefill", "right")]:
+                          ("missed", "right"), ("tok/round", "right"), ("draft/verify/other (python)", "right"), ("prefill", "right")]:
         table.add_column(name, justify=justify, no_wrap=True)
     scale = max([1.0, *(s.speedup or 0.0 for s in result.stats)])
     for section in _sections(result):
@@ -109,6 +109,7 @@ def _cells(s: Stats, scale: float) -> list:
         interval_cell(s),
         f"{s.prediction.speedup:.2f}×" if s.prediction else "",
         f"{s.acceptance_rate:.0%}" if drafting else "",
+        f"{s.missed_copy_rounds / s.runs:.1f}" if drafting and s.runs else "",
         f"{s.tokens_per_round:.2f}",
         f"{split['draft']:.0%}/{split['verify']:.0%}/{split['other']:.0%} ({split['python']:.1%})"
         if s.drafter != ENDPOINT else "",

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from specgen.decoding.copy_rates import CopyJudgement
+from specgen.decoding.copy_rates import AGREE, PATTERN, SINGLE, SPLIT, TEXT, CopyEvidence, CopyJudgement
 from specgen.decoding.drafters.base import LOOKUP, MODEL, NO_DRAFT, PLAIN, Draft, Drafter, Gate, Vocabulary, copied
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.pattern import RecordPattern
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, match_key
+from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import Utf8Stream, common_prefix
 
@@ -34,8 +34,8 @@ class OpenOffer:
     probability p(x), the chance that the target emits x: this hindsight has the expectation
     of a real verification)."""
 
-    def __init__(self, match: tuple[bool, int] | None, tokens: tuple[int, ...]):
-        self.match, self.tokens = match, tokens
+    def __init__(self, evidence: CopyEvidence | None, tokens: tuple[int, ...]):
+        self.evidence, self.tokens = evidence, tokens
         self.judged = 0
         self.settled = False
 
@@ -46,7 +46,7 @@ class OpenOffer:
         kept = next((i for i in range(start, end) if tokens[i] != emitted[i - start]), end)
         self.judged = min(kept + 1, end)
         self.settled = kept < end or end == len(tokens)
-        return CopyJudgement(self.match, tokens, start, self.judged, kept)
+        return CopyJudgement(self.evidence, tokens, start, self.judged, kept)
 
 
 class PatternSource:
@@ -126,11 +126,11 @@ class AutoDrafter(Drafter):
             offer = pattern
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
-        choice = self.policy.choose(k, len(tokens), lag, offer.branch, tokens)
+        known = evidence(offer.branch, PATTERN if offer is pattern else TEXT) if offer.branch else None
+        choice = self.policy.choose(k, len(tokens), lag, known, tokens)
         self._choice = choice
         if tokens:
-            match = match_key(offer.branch) if offer.branch else None
-            self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(match, tokens)]
+            self._open = [*self._open[-(_OPEN_MAX - 1):], OpenOffer(known, tokens)]
         if choice.source == LOOKUP:
             return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
                           from_pattern=offer is pattern)
@@ -153,3 +153,14 @@ class AutoDrafter(Drafter):
         if self.model is not None:
             self.model.rollback(history)
 
+
+
+def evidence(branch: Branch, source: str) -> CopyEvidence:
+    """What prices a copy offer from `branch` of a `source` kind: its match, whether it was
+    re-found near the last copy's place, and whether the source's other occurrences of the
+    context agreed on its first token."""
+    if branch.occurrences > branch.agreeing:
+        agreement = SPLIT
+    else:
+        agreement = AGREE if branch.agreeing > 1 else SINGLE
+    return CopyEvidence(branch.match, branch.anchored, agreement, source)

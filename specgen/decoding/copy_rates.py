@@ -14,7 +14,13 @@ copied token judged (a Bayes factor between the two curves, damped because offer
 and drifting back toward even so that a document that changes character is followed), and a
 count per match-length bin that takes over from the mixture where the text has shown its own
 rates. On top, a token that broke copies before (an identifier an edit renames) is less likely
-to be kept again. Pure Python: no llama.cpp, no clock.
+to be kept again, and at a short match the source's own statistics count: where every earlier
+occurrence of the context went on the same way the copy is likelier to hold, where they went on
+differently it is not (`Agreement`).
+
+Each kind of copy source keeps its own record (`CopyRates` per source in the policy): a record
+pattern's predictions and a copy of the text can hold at different rates in the same reply.
+Pure Python: no llama.cpp, no clock.
 """
 
 from __future__ import annotations
@@ -37,15 +43,37 @@ _ODDS_LIMIT = 6.0  # log-odds bound, so that a long stretch of one kind can stil
 _COPY_FORGET = 0.98  # per round, of the log-odds and of the match-bin counts
 _BIN_PRIOR = 16.0  # pseudo-observations of the mixture behind a bin's own counts
 _TOKEN_PRIOR = 1.0  # pseudo-observations of "kept" behind a token's own counts
+TOKENS_MAX = 4096  # copied tokens whose own record is kept; the least recently judged go first
+
+TEXT, PATTERN = "text", "pattern"  # copy sources, each priced from its own record
+SINGLE, AGREE, SPLIT = "single", "agree", "split"  # how the earlier occurrences of a context went on
+# odds factor of the first copied token by agreement, at matches shorter than AGREEMENT_BELOW;
+# measured on the dev outputs' offers in hindsight (benchmarks/results/2026-11-26-cold-start):
+# at a 1- or 2-token match, 0.53 and 0.77 of the first tokens were kept where two or more
+# occurrences agreed, 0.12 and 0.11 where they split, 0.27 and 0.53 after a single occurrence
+AGREEMENT_ODDS = {SINGLE: 1.0, AGREE: 3.0, SPLIT: 0.35}
+AGREEMENT_BELOW = 4
+
+
+@dataclass(frozen=True)
+class CopyEvidence:
+    """What is known of a copy offer before the target judges it: its source's kind, the tokens
+    before it that equal the recent ones (`match`), whether it was re-found near where the last
+    copy left off (`anchored`), and how the source's other occurrences of the context went on."""
+
+    match: int
+    anchored: bool = False
+    agreement: str = SINGLE
+    source: str = TEXT
 
 
 @dataclass(frozen=True)
 class CopyJudgement:
     """Positions start..judged-1 of a copy offer were judged this round against the emitted
     tokens (the earlier ones in earlier rounds); those before `kept` were kept. The offer: its
-    match (anchored, length), or None where unknown; its tokens."""
+    evidence, or None where unknown; its tokens."""
 
-    match: tuple[bool, int] | None
+    evidence: CopyEvidence | None
     tokens: tuple[int, ...]
     start: int
     judged: int
@@ -59,50 +87,78 @@ def _match_bin(anchored: bool, match: int) -> tuple[bool, int]:
 
 
 class CopyRates:
-    """The odds that this text reprints its source, counts by match bin, and tokens that broke copies."""
+    """One source's record: the odds that this text reprints it, counts by match bin, and tokens
+    that broke copies, all fading by `_COPY_FORGET` a round."""
 
-    def __init__(self) -> None:
-        self.log_odds = 0.0  # grounded over loose
+    def __init__(self, log_odds: float = 0.0) -> None:
+        """`log_odds`: the prior odds, grounded over loose, before this text shows its own."""
+        self.log_odds = log_odds
         self.bins: dict[tuple[bool, int], list[float]] = {}  # bin -> [kept, judged]
-        self.tokens: dict[int, list[float]] = {}  # copied token -> [kept, judged]
+        self.tokens: dict[int, list[float]] = {}  # copied token -> [kept, judged, round last judged]
+        self.round = 0
 
     @property
     def grounded(self) -> float:
         """The chance that this text is of the kind that reprints its source."""
         return 1.0 / (1.0 + math.exp(-self.log_odds))
 
-    def rates(self, match: tuple[bool, int], offer: tuple[int, ...]) -> list[float]:
+    def rates(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
         """Keep rate of each copied token of `offer`, once all before it were kept."""
-        anchored, length = match
         grounded = self.grounded
         out = []
         for j, token in enumerate(offer):
-            key = _match_bin(anchored, length + j)
+            key = _match_bin(evidence.anchored, evidence.match + j)
             prior = grounded * GROUNDED[key[0]][key[1]] + (1.0 - grounded) * LOOSE[key[0]][key[1]]
             kept, judged = self.bins.get(key, (0.0, 0.0))
             rate = (kept + _BIN_PRIOR * prior) / (judged + _BIN_PRIOR)
-            kept, judged = self.tokens.get(token, (0.0, 0.0))
+            kept, judged = self._token(token)
             out.append(rate * (kept + _TOKEN_PRIOR) / (judged + _TOKEN_PRIOR))
+        if out and evidence.match < AGREEMENT_BELOW:
+            out[0] = _with_odds(out[0], AGREEMENT_ODDS[evidence.agreement])
         return out
 
     def learn(self, judgement: CopyJudgement) -> None:
-        if judgement.match is None:
+        evidence = judgement.evidence
+        if evidence is None:
             return
-        anchored, length = judgement.match
         for i in range(judgement.start, min(judgement.judged, len(judgement.tokens))):
             kept = i < judgement.kept
-            key = _match_bin(anchored, length + i)
+            key = _match_bin(evidence.anchored, evidence.match + i)
             grounded, loose = GROUNDED[key[0]][key[1]], LOOSE[key[0]][key[1]]
             factor = grounded / loose if kept else (1.0 - grounded) / (1.0 - loose)
             self.log_odds = max(-_ODDS_LIMIT, min(_ODDS_LIMIT, self.log_odds + _EVIDENCE * math.log(factor)))
-            for table, name in ((self.bins, key), (self.tokens, judgement.tokens[i])):
-                cell = table.setdefault(name, [0.0, 0.0])
-                cell[0] += kept
-                cell[1] += 1.0
+            cell = self.bins.setdefault(key, [0.0, 0.0])
+            cell[0] += kept
+            cell[1] += 1.0
+            self._judge_token(judgement.tokens[i], kept)
 
     def forget(self) -> None:
-        """One round passed: old evidence weighs a little less."""
+        """One round passed: old evidence weighs a little less (a token's own record fades when
+        it is next read)."""
+        self.round += 1
         self.log_odds *= _COPY_FORGET
         for cell in self.bins.values():
             cell[0] *= _COPY_FORGET
             cell[1] *= _COPY_FORGET
+
+    def _token(self, token: int) -> tuple[float, float]:
+        """A token's [kept, judged], faded to this round."""
+        cell = self.tokens.get(token)
+        if cell is None:
+            return 0.0, 0.0
+        fade = _COPY_FORGET ** (self.round - cell[2])
+        return cell[0] * fade, cell[1] * fade
+
+    def _judge_token(self, token: int, kept: bool) -> None:
+        held, judged = self._token(token)
+        self.tokens.pop(token, None)
+        self.tokens[token] = [held + kept, judged + 1.0, self.round]  # re-inserted: the newest last
+        if len(self.tokens) > TOKENS_MAX:
+            for old in list(self.tokens)[: TOKENS_MAX // 4]:  # the least recently judged
+                del self.tokens[old]
+
+
+def _with_odds(rate: float, factor: float) -> float:
+    """`rate` with its odds multiplied by `factor`."""
+    odds = min(rate, 1.0 - 1e-9) / max(1.0 - rate, 1e-9) * factor
+    return odds / (1.0 + odds)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from specgen.decoding.drafters.base import LOOKUP, MODEL
+from specgen.decoding.sampling import TokenLogprob
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,8 @@ class Round:
     python_s: float = 0.0
     rewrites: int = 0  # learnt rewrites the drafted copy carried
     from_pattern: bool = False  # the drafted copy was the output's record pattern's prediction
+    constraint_s: float = 0.0  # of python_s: the constrained verdict (the grammar's masks) and the grammar's update
+    logprobs: tuple[TokenLogprob, ...] = ()  # of `tokens`, where the config asked for them
 
     @property
     def text(self) -> str:
@@ -44,6 +47,28 @@ class Round:
     @property
     def emitted(self) -> int:
         return self.accepted + (self.token is not None)
+
+
+@dataclass
+class SourceCount:
+    """What one kind of drafter did over the rounds it drafted: tokens drafted and kept, rounds,
+    and rounds whose first drafted token the target refused (the whole round's verify was spent
+    for one token)."""
+
+    drafted: int = 0
+    kept: int = 0
+    rounds: int = 0
+    missed: int = 0
+
+
+def drafted_by(event: Round) -> str:
+    """Which kind of drafter proposed a round's tokens: "model", "copy" (from the text written so
+    far), "pattern" (the output's record pattern), or "" for a round that drafted nothing."""
+    if not event.drafted:
+        return ""
+    if event.source == MODEL:
+        return "model"
+    return "pattern" if event.from_pattern else "copy"
 
 
 @dataclass
@@ -63,8 +88,10 @@ class Tally:
     draft_s: float = 0.0
     verify_s: float = 0.0
     python_s: float = 0.0
+    constraint_s: float = 0.0
     drafted_at: list[int] = field(default_factory=list)
     accepted_at: list[int] = field(default_factory=list)
+    sources: dict[str, SourceCount] = field(default_factory=dict)  # by `drafted_by`
 
     def add(self, event: Round) -> None:
         drafted = len(event.drafted)
@@ -80,6 +107,7 @@ class Tally:
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.python_s += event.python_s
+        self.constraint_s += event.constraint_s
         grow = drafted - len(self.drafted_at)
         if grow > 0:
             self.drafted_at += [0] * grow
@@ -87,6 +115,17 @@ class Tally:
         for i in range(drafted):
             self.drafted_at[i] += 1
             self.accepted_at[i] += i < event.accepted
+        if drafted:
+            count = self.sources.setdefault(drafted_by(event), SourceCount())
+            count.drafted += drafted
+            count.kept += event.accepted
+            count.rounds += 1
+            count.missed += event.accepted == 0
+
+    @property
+    def missed_copy_rounds(self) -> int:
+        """Copy rounds (of the text or the record pattern) whose first token the target refused."""
+        return sum(count.missed for name, count in self.sources.items() if name != "model")
 
     @property
     def acceptance_rate(self) -> float:
@@ -126,6 +165,10 @@ class Summary:
     model_drafted: int = 0  # of drafted: the tokens the draft model proposed (the rest were copied)
     rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
     pattern_rounds: int = 0  # of lookup_rounds: those whose copy was the output's record pattern's prediction
+    constraint_s: float = 0.0  # of python_s: the output's grammar (masking verify rows, following the output)
+    # by kind of drafter ("model", "copy", "pattern"): drafted, kept, rounds, missed (first token refused)
+    by_source: dict[str, SourceCount] = field(default_factory=dict)
+    missed_copy_rounds: int = 0  # copy rounds whose first token was refused: their verify bought one token
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -15,10 +15,20 @@ x is kept with probability p(x), the chance that the target emits x). The draft 
 judged when used, so trying it while another choice looks better is exploration, allowed only
 while its predicted cost stays under 3% of the time spent so far and only when it could win.
 
-A copy is priced by `CopyRates` (the chance of each copied token, from the match behind it, the
-kind of text seen so far and the tokens that broke copies before); the k with the most tokens
-per second over the measured verify costs wins, so a long exact match drafts to a batch size the
-machine verifies cheaply, and a weak one drafts nothing.
+A copy is priced by its source's `CopyRates` (the chance of each copied token, from the match
+behind it, how the source's other occurrences of the context went on, the kind of text seen so
+far and the tokens that broke copies before); the k with the most tokens per second over the
+measured verify costs wins, so a long exact match drafts to a batch size the machine verifies
+cheaply, and a weak one drafts nothing.
+
+A reply never bets more than it can lose: a copy of k tokens whose first token the target
+refuses costs one pass over k + 1 tokens for one token, on this machine's curve `verify(k+1) -
+verify(1)` more than plain decoding. Such a copy is drafted only where that loss is covered by
+what copies have already saved in this reply plus `RISK` of the reply's plain-decoding time so
+far. So a reply is never slower than plain decoding by more than `RISK` of its time (in the
+measured costs), however its copies go: a short answer drafts only once its own copies have
+paid, and a text that reprints its source grows its copies as they pay (on a GPU, where a
+longer verify costs almost nothing more, the bound hardly binds).
 Pure Python: no llama.cpp here, so the decisions are testable on given numbers
 (tests/policysim.py replays cost profiles and acceptance traces through this code).
 """
@@ -28,10 +38,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from specgen.decoding.copy_rates import CopyJudgement, CopyRates
+from specgen.decoding.copy_rates import PATTERN, TEXT, CopyEvidence, CopyJudgement, CopyRates
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
-from specgen.decoding.drafters.suffix import Branch
 
 K_MAX = 8
 LOOKUP_MAX = 64
@@ -42,6 +51,7 @@ _FACTOR_STEP = 0.15  # weight of one round in a choice's time factor
 _FACTOR_CLIP = (0.5, 3.0)  # one round's measured/predicted ratio is clipped to this
 _CONFIDENCE_BINS = 10  # the gate's calibration: bins of the draft's top probability
 _GOOD_PAIR = 0.9  # per-token keep rate of a very well-matched draft model, the bound model_can_pay assumes
+RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet paid for may lose
 
 
 @dataclass(frozen=True)
@@ -130,12 +140,15 @@ def expected_tokens(rates: list[float], k: int) -> float:
 class Policy:
     """Running estimates of costs and acceptance, and the per-round choice drawn from them."""
 
-    def __init__(self, costs: StepCosts, k_max: int = K_MAX, timed: bool = True):
-        self.costs, self.k_max, self.timed = costs, k_max, timed
+    def __init__(self, costs: StepCosts, k_max: int = K_MAX, timed: bool = True, risk: float = RISK):
+        """`risk`: the most of a reply's plain-decoding time that copies not yet paid for may lose."""
+        self.costs, self.k_max, self.timed, self.risk = costs, k_max, timed, risk
         self.model = Acceptance(k_max)
-        self.copies = CopyRates()
-        self._match: tuple[bool, int] | None = None  # this round's copy offer: its match (anchored, length)
+        self.copies = {TEXT: CopyRates(), PATTERN: CopyRates()}  # each copy source's own record
+        self._evidence: CopyEvidence | None = None  # this round's copy offer: what is known of it
         self._offer: tuple[int, ...] = ()  # this round's copy offer: its tokens
+        self.saved = 0.0  # predicted seconds this reply's copies saved over plain decoding (< 0: lost)
+        self.plain = 0.0  # predicted seconds plain decoding would have taken for this reply's tokens
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
@@ -159,24 +172,39 @@ class Policy:
         return tokens / (self.round_cost(choice, lag) * self.factor[choice.source])
 
     def best_copy(self, offer: int) -> Choice | None:
-        """The copy length with the most expected tokens per second, among 1..offer."""
+        """The copy length with the most expected tokens per second, among the 1..offer whose
+        loss, should its first token be refused, this reply can bear (`affordable`)."""
         best, best_speed, tokens, reach = None, 0.0, 1.0, 1.0
-        factor = self.factor[LOOKUP]
+        factor, one = self.factor[LOOKUP], self.costs.verify_cost(1)
+        bearable = self.affordable()
         for k, rate in enumerate(self._copy_rates(offer), start=1):
             reach *= rate
             if reach < 1e-3:  # the longer drafts add under 0.064 tokens: not worth pricing
                 break
             tokens += reach
+            if self.costs.verify_cost(k + 1) - one > bearable:
+                continue
             speed = tokens / (self.costs.verify_cost(k + 1) * factor)
             if speed > best_speed:
                 best, best_speed = Choice(LOOKUP, k), speed
         return best
 
+    def affordable(self) -> float:
+        """The most predicted seconds a round may lose to a refused copy now: what this reply's
+        copies saved, plus `risk` of its plain-decoding time."""
+        return self.saved + self.risk * self.plain
+
     def _copy_rates(self, length: int) -> list[float]:
         """Keep rates of this round's copy offer by position, `length` of them."""
-        if self._match is None:
+        if self._evidence is None:
             return [0.0] * length
-        return self.copies.rates(self._match, self._offer[:length])
+        return self._record(self._evidence.source).rates(self._evidence, self._offer[:length])
+
+    def _record(self, source: str) -> CopyRates:
+        """The copy record of a source, made on first use with even prior odds."""
+        if source not in self.copies:
+            self.copies[source] = CopyRates()
+        return self.copies[source]
 
     def model_can_pay(self) -> bool:
         """Could the draft model beat plain decoding by 15% if it were as good as a well-matched
@@ -191,15 +219,15 @@ class Policy:
 
     # -- the choice ---------------------------------------------------------------------------
 
-    def choose(self, room: int, lookup: int, lag: int, match: Branch | None = None,
+    def choose(self, room: int, lookup: int, lag: int, evidence: CopyEvidence | None = None,
                offer: tuple[int, ...] = ()) -> Choice:
         """The best choice for a round with `room` tokens to draft (the draft model at most its
-        k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer from `match` (`offer`:
-        the tokens, when known), the draft model `lag` tokens behind; or a bounded exploration
-        of the draft model."""
+        k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer with `evidence`
+        (`offer`: the tokens, when known), the draft model `lag` tokens behind; or a bounded
+        exploration of the draft model."""
         self._round = (1.0, 1.0, self.costs.verify_cost(1))
         self._offer = offer
-        self._match = match_key(match) if match is not None and lookup and offer else None
+        self._evidence = evidence if lookup and offer else None
         options = [Choice(PLAIN)]
         copy = self.best_copy(min(lookup, room, LOOKUP_MAX))
         options += [copy] if copy is not None else []
@@ -235,7 +263,8 @@ class Policy:
     def observe(self, outcome: Outcome) -> None:
         choice = outcome.choice
         self.model.forget(_MODEL_FORGET)
-        self.copies.forget()
+        for record in self.copies.values():
+            record.forget()
         if choice.source == MODEL:
             self.model.add(min(outcome.drafted, outcome.accepted + 1), outcome.accepted)
             judged = [(c, i < outcome.accepted) for i, c in enumerate(outcome.confidences[: outcome.accepted + 1])]
@@ -244,9 +273,13 @@ class Policy:
             for confidence, kept in judged:
                 self._calibrate(confidence, kept)
         for judgement in outcome.copies:
-            self.copies.learn(judgement)
-        self._match, self._offer = None, ()
+            if judgement.evidence is not None:
+                self._record(judgement.evidence.source).learn(judgement)
+        self._evidence, self._offer = None, ()
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
+        one = self.costs.verify_cost(1) * (outcome.accepted + 1)
+        self.plain += one
+        self.saved += one - predicted if choice.source == LOOKUP else 0.0
         if self.timed and outcome.seconds is not None:
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
             self.factor[choice.source] += _FACTOR_STEP * (ratio - self.factor[choice.source])
@@ -258,11 +291,6 @@ class Policy:
         cell = self.calibration[_confidence_bin(confidence)]
         cell[0] = cell[0] * _MODEL_FORGET + kept
         cell[1] = cell[1] * _MODEL_FORGET + 1.0
-
-
-def match_key(match: Branch) -> tuple[bool, int]:
-    """What of a copy's match prices it: whether it was re-found near the last copy's source, its length."""
-    return match.anchored, match.match
 
 
 def _confidence_bin(confidence: float) -> int:

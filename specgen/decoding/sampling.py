@@ -186,6 +186,30 @@ def residual(p: Dist, q: Dist) -> Dist:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """An emitted token's log-probability under the target's raw row (temperature 1, no top-k,
+    top-p or grammar mask: the model's own numbers), and the `top` most likely tokens' ones."""
+
+    token: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()
+
+
+def token_logprobs(rows: np.ndarray, tokens: list[int], top: int) -> tuple[TokenLogprob, ...]:
+    """Log-softmax of row i at tokens[i], with the `top` largest entries of each row."""
+    out = []
+    for row, token in zip(rows, tokens):
+        logits = np.asarray(row, dtype=np.float64)
+        peak = logits.max()
+        normaliser = peak + np.log(np.exp(logits - peak).sum())
+        best = np.argpartition(logits, -top)[-top:] if 0 < top < logits.shape[0] else np.arange(0)
+        best = best[np.lexsort((best, -logits[best]))]
+        out.append(TokenLogprob(token, float(logits[token] - normaliser),
+                                tuple((int(t), float(logits[t] - normaliser)) for t in best)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """Outcome of checking one round of draft tokens against the target."""
 

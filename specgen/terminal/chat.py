@@ -26,6 +26,7 @@ from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Tally
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
+from specgen.decoding.policy import LOOKUP_MAX
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import base_drafter, drafter_for
 from specgen.llama.conversation import Conversation
@@ -224,7 +225,10 @@ class Chat:
     def k_label(self) -> str:
         if not self.k:
             return "the target alone"
-        return f"K auto ≤{self.k}" if self.auto else f"K {self.k}"
+        if not self.auto:
+            return f"K {self.k}"
+        model = f"the draft model ≤{self.k}, " if isinstance(self.drafter, ModelDrafter) else ""
+        return f"K auto: {model}copies ≤{LOOKUP_MAX}"
 
     def welcome(self) -> str:
         drafted = "no draft model"

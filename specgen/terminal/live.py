@@ -79,7 +79,7 @@ class Progress:
     def line(self) -> str:
         t = self.tally
         rate = t.tokens / max(time.perf_counter() - self.start, 1e-9)
-        k = f"{drafting(self.last)} (auto ≤{self.k})" if self.auto else f"K {self.k}"
+        k = f"{drafting(self.last)} (auto)" if self.auto else f"K {self.k}"
         return status(k if self.k else "", t.accepted, t.drafted, rate, t.rounds, t.tokens)
 
 
@@ -109,7 +109,7 @@ def final_status(reply: Reply) -> str:
     s = reply.summary
     k = f"K {s.draft_tokens}" if s.draft_tokens else ""
     if k and s.mode.endswith("(auto)"):
-        k = f"K auto ≤{s.draft_tokens}, mean {s.drafted / max(s.rounds, 1):.1f}"
+        k = "K auto"  # what each drafter drafted and kept follows in the copy notes
     line = status(k, s.accepted, s.drafted, s.tokens_per_second, s.rounds, s.tokens)
     line += "".join(f" · {note}" for note in copy_notes(s))
     if reply.first_token_s is not None:

@@ -30,6 +30,8 @@ def summary_line(summary: Summary, placement: str = "") -> str:
         spec += "".join(f", {note}" for note in copy_notes(summary))
     else:
         spec = ", target only"
+    if summary.constraint_s and summary.rounds:
+        spec += f", grammar {summary.constraint_s / summary.rounds * 1000:.1f} ms/round"
     split = _split(summary)
     return (
         f"specgen: {summary.tokens} tokens at {summary.tokens_per_second:.1f} tok/s{spec}; "
@@ -39,12 +41,22 @@ def summary_line(summary: Summary, placement: str = "") -> str:
 
 
 def copy_notes(summary: Summary) -> list[str]:
-    """How many copies carried a learnt rewrite or followed the output's record pattern (chat's
-    status line says it the same way)."""
-    notes = [f"{summary.rewrite_rounds} copies carried learnt rewrites"] if summary.rewrite_rounds else []
+    """What each kind of drafter drafted and the target kept, how many copy rounds the target
+    refused at their first token, and how many copies carried a learnt rewrite or followed the
+    output's record pattern (chat's status line says it the same way)."""
+    notes = [drafted_line(summary)] if summary.by_source else []
+    if summary.missed_copy_rounds:
+        notes.append(f"{summary.missed_copy_rounds} copy rounds missed at their first token")
+    notes += [f"{summary.rewrite_rounds} copies carried learnt rewrites"] if summary.rewrite_rounds else []
     if summary.pattern_rounds:
         notes.append(f"{summary.pattern_rounds} copies followed the output's record pattern")
     return notes
+
+
+def drafted_line(summary: Summary) -> str:
+    """"copy kept 40/52, pattern 12/14": by kind of drafter, the tokens kept of those drafted."""
+    parts = (f"{name} kept {count.kept}/{count.drafted}" for name, count in summary.by_source.items())
+    return "drafted by " + ", ".join(parts)
 
 
 def _split(summary: Summary) -> str:

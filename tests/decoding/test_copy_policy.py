@@ -5,12 +5,30 @@ Pure Python, on a fixed cost profile with a cheap 16-token batch."""
 
 from __future__ import annotations
 
-from specgen.decoding.copy_rates import GROUNDED, LOOSE, CopyJudgement, CopyRates
+import math
+
+import pytest
+
+from specgen.decoding.copy_rates import (
+    AGREE,
+    AGREEMENT_BELOW,
+    AGREEMENT_ODDS,
+    GROUNDED,
+    LOOSE,
+    PATTERN,
+    SINGLE,
+    SPLIT,
+    TEXT,
+    TOKENS_MAX,
+    CopyEvidence,
+    CopyJudgement,
+    CopyRates,
+)
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.auto import OpenOffer
+from specgen.decoding.auto import OpenOffer, evidence
 from specgen.decoding.drafters.base import LOOKUP, PLAIN
-from specgen.decoding.drafters.suffix import Branch
-from specgen.decoding.policy import Choice, Outcome, Policy, match_key
+from specgen.decoding.drafters.suffix import Branch, SuffixIndex
+from specgen.decoding.policy import Choice, Outcome, Policy
 
 # a 2-core CPU's verify curve (ms): 16 tokens cost less per token than anything shorter
 COSTS = StepCosts({1: 0.030, 2: 0.051, 4: 0.085, 8: 0.212, 12: 0.273, 16: 0.268, 32: 0.428, 64: 0.804}, {})
@@ -20,8 +38,8 @@ MATCH = Branch(0, 100, 12)
 
 def judge(policy: Policy, offer: tuple[int, ...], judged: int, kept: int, match: Branch = MATCH) -> None:
     """One round: the policy sees the offer, then learns how far the output followed it."""
-    policy.choose(64, len(offer), 0, match, offer)
-    judgement = CopyJudgement(match_key(match), offer, 0, judged, kept)
+    policy.choose(64, len(offer), 0, evidence(match, TEXT), offer)
+    judgement = CopyJudgement(evidence(match, TEXT), offer, 0, judged, kept)
     policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(judgement,)))
 
 
@@ -32,21 +50,22 @@ def edited_policy() -> Policy:
         length = 10 + (n * 7) % 16
         offer = (*range(1000 + 100 * n, 1000 + 100 * n + length), RENAMED, *range(50, 60))
         judge(policy, offer, length + 1, length)
+    policy.saved = 10.0  # a reply whose copies have paid: the loss bound does not bind
     return policy
 
 
 def test_a_grounded_copy_runs_to_a_cheap_batch():
     policy = edited_policy()
-    assert policy.copies.grounded > 0.95
+    assert policy.copies[TEXT].grounded > 0.95
     offer = tuple(range(5000, 5064))
-    choice = policy.choose(64, len(offer), 0, MATCH, offer)
+    choice = policy.choose(64, len(offer), 0, evidence(MATCH, TEXT), offer)
     assert choice.source == LOOKUP and choice.k >= 15
 
 
 def test_a_copy_stops_just_before_a_token_that_broke_copies_before():
     policy = edited_policy()
     offer = (*range(9000, 9012), RENAMED, *range(9100, 9150))  # new tokens, then the renamed one
-    choice = policy.choose(64, len(offer), 0, MATCH, offer)
+    choice = policy.choose(64, len(offer), 0, evidence(MATCH, TEXT), offer)
     assert choice.source == LOOKUP and choice.k <= 12
     assert choice.k >= 3  # the twelve tokens before it are worth a batch
 
@@ -56,19 +75,19 @@ def test_copies_that_break_early_at_any_match_draft_nothing():
     for n in range(40):
         offer = tuple(range(100 * n, 100 * n + 20))
         judge(policy, offer, 2, 1)
-    assert policy.copies.grounded < 0.05
+    assert policy.copies[TEXT].grounded < 0.05
     offer = tuple(range(9000, 9020))
-    assert policy.choose(16, len(offer), 0, MATCH, offer).source == PLAIN
+    assert policy.choose(16, len(offer), 0, evidence(MATCH, TEXT), offer).source == PLAIN
 
 
 def test_the_kind_of_text_follows_a_document_that_changes():
     rates = CopyRates()
     for n in range(30):  # a long reprint
-        rates.learn(CopyJudgement((False, 12), tuple(range(100 * n, 100 * n + 16)), 0, 16, 16))
+        rates.learn(CopyJudgement(CopyEvidence(12), tuple(range(100 * n, 100 * n + 16)), 0, 16, 16))
         rates.forget()
     assert rates.grounded > 0.95
     for n in range(30):  # then new text, where copies break at once
-        rates.learn(CopyJudgement((False, 12), tuple(range(9000 + 10 * n, 9000 + 10 * n + 8)), 0, 1, 0))
+        rates.learn(CopyJudgement(CopyEvidence(12), tuple(range(9000 + 10 * n, 9000 + 10 * n + 8)), 0, 1, 0))
         rates.forget()
     assert rates.grounded < 0.05
 
@@ -76,7 +95,7 @@ def test_the_kind_of_text_follows_a_document_that_changes():
 def test_rates_rise_with_the_match_and_stay_between_the_curves():
     rates = CopyRates()
     offer = tuple(range(64))
-    short, long = rates.rates((False, 1), offer), rates.rates((False, 40), offer)
+    short, long = rates.rates(CopyEvidence(1), offer), rates.rates(CopyEvidence(40), offer)
     assert short[0] < long[0] and short[0] < short[20]
     for rate, key in zip(long, range(40, 104)):
         assert LOOSE[False][-1] <= rate <= GROUNDED[False][-1]
@@ -90,3 +109,97 @@ def test_an_offer_is_judged_over_the_rounds_that_emit_its_tokens():
     assert offer.settled  # missed at position 3: nothing after it is judged
     whole = OpenOffer(None, (1, 2))
     assert whole.judge([1, 2, 3]) == CopyJudgement(None, (1, 2), 0, 2, 2) and whole.settled
+
+
+def test_a_reply_never_loses_more_than_its_risk_to_copies_however_they_go():
+    """Hindsight says every offer would have been kept, yet every drafted copy is refused at its
+    first token (the worst case). In the measured costs the reply stays within RISK of plain
+    decoding at every round; without the bound the same reply loses far more."""
+
+    def worst_case(risk: float) -> tuple[float, int]:
+        policy = Policy(COSTS, 8, risk=risk)
+        one, spent, plain, drafted, worst = COSTS.verify_cost(1), 0.0, 0.0, 0, 0.0
+        for n in range(300):
+            offer = tuple(range(1000 * n, 1000 * n + 16))
+            choice = policy.choose(64, len(offer), 0, CopyEvidence(12), offer)
+            k = choice.k if choice.source == LOOKUP else 0
+            spent += COSTS.verify_cost(k + 1)  # the round's pass; it yields one token either way
+            plain += one  # one token a round: a refused copy, or plain decoding
+            drafted += k
+            hindsight = (CopyJudgement(CopyEvidence(12), offer, 0, 1, 1),) if not k else ()
+            policy.observe(Outcome(choice, k, 0, copies=hindsight))
+            worst = max(worst, spent / plain)
+        return worst, drafted
+
+    bounded, drafted = worst_case(Policy(COSTS).risk)
+    assert drafted > 0, "the bound must be exercised: copies are drafted once affordable"
+    assert bounded <= 1 + Policy(COSTS).risk + 1e-9
+    unbounded, _ = worst_case(math.inf)
+    assert unbounded > 1.5
+
+
+def test_copies_grow_as_they_pay():
+    """Copies that are kept fund longer ones: the first is short, later ones reach a cheap batch."""
+    policy = edited_policy()
+    policy.saved = 0.0
+    lengths = []
+    for n in range(12):
+        offer = tuple(range(7000 + 100 * n, 7000 + 100 * n + 64))
+        choice = policy.choose(64, len(offer), 0, evidence(MATCH, TEXT), offer)
+        lengths.append(choice.k if choice.source == LOOKUP else 0)
+        kept = choice.k if choice.source == LOOKUP else 0
+        policy.observe(Outcome(choice, kept, kept, copies=(CopyJudgement(evidence(MATCH, TEXT), offer, 0, 64, 64),)))
+    assert lengths[0] < 15 <= lengths[-1], lengths
+
+
+def test_the_source_s_agreement_prices_the_first_token_of_a_short_match():
+    rates = CopyRates()
+    offer = (1, 2, 3)
+    single, agree, split = (rates.rates(CopyEvidence(2, agreement=a), offer) for a in (SINGLE, AGREE, SPLIT))
+    assert split[0] < single[0] < agree[0]
+    assert single[1:] == agree[1:] == split[1:], "only the first token is judged by the source's agreement"
+    odds = single[0] / (1 - single[0])
+    assert agree[0] / (1 - agree[0]) == pytest.approx(odds * AGREEMENT_ODDS[AGREE])
+    long = [rates.rates(CopyEvidence(AGREEMENT_BELOW, agreement=a), offer)[0] for a in (SINGLE, AGREE, SPLIT)]
+    assert long[0] == long[1] == long[2], "a long match is specific enough on its own"
+
+
+def test_the_index_counts_how_the_occurrences_of_a_context_went_on():
+    tokens = [7, 8, 1, 3, 7, 8, 2, 4, 7, 8, 1, 5, 7, 8]  # "7 8" went on as 1, 2, 1
+    index = SuffixIndex(tokens)
+    branches = index.find(index)
+    by_token = {index.tokens[b.position]: b for b in branches}
+    assert (by_token[1].agreeing, by_token[1].occurrences) == (2, 3)
+    assert (by_token[2].agreeing, by_token[2].occurrences) == (1, 3)
+    assert evidence(by_token[1], TEXT).agreement == SPLIT
+    assert evidence(Branch(0, 5, 2, agreeing=3, occurrences=3), TEXT).agreement == AGREE
+    assert evidence(Branch(0, 5, 2), TEXT).agreement == SINGLE
+
+
+def test_each_copy_source_is_priced_from_its_own_record():
+    policy = Policy(COSTS, 8)
+    for n in range(30):  # the record pattern's offers all miss at once
+        offer = tuple(range(100 * n, 100 * n + 16))
+        policy.choose(64, len(offer), 0, CopyEvidence(12, source=PATTERN), offer)
+        missed = CopyJudgement(CopyEvidence(12, source=PATTERN), offer, 0, 1, 0)
+        policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(missed,)))
+    fresh = CopyRates()
+    assert policy.copies[PATTERN].grounded < 0.05
+    text_now = policy.copies[TEXT].rates(CopyEvidence(12), (5000, 5001))
+    assert text_now == pytest.approx(fresh.rates(CopyEvidence(12), (5000, 5001)), rel=1e-9), \
+        "the text's copies keep their own (untouched) record"
+
+
+def test_a_token_s_record_fades_and_the_records_are_bounded():
+    rates = CopyRates()
+    evidence_12 = CopyEvidence(12)
+    rates.learn(CopyJudgement(evidence_12, (RENAMED,), 0, 1, 0))  # RENAMED broke a copy once
+    right_after = rates.rates(evidence_12, (RENAMED,))[0] / rates.rates(evidence_12, (RENAMED + 1,))[0]
+    assert right_after == pytest.approx(0.5)  # (0 kept + 1) / (1 judged + 1)
+    for _ in range(50):
+        rates.forget()
+    faded = rates.rates(evidence_12, (RENAMED,))[0] / rates.rates(evidence_12, (RENAMED + 1,))[0]
+    assert faded == pytest.approx(1 / (1 + 0.98 ** 50))  # the miss weighs 0.98^50 now
+    for token in range(TOKENS_MAX + 500):
+        rates.learn(CopyJudgement(evidence_12, (10_000 + token,), 0, 1, 1))
+    assert len(rates.tokens) <= TOKENS_MAX

@@ -8,6 +8,8 @@ the first two jointly (chi-square two-sample tests, Bonferroni over the position
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from recording import RecordingAutoDrafter
@@ -215,7 +217,7 @@ def test_a_seed_reproduces_the_text_for_fixed_k_and_for_auto(target_model, draft
 
     def text(k, auto):
         config = GenerationConfig(30, k, SamplingParams(0.9, 0, 0.95, 7))
-        drafter = AutoDrafter(ModelDrafter(draft_model), Policy(FLAT, k, timed=False)) if auto \
+        drafter = AutoDrafter(ModelDrafter(draft_model), Policy(FLAT, k, timed=False, risk=math.inf)) if auto \
             else ModelDrafter(draft_model)
         events = list(generate(target_model, drafter, prompt, config))[:-1]
         return [t for e in events for t in e.tokens], {e.source for e in events}

@@ -10,6 +10,7 @@ prompt, so its match is the longest and its continuations are what gets copied.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import pytest
@@ -212,8 +213,9 @@ class PlantedPattern(RecordPattern):
 
 
 class Patterning(AutoDrafter):
-    """Auto with a planted record pattern, trusted from the start; counts its drafted rounds, and
-    with `peek` offers the pattern only when the accept test's first uniform is small."""
+    """Auto with a planted record pattern, trusted from the start (its policy built without the
+    loss bound, so it drafts from the first round); counts its drafted rounds, and with `peek`
+    offers the pattern only when the accept test's first uniform is small."""
 
     def __init__(self, policy, pattern: PlantedPattern, peek: bool = False):
         super().__init__(None, policy, (), CHARACTERS)
@@ -238,7 +240,7 @@ def test_greedy_copies_by_a_half_wrong_record_pattern_give_the_target_alone(targ
     prompt = setting[0]
     config = GenerationConfig(max_tokens=96, draft_tokens=8)
     plain = tokens_of(target_model, None, prompt, GenerationConfig(max_tokens=96))
-    drafter = Patterning(Policy(CHEAP, 8, timed=False), PlantedPattern([prompt[-1], *plain], wrong=8))
+    drafter = Patterning(Policy(CHEAP, 8, timed=False, risk=math.inf), PlantedPattern([prompt[-1], *plain], wrong=8))
     events = list(generate(target_model, drafter, prompt, config))
     assert [t for e in events[:-1] for t in e.tokens] == plain
     assert drafter.pattern_rounds > 3 and events[-1].pattern_rounds == drafter.pattern_rounds
@@ -257,7 +259,7 @@ def test_copies_by_the_record_pattern_sample_the_target_distribution(target_mode
     pattern, drafters = likely_pattern(setting), []
 
     def make():
-        drafters.append(Patterning(Policy(CHEAP, 4, timed=False), pattern))
+        drafters.append(Patterning(Policy(CHEAP, 4, timed=False, risk=math.inf), pattern))
         return drafters[-1]
 
     ok, pvalues = same_distribution(target_model, setting, make, 4)
@@ -268,5 +270,5 @@ def test_copies_by_the_record_pattern_sample_the_target_distribution(target_mode
 def test_record_pattern_copies_that_peek_at_the_accept_test_fail_the_same_test(target_model, setting):
     pattern = likely_pattern(setting)
     ok, pvalues = same_distribution(
-        target_model, setting, lambda: Patterning(Policy(CHEAP, 4, timed=False), pattern, peek=True), 4)
+        target_model, setting, lambda: Patterning(Policy(CHEAP, 4, timed=False, risk=math.inf), pattern, peek=True), 4)
     assert not ok, pvalues

@@ -11,8 +11,8 @@ search on slices. The bucket tables double as the sequence grows (amortised O(1)
 about 80 bytes per token in all).
 
 A query returns `Branch`es: distinct next tokens among the recent occurrences of the longest
-matching key, each with its longest match, best first (the longest match, then the most
-occurrences agreeing on it). `align` re-finds the place in a source after a changed
+matching key, each with its longest match and how many occurrences agree on it, best first
+(the longest match, then the most occurrences agreeing on it). `align` re-finds the place in a source after a changed
 span (a renamed identifier): it looks for the last tokens only near where copying left off.
 `LookupMemory` is a bounded index of past outputs that outlives a request. Pure Python.
 """
@@ -37,12 +37,15 @@ _CANDIDATES = 8  # verified occurrences kept per query
 class Branch:
     """A continuation on offer: it starts at `position` in source `source` (0: this request);
     `match` tokens before it equal the recent tokens; `anchored`: found near where the last
-    copy left off."""
+    copy left off. Of the `occurrences` of the context the query found, `agreeing` went on
+    with this branch's first token (the source's own evidence for it)."""
 
     source: int
     position: int
     match: int
     anchored: bool = False
+    agreeing: int = 1
+    occurrences: int = 1
 
 
 class SuffixIndex:
@@ -138,7 +141,7 @@ class SuffixIndex:
             if match > cell[1]:
                 cell[1], cell[2] = match, position
         cells = sorted(by_token.values(), key=lambda c: (c[1], c[0]), reverse=True)
-        return [Branch(source, p, m) for _, m, p in cells]
+        return [Branch(source, p, m, agreeing=count, occurrences=len(found)) for count, m, p in cells]
 
     def match_length(self, position: int, context: SuffixIndex, known: int = 0) -> int:
         """How many tokens before `position` equal the end of `context` (at most MAX_MATCH);
