@@ -48,14 +48,15 @@ CURVES = {
     # the same VM in a spell where one token costs 9% less and batches the same (measured later that day)
     "xeon-vm-fast": {1: .0605, 2: .0963, 3: .1195, 4: .1092, 6: .1634, 8: .1968, 12: .2411, 16: .2366,
                      24: .3669, 32: .406, 64: .7657},
+    # the 2-vCPU Xeon VM of 2026-11-26, repacked AVX kernels without AMX: one token 68-78 ms, and a
+    # steeper curve than the day before (the mean of two calibrations)
+    "xeon-vm-2611": {1: .0733, 2: .107, 3: .146, 4: .203, 6: .293, 8: .505, 12: .614, 16: .509, 24: .758,
+                     32: .878, 64: 1.59},
     # simulated, not measured: a GPU's nearly flat verify (12 ms for one token, 30 ms for 64)
     "gpu-sim": {1: .012, 2: .0122, 4: .0125, 8: .013, 16: .015, 32: .02, 64: .03},
     # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)
     "epyc": {1: .030, 2: .051, 3: .069, 4: .084, 6: .123, 8: .200, 12: .243, 16: .228, 24: .348, 32: .414,
              48: .549, 64: .750},
-    # the 2-vCPU VM of issue 27's measurements (measured 2026-11-26): 8 tokens cost as much as 16
-    "vm-11-26": {1: .0733, 2: .107, 3: .146, 4: .203, 6: .293, 8: .505, 12: .614, 16: .509, 24: .758, 32: .878,
-                 64: 1.59},
 }
 
 

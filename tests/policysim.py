@@ -21,7 +21,7 @@ from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.auto import evidence
 from specgen.decoding.copy_rates import TEXT
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy, expected_tokens
+from specgen.decoding.policy import LOOKUP_MAX, RISK, Choice, Outcome, Policy, expected_tokens
 
 
 @dataclass(frozen=True)
@@ -105,11 +105,12 @@ def _kept_run(rng, chances: list[float]) -> int:
 
 
 def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8, seed: int = 0,
-             oracle: bool = False, hiccup_at: int | None = None, skip: int = 0) -> Run:
-    """Tokens and seconds over `rounds` (the first `skip` rounds not counted)."""
+             oracle: bool = False, hiccup_at: int | None = None, skip: int = 0, risk: float = RISK) -> Run:
+    """Tokens and seconds over `rounds` (the first `skip` rounds not counted); `risk`: the
+    policy's loss bound (`math.inf`: none, to compare its pricing with an oracle that has none)."""
     rng = np.random.default_rng(seed)
     truth = profile.true()
-    policy = Policy(StepCosts(dict(profile.verify), dict(profile.draft)), k_max)
+    policy = Policy(StepCosts(dict(profile.verify), dict(profile.draft)), k_max, risk=risk)
     run, lag = Run(choices={PLAIN: 0, MODEL: 0, LOOKUP: 0}), 0
     for r in range(rounds):
         world = trace(r, rounds)

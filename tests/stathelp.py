@@ -1,9 +1,12 @@
-"""Two-sample tests of token distributions, for the exactness tests (no scipy needed)."""
+"""Two-sample tests of token distributions, for the exactness tests (no scipy needed), and the
+one number a planted, biased drafter peeks at."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+
+from specgen.decoding.sampling import uniforms
 
 
 def chi2_sf(x: float, df: int) -> float:
@@ -45,3 +48,10 @@ def position_pvalues(a: list[tuple[int, ...]], b: list[tuple[int, ...]]) -> list
     if depth >= 2:
         out.append(homogeneity(Counter(s[:2] for s in a), Counter(s[:2] for s in b)))
     return out
+
+
+def accept_uniform(seed: int, prompt_length: int, history: list[int]) -> float:
+    """The uniform of the accept test at the first position a round drafts after `history` (the
+    prompt is `prompt_length` tokens with the last), as the loop will draw it: a cheat for planted
+    biases, since drafters are never handed it."""
+    return float(uniforms(seed, len(history) + 1 - prompt_length)[0])

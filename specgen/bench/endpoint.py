@@ -58,19 +58,21 @@ def resolve(url: str, model: str | None, key: str | None) -> Endpoint:
 
 
 def stream(endpoint: Endpoint, text: str, raw: bool, max_tokens: int, sampling: SamplingParams,
-           conversation: tuple[tuple[str, str], ...] = (),
+           conversation: tuple[tuple[str, str], ...] = (), schema: dict | None = None,
            prediction: str | None = None) -> tuple[str, Summary, PredictionReport | None]:
     """Stream one completion of `text` (or of the chat `conversation` it ends, as (role, content)
-    pairs), with OpenAI's `prediction` where given; its text, a Summary timed as the bench times
-    its runs, and the prediction's counts as the server reports them in its usage (None without
-    a prediction)."""
+    pairs), as JSON that fits `schema` where given (OpenAI's `response_format`), with OpenAI's
+    `prediction` where given; its text, a Summary timed as the bench times its runs, and the
+    prediction's counts as the server reports them in its usage (None without a prediction)."""
     messages = [{"role": role, "content": content} for role, content in conversation]
     body = {"model": endpoint.model, "stream": True, "stream_options": {"include_usage": True},
             "max_tokens": max_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p,
             **({"top_k": sampling.top_k} if sampling.top_k else {}),
             **({"seed": sampling.seed} if sampling.seed is not None else {}),
             **({"prediction": {"type": "content", "content": prediction}} if prediction is not None else {}),
-            **({"prompt": text} if raw else {"messages": messages or [{"role": "user", "content": text}]})}
+            **({"prompt": text} if raw else {"messages": messages or [{"role": "user", "content": text}]}),
+            **({"response_format": {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}}
+               if schema is not None else {})}
     path = "/completions" if raw else "/chat/completions"
     start = time.perf_counter()
     parts, arrivals, usage, finish = [], [], None, ""

@@ -4,7 +4,8 @@ A benchmark is only as honest as its prompts, so they live in plain files a user
 keep under version control. A file is JSONL when it ends in .jsonl or its first non-blank line
 is a JSON object with a "prompt" string, or a "messages" list (a conversation, as the OpenAI API
 writes it, ending with the user's turn: the reply to that turn is what is timed), and optional
-"name" and "kind" strings and a prediction: "prediction", the text the reply is expected to
+"name" and "kind" strings, a "json_schema" object (the reply must be JSON that fits it, as with
+`run --json-schema`) and a prediction: "prediction", the text the reply is expected to
 resemble, or "prediction_file", a file holding it (relative to the prompt file's folder); otherwise
 it is text holding one prompt, or several separated by lines of `---`. A prompt's kind (results are
 also grouped by kind) is the file's stem unless its JSONL line names one. Every mistake in a
@@ -36,6 +37,7 @@ class BenchPrompt:
     text: str
     messages: tuple[tuple[str, str], ...] = ()
     prediction: str | None = None  # the text the reply is expected to resemble (`run --predict`)
+    json_schema: dict | None = None  # the reply must be JSON that fits this schema
 
 
 def read_prompt_files(sources: list[str], stdin: TextIO | None) -> list[BenchPrompt]:
@@ -111,8 +113,12 @@ def _jsonl(text: str, label: str, kind: str, folder: Path) -> list[BenchPrompt]:
         for key in ("name", "kind"):
             if key in record and not isinstance(record[key], str):
                 raise PromptFileError(f'{where}: "{key}" must be a string')
+        schema = record.get("json_schema")
+        if schema is not None and not isinstance(schema, dict):
+            raise PromptFileError(f'{where}: "json_schema" must be a JSON schema object, such as {{"type": "object"}}')
         name = record.get("name") or f"{kind}:{len(prompts) + 1}"
-        prompts.append(BenchPrompt(name, record.get("kind") or kind, text, messages, _prediction(record, where, folder)))
+        prompts.append(BenchPrompt(name, record.get("kind") or kind, text, messages,
+                                   prediction=_prediction(record, where, folder), json_schema=schema))
     return prompts
 
 

@@ -21,6 +21,7 @@ import resource
 import sys
 import time
 import urllib.parse
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -39,6 +40,7 @@ from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import UsageError
 from specgen.llama.calibrate import calibrate, drafter_for
+from specgen.llama.grammar import Grammar, GrammarError, schema_grammar
 from specgen.llama.pair import encode_messages, encode_prompt
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 
@@ -78,6 +80,21 @@ class Plan:
     def local(self) -> Plan:
         """The plan without its endpoints: what the audits check, token for token or by distribution."""
         return replace(self, configs=tuple(c for c in self.configs if c.drafter != ENDPOINT))
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a prompt asks of every run beyond its text: JSON that fits a schema (endpoints are sent
+    the schema, local runs follow its GBNF) and a prediction (endpoints are sent the text, local
+    runs draft from its tokens)."""
+
+    schema: dict | None = None
+    grammar: str | None = None
+    prediction: str | None = None
+    predicted_tokens: tuple[int, ...] | None = None
+
+
+NOTHING_ASKED = Asked()
 
 
 @dataclass(frozen=True)
@@ -186,9 +203,9 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
               settings: dict | None = None) -> BenchResult:
     """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
     tokens = encode_all(target, prompts, raw)
-    predictions = [target.continuation(p.prediction) if p.prediction else None for p in prompts]
-    records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts],
-                       predictions, [p.prediction for p in prompts])
+    asks = [Asked(p.json_schema, prompt_grammar(p), p.prediction,
+                  tuple(target.continuation(p.prediction)) if p.prediction else None) for p in prompts]
+    records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts], asks)
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
     audits = tuple(audit(target, tokens, local)) if plan.sampling.greedy else None
@@ -269,12 +286,23 @@ def configurations(ks: tuple[int | str, ...], draft_model: bool, lookup: bool,
     return tuple(configs)
 
 
+def prompt_grammar(prompt: BenchPrompt) -> str | None:
+    """The grammar of a prompt's JSON schema (None without one); a schema that cannot be one is a
+    UsageError naming the prompt."""
+    if prompt.json_schema is None:
+        return None
+    try:
+        return schema_grammar(prompt.json_schema)
+    except GrammarError as error:
+        raise UsageError(f"prompt {prompt.name}: json_schema: {error}") from None
+
+
 def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
              texts: list[tuple[str, bool, tuple[tuple[str, str], ...]]] = (),
-             predictions: list[list[int] | None] = (), predicted_texts: list[str | None] = ()) -> list[RunRecord]:
+             asks: list[Asked] = ()) -> list[RunRecord]:
     """All runs, interleaved per prompt; `started(index, prompt, config, repeat)` before each.
-    Endpoints are sent `texts[p]`: the prompt's text, whether it is raw, and its conversation,
-    and `predicted_texts[p]` as OpenAI's `prediction`; local runs draft from `predictions[p]`."""
+    Endpoints are sent `texts[p]`: the prompt's text, whether it is raw, and its conversation;
+    every run is asked what `asks[p]` asks."""
     records, index = [], 0
     for p, tokens in enumerate(prompts):
         for repeat in range(-plan.warmup, plan.repeats):
@@ -282,12 +310,11 @@ def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
                 if started is not None:
                     started(index, p, config, repeat)
                 index += 1
+                asked = asks[p] if asks else NOTHING_ASKED
                 if config.drafter == ENDPOINT:
-                    predicted = predicted_texts[p] if p < len(predicted_texts) else None
-                    summary, rejections, output, rounds, fate = run_endpoint(config, *texts[p], plan, predicted)
+                    summary, rejections, output, rounds, fate = run_endpoint(config, *texts[p], plan, asked)
                 else:
-                    predicted = predictions[p] if p < len(predictions) else None
-                    summary, rejections, output, rounds, fate = run_once(target, draft, tokens, config, plan, predicted)
+                    summary, rejections, output, rounds, fate = run_once(target, draft, tokens, config, plan, asked)
                 if repeat >= 0:
                     records.append(RunRecord(p, config.name, repeat, summary, rejections, output, rounds, fate))
     return records
@@ -301,11 +328,13 @@ def endpoint_configs(endpoints: list[endpoint.Endpoint]) -> tuple[Config, ...]:
 
 
 def run_endpoint(config: Config, text: str, raw: bool, conversation: tuple[tuple[str, str], ...], plan: Plan,
-                 prediction: str | None = None):
-    """Stream the prompt from the endpoint (with OpenAI's `prediction` where given); (Summary, 0,
-    its text, no rounds, the prediction's counts as the server reported them)."""
+                 asked: Asked = NOTHING_ASKED):
+    """Stream the prompt from the endpoint, asking what `asked` asks (OpenAI's `response_format`
+    and `prediction`); (Summary, 0, its text, no rounds, the prediction's counts as the server
+    reported them)."""
     server = endpoint.Endpoint(config.url, config.model, plan.endpoint_key)
-    reply, summary, fate = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling, conversation, prediction)
+    reply, summary, fate = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling, conversation,
+                                           asked.schema, asked.prediction)
     return summary, 0, reply, (), fate
 
 
@@ -321,15 +350,16 @@ def endpoint_checks(target, plan: Plan, records: list[RunRecord]) -> tuple[Endpo
     return tuple(checks)
 
 
-def run_once(target, draft, prompt: list[int], config: Config, plan: Plan, prediction: list[int] | None = None):
-    """Decode one prompt from an empty cache, consuming the loop's events as `run` does, drafting
-    also from `prediction` where given (not the target alone); (Summary, rounds that ended in a
-    rejection, output ids, (drafted ids, kept) per round, what became of the prediction)."""
+def run_once(target, draft, prompt: list[int], config: Config, plan: Plan, asked: Asked = NOTHING_ASKED):
+    """Decode one prompt from an empty cache, consuming the loop's events as `run` does, under
+    `asked.grammar` (GBNF) where given, drafting also from `asked.predicted_tokens` where given
+    (not the target alone); (Summary, rounds that ended in a rejection, output ids, (drafted ids,
+    kept) per round, what became of the prediction)."""
     target.truncate(0)
     if draft is not None:
         draft.truncate(0)
     drafter = make_drafter(config, target, draft)
-    predicted = Prediction(prediction) if prediction is not None and drafter is not None else None
+    predicted = Prediction(asked.predicted_tokens) if asked.predicted_tokens is not None and drafter is not None else None
     output: list[int] = []
     rounds: list[tuple[tuple[int, ...], int]] = []
 
@@ -338,9 +368,11 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan, predi
         rounds.append((event.drafted, event.accepted))
 
     settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling)
-    events = generate(target, drafter_for(target, drafter, settings, config.adaptive, prediction=predicted),
-                      prompt, settings)
-    _, summary = consume(events, keep)
+    with ExitStack() as owned:
+        constraint = owned.enter_context(Grammar(target, asked.grammar)) if asked.grammar is not None else None
+        events = generate(target, drafter_for(target, drafter, settings, config.adaptive, prediction=predicted),
+                          prompt, settings, constraint)
+        _, summary = consume(events, keep)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
     fate = report(predicted, output, summary.by_source.get("prediction")) if predicted is not None else None

@@ -91,12 +91,13 @@ class Stats:
     prefill_s: Spread  # per run
     python_s: float = 0.0  # of the decode time, the rounds' own Python: drafting, policy, bookkeeping
     drafted_by_position: tuple[int, ...] = ()  # tokens drafted at each position, over the group's runs
+    constraint_s: float = 0.0  # of python_s: a JSON schema's grammar (masking verify rows, following the output)
     missed_copy_rounds: int = 0  # copy rounds whose first token the target refused, over the group's runs
 
     def time_split(self) -> dict[str, float]:
         total = self.decode_s or 1.0
         return {"draft": self.draft_s / total, "verify": self.verify_s / total, "other": self.other_s / total,
-                "python": self.python_s / total}
+                "python": self.python_s / total, "grammar": self.constraint_s / total}
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ class _Totals:
         self.records = runs
         self.runs = len(runs)
         for name in ("tokens", "rounds", "drafted", "accepted", "decode_s", "draft_s", "verify_s", "other_s",
-                     "lookup_rounds", "model_drafted", "python_s", "missed_copy_rounds"):
+                     "lookup_rounds", "model_drafted", "python_s", "constraint_s", "missed_copy_rounds"):
             setattr(self, name, sum(getattr(s, name) for s in summaries))
         width = max((len(s.drafted_by_position) for s in summaries), default=0)
         self.drafted_at = [sum(_at(s.drafted_by_position, i) for s in summaries) for i in range(width)]
@@ -163,6 +164,7 @@ class _Totals:
             acceptance_by_position=tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at)),
             decode_s=self.decode_s, draft_s=self.draft_s, verify_s=self.verify_s, other_s=self.other_s,
             prefill_s=self.prefill, python_s=self.python_s, drafted_by_position=tuple(self.drafted_at),
+            constraint_s=self.constraint_s,
             missed_copy_rounds=self.missed_copy_rounds,
         )
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -54,6 +56,10 @@ def run(
         "--predict", metavar="FILE", rich_help_panel=MODEL,
         help="The text the output is expected to resemble (the file an edit reprints): drafts follow it, "
         "and the output stays the model's own.")] = None,
+    json_schema: Annotated[Optional[Path], typer.Option(
+        "--json-schema", dir_okay=False, metavar="FILE",
+        help="Reply with JSON that fits the JSON schema in FILE: a grammar masks every token the "
+        "schema forbids, for the draft's tokens and the target's alike (the output stays the target's).")] = None,
     resources: Resources = Resources(),
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome).
@@ -65,6 +71,7 @@ def run(
     from specgen.decoding.loop import generate
     from specgen.llama import lookup_cache as memory_file
     from specgen.llama.calibrate import base_drafter, drafter_for
+    from specgen.llama.grammar import Grammar
     from specgen.llama.library import backend_name
     from specgen.llama.pair import encode_prompt, open_models
     from specgen.llama.rpc import placement
@@ -73,6 +80,7 @@ def run(
     text = read_prompt(prompt, files or [])
     predicted = read_text(predict, f"--predict {predict}", "give the one file the output should resemble") \
         if predict is not None else None
+    gbnf = schema_file_grammar(json_schema) if json_schema else None
     selection = select_models(models, draft_tokens)
     paths = selection.paths
     config, auto = generation_config(sampling, draft_tokens, selection.draft_tokens)
@@ -86,13 +94,14 @@ def run(
         show(event)
 
     load = load_options(resources)
-    with open_models(paths, load) as (target_model, draft_model):
+    with open_models(paths, load) as (target_model, draft_model), ExitStack() as owned:
         tokens = encode_prompt(target_model, text, raw)
         prediction = Prediction(prediction_tokens(target_model, predicted, predict)) if predicted is not None else None
         drafter = base_drafter(draft_model)
         shared = (memory.index,) if memory is not None else ()
+        grammar = owned.enter_context(Grammar(target_model, gbnf)) if gbnf else None
         events = generate(target_model, drafter_for(target_model, drafter, config, auto, shared, prediction=prediction),
-                          tokens, config)
+                          tokens, config, grammar)
         answer, summary = consume(events, on_round)
         kernels, mapped = target_model.kernels, target_model.mapped
         layers = (target_model.layers, draft_model.layers if draft_model else {})
@@ -113,6 +122,25 @@ def run(
         print(summary_line(summary, placement(*layers) if load.rpc else "", predicted_report), file=sys.stderr)
     if summary.stop_reason == "interrupted":
         raise typer.Exit(130)
+
+
+def schema_file_grammar(path: Path) -> str:
+    """The grammar of the JSON schema in `path`; one UsageError line when it cannot be had."""
+    from specgen.llama.grammar import GrammarError, schema_grammar
+
+    where = f"--json-schema {path}"
+    try:
+        schema = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file; check the path") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{where}: cannot be read ({getattr(error, 'strerror', None) or error})") from None
+    except ValueError as error:
+        raise UsageError(f"{where}: not valid JSON ({error}); write the schema as one JSON object") from None
+    try:
+        return schema_grammar(schema)
+    except GrammarError as error:
+        raise UsageError(f"{where}: {error}") from None
 
 
 def read_prompt(prompt: str | None, files: list[Path]) -> str:

@@ -130,7 +130,7 @@ class AutoDrafter(Drafter):
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
+                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         (offer, source), other = self._offers(history, last)
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from specgen.decoding.drafters.base import LOOKUP, MODEL
+from specgen.decoding.sampling import TokenLogprob
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Round:
     rewrites: int = 0  # learnt rewrites the drafted copy carried
     from_pattern: bool = False  # the drafted copy was the output's record pattern's prediction
     from_prediction: bool = False  # the drafted copy was of the prediction the user gave
+    constraint_s: float = 0.0  # of python_s: the constrained verdict (the grammar's masks) and the grammar's update
+    logprobs: tuple[TokenLogprob, ...] = ()  # of `tokens`, where the config asked for them
 
     @property
     def text(self) -> str:
@@ -89,6 +92,7 @@ class Tally:
     draft_s: float = 0.0
     verify_s: float = 0.0
     python_s: float = 0.0
+    constraint_s: float = 0.0
     drafted_at: list[int] = field(default_factory=list)
     accepted_at: list[int] = field(default_factory=list)
     sources: dict[str, SourceCount] = field(default_factory=dict)  # by `drafted_by`
@@ -107,6 +111,7 @@ class Tally:
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.python_s += event.python_s
+        self.constraint_s += event.constraint_s
         grow = drafted - len(self.drafted_at)
         if grow > 0:
             self.drafted_at += [0] * grow
@@ -164,6 +169,7 @@ class Summary:
     model_drafted: int = 0  # of drafted: the tokens the draft model proposed (the rest were copied)
     rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
     pattern_rounds: int = 0  # of lookup_rounds: those whose copy was the output's record pattern's prediction
+    constraint_s: float = 0.0  # of python_s: the output's grammar (masking verify rows, following the output)
     # by kind of drafter ("model", "copy", "pattern", "prediction"): drafted, kept, rounds, missed (first token refused)
     by_source: dict[str, SourceCount] = field(default_factory=dict)
     missed_copy_rounds: int = 0  # copy rounds whose first token was refused: their verify bought one token

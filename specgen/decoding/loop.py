@@ -16,12 +16,15 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from specgen.decoding.clock import RoundClock
+from specgen.decoding.constraint import Constraint, verify_constrained
 from specgen.decoding.drafters.base import MODEL, NO_DRAFT, Draft
 from specgen.decoding.events import Round, Summary, Tally
 from specgen.decoding.sampling import (
     SamplingParams,
     Verdict,
     distribution,
+    draft_uniforms,
+    token_logprobs,
     uniforms,
     verify_greedy,
     verify_sampled,
@@ -37,13 +40,15 @@ class GenerationConfig:
     max_tokens: int = 256
     draft_tokens: int = 4
     sampling: SamplingParams = SamplingParams()
+    logprobs: int | None = None  # each emitted token's log-probability and this many top ones (None: none)
 
 
-def generate(target, drafter, prompt: list[int], config: GenerationConfig):
+def generate(target, drafter, prompt: list[int], config: GenerationConfig, constraint: Constraint | None = None):
     """Yield a Round per verification round, then one Summary (also after Ctrl-C).
 
     `drafter` is any drafter (a draft model, a copy drafter, the auto policy over them), or None
     for the target alone; it may draft up to `drafter.reach(config.draft_tokens)` tokens a round.
+    `constraint` (a grammar) masks every verify row at its own place (decoding.constraint).
     """
     if not prompt:
         raise ValueError("generate needs at least one prompt token")
@@ -57,7 +62,8 @@ def generate(target, drafter, prompt: list[int], config: GenerationConfig):
         if k > 0:
             drafter.prepare(prompt[:-1])
         prefill_s = time.perf_counter() - start
-        stop_reason = yield from _rounds(target, drafter if k > 0 else None, prompt[-1], config, room, tally)
+        stop_reason = yield from _rounds(target, drafter if k > 0 else None, prompt[-1], config, room, tally,
+                                         constraint)
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     wall = time.perf_counter() - start
@@ -65,7 +71,7 @@ def generate(target, drafter, prompt: list[int], config: GenerationConfig):
     yield _summarize(tally, name, k, len(prompt), prefilled, prefill_s, wall, stop_reason)
 
 
-def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally: Tally):
+def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally: Tally, constraint):
     """The loop proper: yields Rounds; returns why it stopped ("eog", "length" or "context")."""
     params = config.sampling
     seed = params.seed if params.seed is not None else secrets.randbits(63)
@@ -75,14 +81,18 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - len(target.tokens) - 1)
         if room < 0:
             return "length" if tally.tokens >= config.max_tokens else "context"
-        draws = None if params.greedy else [uniforms(seed, tally.tokens + i) for i in range(room + 1)]
         proposing = drafter is not None and room > 0
+        draws = draft_uniforms(seed, tally.rounds, room) if proposing and not params.greedy else None
         draft = drafter.propose(target.tokens, last, room, params, draws) if proposing else NO_DRAFT
         clock.drafted()
         n_past = len(target.tokens)
         rows = target.forward([last, *draft.tokens], all_logits=True)
         clock.forwarded()
-        verdict = _verify(rows, draft, params, draws)
+        constrained_at = time.perf_counter()
+        verdict = _verify(rows, draft, params, lambda i: uniforms(seed, tally.tokens + i), constraint)
+        constraint_s = time.perf_counter() - constrained_at if constraint is not None else 0.0
+        logprobs = () if config.logprobs is None else \
+            token_logprobs(rows, [*draft.tokens[: verdict.accepted], verdict.token], config.logprobs)
         target.truncate(n_past + 1 + verdict.accepted)
         if drafter is not None:
             drafter.rollback(target.tokens)
@@ -90,7 +100,12 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         if proposing:
             drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], clock.round_s)
         event, ended = _round_event(target, draft, verdict, text)
-        event = clock.stamp(event, proposing, draft.source == MODEL)
+        if constraint is not None and not ended:
+            constrained_at = time.perf_counter()
+            constraint.accept(event.tokens)
+            constraint_s += time.perf_counter() - constrained_at
+        event = replace(clock.stamp(event, proposing, draft.source == MODEL), constraint_s=constraint_s,
+                        logprobs=logprobs[: event.emitted])
         tally.add(event)
         yield event
         if ended:
@@ -98,11 +113,15 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         last = verdict.token
 
 
-def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, draws) -> Verdict:
-    """The target's verdict on the draft: greedy comparison, or speculative sampling."""
+def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, checks, constraint) -> Verdict:
+    """The target's verdict on the draft: greedy comparison, or speculative sampling with
+    `checks(i)`, the uniforms of the draft's i-th position; with a constraint, on rows masked
+    each at its place."""
+    if constraint is not None:
+        return verify_constrained(rows, draft.tokens, draft.q, params, checks, constraint.round(draft.tokens))
     if params.greedy:
         return verify_greedy(np.argmax(rows, axis=1), draft.tokens)
-    return verify_sampled(lambda i: distribution(rows[i], params), draft.q, draft.tokens, draws)
+    return verify_sampled(lambda i: distribution(rows[i], params), draft.q, draft.tokens, checks)
 
 
 def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream) -> tuple[Round, bool]:
@@ -152,6 +171,7 @@ def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: i
         model_drafted=tally.model_drafted,
         rewrite_rounds=tally.rewrite_rounds,
         pattern_rounds=tally.pattern_rounds,
+        constraint_s=tally.constraint_s,
         rejected_rounds=tally.rejected_rounds,
         drafted_by_position=tuple(tally.drafted_at),
         accepted_by_position=tuple(tally.accepted_at),

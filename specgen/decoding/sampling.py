@@ -14,8 +14,13 @@ At temperature 0 every distribution is one-hot on the argmax, so the same rules 
 Cost matters as much as correctness: a distribution is kept sparse (only the tokens top-k or
 top-p leave, found by partial selection, never a full sort of the vocabulary), computed in
 float32, and the target's rows are turned into distributions only as far as the first
-rejection. Random numbers come from one small stream per output position (`uniforms`), so a
-seeded run draws the same numbers for a position however the rounds before it were split.
+rejection.
+
+Random numbers: the accept test and the target's sample at an output position come from that
+position's own stream (`uniforms`), used once, by the round that settles the position; a draft
+model's tokens come from a stream of the round's own (`draft_uniforms`). So whatever a drafter
+chose from earlier rounds is independent of the numbers that draw and judge this round's
+tokens, also where a position is drafted again after a rejection.
 """
 
 from __future__ import annotations
@@ -144,8 +149,14 @@ def sample(dist: Dist, u: float) -> int:
 
 
 def uniforms(seed: int, position: int) -> np.ndarray:
-    """Three uniform draws for one output position: draft sample, accept test, target sample."""
-    return np.random.default_rng([seed, position]).random(3)
+    """Two uniform draws for one output position: the accept test, the target's sample."""
+    return np.random.default_rng([seed, position]).random(2)
+
+
+def draft_uniforms(seed: int, round_number: int, count: int) -> np.ndarray:
+    """`count` uniform draws for the draft tokens of one round, from the round's own stream (a
+    spawn key keeps it apart from every position's `uniforms`)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(round_number,))).random(count)
 
 
 def accepts(p: Dist, q: Dist, token: int, u: float) -> bool:
@@ -175,6 +186,30 @@ def residual(p: Dist, q: Dist) -> Dist:
 
 
 @dataclass(frozen=True)
+class TokenLogprob:
+    """An emitted token's log-probability under the target's raw row (temperature 1, no top-k,
+    top-p or grammar mask: the model's own numbers), and the `top` most likely tokens' ones."""
+
+    token: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()
+
+
+def token_logprobs(rows: np.ndarray, tokens: list[int], top: int) -> tuple[TokenLogprob, ...]:
+    """Log-softmax of row i at tokens[i], with the `top` largest entries of each row."""
+    out = []
+    for row, token in zip(rows, tokens):
+        logits = np.asarray(row, dtype=np.float64)
+        peak = logits.max()
+        normaliser = peak + np.log(np.exp(logits - peak).sum())
+        best = np.argpartition(logits, -top)[-top:] if 0 < top < logits.shape[0] else np.arange(0)
+        best = best[np.lexsort((best, -logits[best]))]
+        out.append(TokenLogprob(token, float(logits[token] - normaliser),
+                                tuple((int(t), float(logits[t] - normaliser)) for t in best)))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
 class Verdict:
     """Outcome of checking one round of draft tokens against the target."""
 
@@ -191,11 +226,12 @@ def verify_greedy(target_argmax: np.ndarray, drafted: list[int]) -> Verdict:
 
 
 def verify_sampled(p_row: Callable[[int], Dist], q_rows: list[Dist], drafted: list[int],
-                   draws: list[np.ndarray]) -> Verdict:
-    """Speculative sampling. `p_row(i)` is the target's distribution at draft position i (made
-    only when reached); `draws[i]` are position i's uniforms (accept test [1], target sample [2])."""
+                   checks: Callable[[int], np.ndarray]) -> Verdict:
+    """Speculative sampling. `p_row(i)` is the target's distribution at draft position i and
+    `checks(i)` that position's uniforms (accept test [0], target sample [1]), both made only
+    when reached."""
     for i, token in enumerate(drafted):
-        p = p_row(i)
-        if not accepts(p, q_rows[i], token, draws[i][1]):
-            return Verdict(i, sample(residual(p, q_rows[i]), draws[i][2]))
-    return Verdict(len(drafted), sample(p_row(len(drafted)), draws[len(drafted)][2]))
+        p, u = p_row(i), checks(i)
+        if not accepts(p, q_rows[i], token, u[0]):
+            return Verdict(i, sample(residual(p, q_rows[i]), u[1]))
+    return Verdict(len(drafted), sample(p_row(len(drafted)), checks(len(drafted))[1]))

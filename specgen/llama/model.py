@@ -46,6 +46,25 @@ class SavedState:
 
 
 @dataclass(frozen=True)
+class FimTokens:
+    """A model's fill-in-the-middle control tokens, None where it has none: as llama.cpp reads them
+    from the GGUF header (`tokenizer.ggml.fim_pre_token_id` ... `fim_sep_token_id`, or the older
+    `prefix_token_id`, `suffix_token_id`, `middle_token_id`) or finds them by their text."""
+
+    pre: int | None = None
+    suf: int | None = None
+    mid: int | None = None
+    pad: int | None = None
+    rep: int | None = None  # begins the repository's name in a multi-file prompt
+    sep: int | None = None  # begins a file's name in a multi-file prompt
+
+    @property
+    def usable(self) -> bool:
+        """Whether the model can fill a gap: it has the prefix, suffix and middle tokens."""
+        return None not in (self.pre, self.suf, self.mid)
+
+
+@dataclass(frozen=True)
 class LoadOptions:
     """How to load a model: context size, CPU threads, layers to offload (None = all, where there is
     a GPU or a worker), and RPC workers whose devices take the layers before this machine's GPU."""
@@ -145,6 +164,9 @@ class Model:
         self.n_ctx = lib.llama_n_ctx(ctx)
         self.n_batch = options.n_batch
         self.bos = lib.llama_vocab_bos(self._vocab)
+        self.add_bos = bool(lib.llama_vocab_get_add_bos(self._vocab))
+        self.fim = FimTokens(*(self._special(getattr(lib, f"llama_vocab_fim_{name}"))
+                               for name in ("pre", "suf", "mid", "pad", "rep", "sep")))
         self.threads = threads
         stat = self.path.stat()
         self.identity = "|".join(map(str, (
@@ -152,6 +174,10 @@ class Model:
             options.n_batch, lib.__version__, *options.rpc)))
         self._piece_buf = ctypes.create_string_buffer(256)
         self._newline = self.tokenize("\n", False, False)  # what `continuation` puts before its text
+
+    def _special(self, lookup) -> int | None:
+        token = lookup(self._vocab)
+        return token if 0 <= token < self.n_vocab else None
 
     def close(self) -> None:
         self._stack.close()
@@ -268,6 +294,11 @@ class Model:
             count = self._lib.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, False)
         return buf.raw[:count]
 
+    @property
+    def vocab_handle(self):
+        """llama.cpp's vocabulary of this model, for a grammar sampler (llama.grammar)."""
+        return self._vocab
+
     def is_eog(self, token: int) -> bool:
         return bool(self._lib.llama_vocab_is_eog(self._vocab, token))
 
@@ -298,7 +329,12 @@ class Model:
 
     def encode_chat(self, messages: list[tuple[str, str]]) -> list[int]:
         """Tokens of a templated conversation; a BOS written by the template is not doubled."""
-        tokens = self.tokenize(self.apply_chat_template(messages), add_special=True, parse_special=True)
+        return self.encode_templated(self.apply_chat_template(messages))
+
+    def encode_templated(self, text: str) -> list[int]:
+        """Tokens of what a chat template wrote (its special tokens read as such); a BOS written by
+        the template is not doubled."""
+        tokens = self.tokenize(text, add_special=True, parse_special=True)
         if len(tokens) > 1 and tokens[0] == tokens[1] == self.bos:
             del tokens[0]
         return tokens

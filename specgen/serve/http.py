@@ -1,4 +1,5 @@
-"""`specgen serve`: an OpenAI-compatible HTTP server over one loaded target/draft pair.
+"""`specgen serve`: an OpenAI-compatible HTTP server over one loaded target/draft pair (and
+llama-server's `/infill`, for editors that fill the middle of a file).
 
 Starlette routes read and check requests on uvicorn's event loop (its own thread, so that the
 main thread keeps the signals: Ctrl-C drains, a second stops at once); generation runs on the
@@ -40,7 +41,8 @@ from specgen.decoding.loop import GenerationConfig
 from specgen.errors import SpecgenError, UsageError
 from specgen.llama.model import LoadOptions
 from specgen.models.paths import ModelPaths
-from specgen.serve.wire import ApiError, Outcome, Reply, parse_request
+from specgen.serve.infill import InfillReply, settings
+from specgen.serve.wire import ApiError, GenRequest, Outcome, Reply, parse_infill, parse_request
 from specgen.serve.scheduler import Delta, Failed, Finished, Gone, Job, Limits, Scheduler
 
 LOG = "specgen.log"
@@ -121,6 +123,7 @@ def build_app(scheduler: Scheduler, options: ServeOptions, draft_name: str | Non
         Route("/v1/models/{model:path}", api.model, methods=["GET"]),
         Route("/v1/chat/completions", api.chat, methods=["POST"]),
         Route("/v1/completions", api.completion, methods=["POST"]),
+        Route("/infill", api.infill, methods=["POST"]),
     ]
     handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
     hosts = None if not is_loopback(options.host) else {"localhost", *options.allowed_hosts}
@@ -152,14 +155,29 @@ class Api:
         return JSONResponse(self.card())
 
     async def chat(self, request: Request):
-        return await self._generate(request, "chat")
+        return await self._openai(request, "chat")
 
     async def completion(self, request: Request):
-        return await self._generate(request, "completion")
+        return await self._openai(request, "completion")
 
-    async def _generate(self, request: Request, kind: str):
+    async def infill(self, request: Request):
+        """llama-server's /infill, in its reply shape (serve.infill)."""
+        body = await read_json(request, self.options.max_body)
+        spec, fields = parse_infill(body)
+        reply = InfillReply(self.options.model_id, self.draft_name, settings(spec, self.scheduler.config_for(spec)),
+                            fields)
+        return await self._generate(request, spec, lambda: reply)
+
+    async def _openai(self, request: Request, kind: str):
         body = await read_json(request, self.options.max_body)
         spec = parse_request(body, kind, (self.options.model_id,))
+        prefix = "cmpl" if kind == "completion" else "chatcmpl"
+        return await self._generate(request, spec, lambda: Reply(
+            kind, f"{prefix}-{uuid.uuid4().hex[:24]}", int(time.time()), self.options.model_id, self.draft_name))
+
+    async def _generate(self, request: Request, spec: GenRequest, make_reply):
+        """Queue the generation and answer as it goes: streamed or one body, in the shape
+        `make_reply()` gives once the generation has begun."""
         record: Record = request.scope[LOG]
         record.stream = spec.stream
         job = Job(spec, request.scope[USER])
@@ -171,14 +189,13 @@ class Api:
                 raise first.error
             if isinstance(first, Gone):
                 return JSONResponse({}, status_code=499)
-            prefix = "cmpl" if kind == "completion" else "chatcmpl"
-            reply = Reply(kind, f"{prefix}-{uuid.uuid4().hex[:24]}", int(time.time()), self.options.model_id,
-                          self.draft_name)
+            reply = make_reply()
+            asked = spec.logprobs is not None
             if spec.stream:
-                stream = EventStream(_events(job, reply, spec.include_usage, record), watcher)
+                stream = EventStream(_events(job, reply, spec.include_usage, record, asked), watcher)
                 watcher = None
                 return stream
-            return await _whole(job, reply, record)
+            return await _whole(job, reply, record, asked)
         finally:
             if watcher is not None:
                 watcher.cancel()
@@ -215,35 +232,39 @@ async def read_json(request: Request, limit: int) -> dict:
     return body
 
 
-async def _whole(job: Job, reply: Reply, record: Record) -> JSONResponse:
-    """Wait for the whole generation and answer with one body."""
-    texts = []
+async def _whole(job: Job, reply: Reply | InfillReply, record: Record, logprobs: bool) -> JSONResponse:
+    """Wait for the whole generation and answer with one body (with the tokens' log-probabilities
+    where `logprobs`)."""
+    texts, entries = [], []
     while True:
         event = await job.next()
         if isinstance(event, Delta):
             texts.append(event.text)
+            entries += event.logprobs
         elif isinstance(event, Finished):
             record.outcome = event.outcome
-            return JSONResponse(reply.body("".join(texts), event.outcome))
+            return JSONResponse(reply.body("".join(texts), event.outcome, entries if logprobs else None))
         elif isinstance(event, Failed):
             raise event.error
         elif isinstance(event, Gone):
             return JSONResponse({}, status_code=499)
 
 
-async def _events(job: Job, reply: Reply, include_usage: bool, record: Record):
-    """Server-sent events: the OpenAI chunks as the scheduler sends text, then `data: [DONE]`."""
+async def _events(job: Job, reply: Reply | InfillReply, include_usage: bool, record: Record, logprobs: bool):
+    """Server-sent events: the reply's chunks as the scheduler sends text (with its tokens'
+    log-probabilities where `logprobs`), then (OpenAI's) `data: [DONE]`."""
     if reply.kind == "chat":
         yield sse_event(reply.chunk(None, role=True))
     while True:
         event = await job.next()
         if isinstance(event, Delta):
-            yield sse_event(reply.chunk(event.text))
+            yield sse_event(reply.chunk(event.text, logprobs=event.logprobs if logprobs else None))
         elif isinstance(event, Finished):
             record.outcome = event.outcome
             for chunk in reply.last_chunks(event.outcome, include_usage):
                 yield sse_event(chunk)
-            yield b"data: [DONE]\n\n"
+            if reply.kind != "infill":  # llama-server's own stream ends with its last body
+                yield b"data: [DONE]\n\n"
             return
         elif isinstance(event, Failed):
             record.note = event.error.message
@@ -302,7 +323,8 @@ async def _api_error(request: Request, error: ApiError) -> JSONResponse:
 
 async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
     if error.status_code == 404:
-        message = f"no route {request.url.path}; this server has /v1/models, /v1/chat/completions, /v1/completions, /health"
+        message = (f"no route {request.url.path}; this server has /v1/models, /v1/chat/completions, /v1/completions, "
+                   "/infill, /health")
     else:
         message = f"{request.method} is not allowed on {request.url.path}" if error.status_code == 405 else error.detail
     return error_response(ApiError(error.status_code, message, headers=dict(error.headers or {})), request)

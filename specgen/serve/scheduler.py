@@ -18,6 +18,7 @@ import asyncio
 import threading
 import time
 from collections import deque
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 
 from specgen.decoding.drafters.model import ModelDrafter
@@ -30,10 +31,14 @@ from specgen.decoding.tokens import common_prefix
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import cached_costs, drafter_for
 from specgen.llama.conversation import Conversation, Prompt
+from specgen.llama.grammar import Grammar, GrammarError, json_grammar, schema_grammar
+from specgen.llama.templates import ChatTemplate, TemplateError, call_grammar, model_template
 from specgen.llama.lookup_cache import MAX_TOKENS
 from specgen.llama.model import ContextFull
+from specgen.serve.infill import EditorLimits, files_tokens, fim_prompt
 from specgen.serve.states import SavedStates
-from specgen.serve.wire import ApiError, GenRequest, Outcome, finish_reason
+from specgen.serve.pipe import ReplyPipe
+from specgen.serve.wire import ApiError, GenRequest, Logprob, Outcome, finish_reason
 
 PREFILL_CHUNK = 128  # prompt tokens per prefill step: a client gone is noticed within one
 MIN_MEMORY_TOKENS = 4096  # each user's copy memory holds at least this many tokens of past replies
@@ -47,6 +52,7 @@ class Started:
 @dataclass(frozen=True)
 class Delta:
     text: str
+    logprobs: tuple[Logprob, ...] = ()  # of the tokens whose text this delta completes
 
 
 @dataclass(frozen=True)
@@ -110,6 +116,7 @@ class StopMatcher:
         self._link()
         self._state = 0
         self.pending = ""
+        self.found = ""  # the stop string that ended the text
 
     def _add(self, stop: str) -> None:
         state = 0
@@ -145,6 +152,7 @@ class StopMatcher:
             if self._ends[state]:
                 cut = len(held) + position + 1 - self._ends[state]
                 self.pending, self._state = "", 0
+                self.found = (held + text)[cut : cut + self._ends[state]]
                 return (held + text)[:cut], True
         self._state = state
         whole = held + text
@@ -157,6 +165,36 @@ class StopMatcher:
         return out
 
 
+class ReplyCut:
+    """Where the text sent ends before the loop ends the reply: at the first stop string, or for
+    a fill-in-the-middle request where an editor's limits say (serve.infill.EditorLimits). `ended`
+    says why ("stop string", "indent", "time limit"), None while the text goes on. It is the
+    `stops` of a serve.pipe.ReplyPipe."""
+
+    def __init__(self, request: GenRequest, start: float):
+        self.stops = StopMatcher(request.stop)
+        infill = request.infill
+        self.limits = EditorLimits(infill.n_indent, infill.t_max_predict_ms, start) if infill else None
+        self.ended: str | None = None
+
+    def feed(self, text: str) -> tuple[str, bool]:
+        """The part of a round's text to send now, and whether the reply has ended."""
+        text, stopped = self.stops.feed(text)
+        text = self._limited(text, "stop string" if stopped else None, time.perf_counter())
+        return text, self.ended is not None
+
+    def flush(self) -> str:
+        """What was held back, once the loop has ended the reply."""
+        return "" if self.ended else self._limited(self.stops.flush(), None, None)
+
+    def _limited(self, text: str, reason: str | None, now: float | None) -> str:
+        if self.limits is not None:
+            text, limited = self.limits.feed(text, now)
+            reason = limited or reason
+        self.ended = reason
+        return text
+
+
 @dataclass(frozen=True)
 class Encoded:
     """A request's prompt tokens; for a user's chat turn also its Prompt and its conversation."""
@@ -165,6 +203,7 @@ class Encoded:
     prompt: Prompt | None = None
     conversation: Conversation | None = None
     prediction: list[int] | None = None  # the request's prediction in the target's tokens
+    truncated: bool = False  # a fill-in-the-middle prompt was cut to fit
 
 
 class Prompts:
@@ -176,9 +215,18 @@ class Prompts:
         self.limit = min(limit, target.n_ctx - 1)
         self.kept = kept
         self.conversations: list[Conversation] = []  # least recently used first
+        self._template: ChatTemplate | None = None
 
-    def encode(self, request: GenRequest) -> Encoded:
-        if request.kind == "chat":
+    def encode(self, request: GenRequest, reply_tokens: int = 0) -> Encoded:
+        """The request's prompt tokens; a fill-in-the-middle prompt for /infill is cut to leave
+        room for `reply_tokens` (up to half the limit): the server's reply length, not the request's,
+        so that an editor's requests share their cut and so their cache. Any other prompt over the
+        limit is a 400."""
+        if request.infill is not None:
+            encoded = self._infill(request, reply_tokens)
+        elif request.kind == "chat" and request.templated:
+            encoded = Encoded(self._templated(request))
+        elif request.kind == "chat":
             encoded = self._chat(request.messages)
         else:
             encoded = Encoded(self._completion(request.prompt))
@@ -232,6 +280,31 @@ class Prompts:
                            code="context_length_exceeded")
         return Encoded(list(prompt.tokens), prompt, conversation)
 
+    def template(self) -> ChatTemplate:
+        """The target's own chat template, compiled on first use."""
+        if self._template is None:
+            try:
+                self._template = model_template(self.target)
+            except TemplateError as error:
+                raise ApiError(400, f"{self.target.path.name}: {error}", param="messages") from None
+            if self._template is None:
+                raise ApiError(400, f"{self.target.path.name} has no chat template, so it cannot be sent tools or "
+                               "tool messages", param="messages")
+        return self._template
+
+    def _templated(self, request: GenRequest) -> list[int]:
+        """A chat with tools or tool turns, through the model's own template (its tool prompt)."""
+        template = self.template()
+        tools = list(request.tools) if request.tool_choice != "none" else None
+        if tools and template.format is None:
+            raise ApiError(400, f"the chat template of {self.target.path.name} teaches no tool-call format specgen "
+                           "reads (Qwen2.5's <tool_call> blocks, Llama 3.1's JSON); send no tools, or tool_choice "
+                           "none", param="tools")
+        try:
+            return self.target.encode_templated(template.render([dict(m) for m in request.chat], tools))
+        except TemplateError as error:
+            raise ApiError(400, f"{self.target.path.name}: {error}", param="messages") from None
+
     def _conversation(self, history: list[tuple[str, str]]) -> Conversation:
         """The recent conversation whose messages are `history`, or a new one, now the most recent."""
         found = next((c for c in self.conversations if c.messages == history), None)
@@ -241,6 +314,22 @@ class Prompts:
         self.forget(found)
         self.conversations = [*self.conversations, found][-self.kept :]
         return found
+
+    def _infill(self, request: GenRequest, reply_tokens: int) -> Encoded:
+        fim, infill = self.target.fim, request.infill
+        param = "input_suffix" if request.kind == "infill" else "suffix"
+        if not fim.usable:
+            raise ApiError(400, f"this model has no fill-in-the-middle tokens; {self.target.path.name} cannot fill "
+                           "a gap: serve a code model that has them (Qwen2.5-Coder does), or send a completion "
+                           "without a suffix", param=param)
+
+        def tokenize(text: str) -> list[int]:
+            return self.target.tokenize(text, add_special=False, parse_special=False)
+
+        budget = self.limit - min(reply_tokens, self.limit // 2) if request.kind == "infill" else 2**31
+        built = fim_prompt(fim, self.target.bos if self.target.add_bos else None, tokenize(infill.prefix),
+                           tokenize(infill.suffix), files_tokens(fim, tokenize, infill.extra), budget)
+        return Encoded(built.tokens, truncated=built.truncated)
 
     def _completion(self, prompt: str | tuple[int, ...]) -> list[int]:
         if isinstance(prompt, str):
@@ -399,10 +488,14 @@ class Scheduler:
         is ours (500)."""
         started, start, encoded, user = False, time.perf_counter(), None, self._user(job.user)
         try:
-            encoded = user.prompts.encode(job.request)
-            job.send(Started())
-            started = True
-            return self._generate(job, user, encoded, start)
+            encoded = user.prompts.encode(job.request, min(self.config.max_tokens, self.limits.reply_tokens))
+            with ExitStack() as owned:
+                grammar = self._grammar(job.request, user)
+                if grammar is not None:
+                    owned.enter_context(grammar)
+                job.send(Started())
+                started = True
+                return self._generate(job, user, encoded, start, grammar)
         except ApiError as error:
             return Failed(error)
         except Exception as error:  # noqa: BLE001 - the thread must survive any request
@@ -426,46 +519,82 @@ class Scheduler:
                 model.sync(tokens[:end])
         return Prefill(own, len(tokens) - 1 - reused, time.perf_counter() - start)
 
-    def _generate(self, job: Job, user: User, encoded: Encoded, start: float) -> Finished | Gone:
+    def _grammar(self, request: GenRequest, user: User) -> Grammar | None:
+        """The grammar the reply must follow, or None: a call of the tools where `tool_choice`
+        requires one (in the model's own format), else `response_format`'s. A schema that cannot be
+        a grammar is the client's 400."""
+        forced = request.tool_choice in ("required", "function")
+        fmt = request.response_format
+        try:
+            if forced:
+                tools = [t for t in request.tools if request.forced_tool in (None, t["function"]["name"])]
+                return Grammar(self.target, *call_grammar(user.prompts.template().format, tools,
+                                                          single=not request.parallel_tool_calls))
+            if fmt is None:
+                return None
+            if request.tools and request.tool_choice == "auto":
+                raise ApiError(400, "response_format with tools needs tool_choice none, required or a named "
+                               "function: a reply cannot both follow the format and call a tool",
+                               param="response_format")
+            return Grammar(self.target, json_grammar() if fmt.kind == "json_object" else schema_grammar(fmt.schema))
+        except GrammarError as error:
+            raise ApiError(400, str(error), param="tools" if forced else "response_format.json_schema.schema") \
+                from None
+
+    def _generate(self, job: Job, user: User, encoded: Encoded, start: float, grammar: Grammar | None
+                  ) -> Finished | Gone:
         """Stream one reply's text to the job, cut at stop strings, and return how it ended;
-        `start`: when the scheduler took it."""
+        `start`: when the scheduler took it; `grammar`: what the reply must follow."""
         tokens = encoded.tokens
         prefill = self._prefill(job, tokens)
         if prefill is None:
             user.prompts.forget(encoded.conversation)
             return Gone()
-        config = self._config(job.request)
+        config = self.config_for(job.request)
         seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
         prediction = Prediction(encoded.prediction) if encoded.prediction is not None else None
         drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
                               None if seeded else self.costs, prediction)
-        events = generate(self.target, drafter, tokens, config)
-        stops = StopMatcher(job.request.stop)
+        events = generate(self.target, drafter, tokens, config, grammar)
+        fmt = user.prompts.template().format if job.request.tools and job.request.tool_choice != "none" else None
+        cut = ReplyCut(job.request, time.perf_counter())
+        pipe = ReplyPipe(cut, fmt, self.target.piece, self._prompt_chars(job.request, tokens))
         reply: list[int] = []
-        progress = {"first": None, "stopped": False}  # when the first text went out; whether a stop string ended it
+        first = None  # when the first text went out
 
         def on_round(event) -> None:
+            nonlocal first
             reply.extend(event.tokens)
-            text, progress["stopped"] = stops.feed(event.text)
+            text, logprobs = pipe.feed(event.text, event.logprobs)
             if text:
-                progress["first"] = progress["first"] if progress["first"] is not None else time.perf_counter() - start
-                job.send(Delta(text))
+                first = first if first is not None else time.perf_counter() - start
+            if text or logprobs:
+                job.send(Delta(text, logprobs))
 
-        whole, summary = consume(events, on_round, lambda: progress["stopped"] or job.cancelled.is_set())
-        first, stopped = progress["first"], progress["stopped"]
-        if stopped:  # the loop saw an interrupt; the client sees a stop string
-            summary = replace(summary, stop_reason="stop string")
-        tail = stops.flush()
-        if tail:
-            job.send(Delta(tail))
-        received = not stopped and not job.cancelled.is_set()  # a reply the client never got is not kept
+        whole, summary = consume(events, on_round, lambda: pipe.stopped or job.cancelled.is_set())
+        tail, logprobs, calls = pipe.finish()
+        if tail or logprobs:
+            job.send(Delta(tail, logprobs))
+        if cut.ended:  # the loop saw an interrupt; the client sees where the text was cut
+            summary = replace(summary, stop_reason=cut.ended)
+        received = not cut.ended and not job.cancelled.is_set()  # a reply the client never got is not kept
         user.prompts.remember(encoded, whole, reply, whole=received)
         user.memory.add(reply)
-        reason = finish_reason(summary.stop_reason, stopped)
+        reason = "tool_calls" if calls else finish_reason(summary.stop_reason, cut.ended == "stop string")
         predicted = report(prediction, reply, summary.by_source.get("prediction")) if prediction is not None else None
-        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, predicted))
+        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, tool_calls=tuple(calls),
+                                truncated=encoded.truncated, stop_word=cut.stops.found, prediction=predicted))
 
-    def _config(self, request: GenRequest) -> GenerationConfig:
+    def _prompt_chars(self, request: GenRequest, tokens: list[int]) -> int:
+        """Where a completion's text begins in prompt + completion (OpenAI's text_offset counts from
+        the prompt's start): the prompt's length in characters."""
+        if request.kind != "completion" or request.logprobs is None:
+            return 0
+        if isinstance(request.prompt, str):
+            return len(request.prompt)
+        return len(b"".join(self.target.piece(t) for t in tokens).decode("utf-8", errors="replace"))
+
+    def config_for(self, request: GenRequest) -> GenerationConfig:
         """The server's settings, with what the request sets itself."""
         base = self.config
         s = base.sampling
@@ -476,5 +605,5 @@ class Scheduler:
             top_p=s.top_p if request.top_p is None else request.top_p,
             seed=s.seed if request.seed is None else request.seed,
         )
-        max_tokens = min(request.max_tokens or base.max_tokens, self.limits.reply_tokens)
-        return replace(base, max_tokens=max_tokens, sampling=sampling)
+        max_tokens = min(base.max_tokens if request.max_tokens is None else request.max_tokens, self.limits.reply_tokens)
+        return replace(base, max_tokens=max_tokens, sampling=sampling, logprobs=request.logprobs)

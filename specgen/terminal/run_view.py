@@ -35,6 +35,8 @@ def summary_line(summary: Summary, placement: str = "", prediction: PredictionRe
     if prediction is not None:
         spec += (f", prediction {prediction.prediction_tokens} tokens: {prediction.accepted_prediction_tokens} "
                  f"accepted, {prediction.rejected_prediction_tokens} rejected")
+    if summary.constraint_s and summary.rounds:
+        spec += f", grammar {summary.constraint_s / summary.rounds * 1000:.1f} ms/round"
     split = _split(summary)
     return (
         f"specgen: {summary.tokens} tokens at {summary.tokens_per_second:.1f} tok/s{spec}; "

@@ -461,7 +461,8 @@ def test_predicted_speedup_uses_isolated_costs_and_the_measured_tokens_per_round
     summary = SimpleNamespace(tokens=240, rounds=100, drafted=200, accepted=140, decode_s=1.0, draft_s=0.2,
                               verify_s=0.7, other_s=0.1, lookup_rounds=0, model_drafted=200,
                               drafted_by_position=(100, 100), accepted_by_position=(80, 60), prefill_s=0.0,
-                              python_s=0.01, missed_copy_rounds=0)
+                              python_s=0.01, constraint_s=0.0,
+                              missed_copy_rounds=0)
     p = _prediction(summary, SimpleNamespace(name="draft-k2", drafter="model", k=2, adaptive=False), costs)
     assert p.expected_tokens_per_round == pytest.approx(1 + 0.8 + 0.6)
     assert p.round_cost == pytest.approx(2 * 0.2 + 0.08 / 0.05)
@@ -478,7 +479,7 @@ def test_predicted_speedup_of_auto_counts_the_tokens_its_long_copies_really_made
                               decode_s=1.0, draft_s=0.0, verify_s=0.9, other_s=0.1, lookup_rounds=100,
                               model_drafted=0, drafted_by_position=(100,) + (50,) * 14,
                               accepted_by_position=(50,) * 15,
-                              prefill_s=0.0, python_s=0.01, missed_copy_rounds=0)
+                              prefill_s=0.0, python_s=0.01, constraint_s=0.0, missed_copy_rounds=0)
     p = _prediction(summary, SimpleNamespace(name="lookup-auto", drafter="lookup", k=8, adaptive=True), costs,
                     base_tokens=850)
     assert p.expected_tokens_per_round == pytest.approx(8.5)
@@ -495,7 +496,7 @@ def test_predicted_speedup_of_draft_auto_charges_draft_steps_only_to_the_models_
     summary = SimpleNamespace(tokens=tokens, rounds=100, drafted=10 * 2 + 10 * 8, accepted=10 + 80, decode_s=1.0,
                               draft_s=0.1, verify_s=0.8, other_s=0.1, lookup_rounds=10, model_drafted=20,
                               drafted_by_position=(20, 20) + (10,) * 6, accepted_by_position=(20,) + (10,) * 7,
-                              prefill_s=0.0, python_s=0.01, missed_copy_rounds=0)
+                              prefill_s=0.0, python_s=0.01, constraint_s=0.0, missed_copy_rounds=0)
     p = _prediction(summary, SimpleNamespace(name="draft-auto", drafter="model", k=4, adaptive=True), costs)
     cost_in_passes = 80 * 1 + 10 * (0.06 / 0.04 + 2 * 0.5) + 10 * (0.12 / 0.04)
     assert p.round_cost == pytest.approx(cost_in_passes / 100)

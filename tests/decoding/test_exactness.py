@@ -17,12 +17,13 @@ from stathelp import position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import MODEL, Draft
+from specgen.decoding.drafters.base import MODEL, NO_DRAFT, Draft
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
-from specgen.decoding.sampling import SamplingParams, distribution, sample
+from specgen.decoding.sampling import SamplingParams, distribution, one_hot, sample
 
 N = 1200
 DEPTH = 3
@@ -33,28 +34,37 @@ TOP_K = SamplingParams(temperature=1.0, top_k=8)
 TOP_P = SamplingParams(temperature=0.9, top_p=0.9)
 
 
-def first_tokens(target, drafter, text: str, params: SamplingParams, k: int, seeds: range) -> list[tuple[int, ...]]:
+def generations(target, drafter, text: str, params: SamplingParams, k: int, seeds: range,
+                depth: int = DEPTH) -> list[list[Round]]:
+    """The rounds of one seeded generation of `depth` tokens per seed."""
     prompt = target.tokenize(text, add_special=True, parse_special=False)
     out = []
     for seed in seeds:
-        config = GenerationConfig(DEPTH, k, SamplingParams(params.temperature, params.top_k, params.top_p, seed))
-        events = list(generate(target, drafter, prompt, config))[:-1]
-        out.append(tuple(t for event in events for t in event.tokens))
+        config = GenerationConfig(depth, k, SamplingParams(params.temperature, params.top_k, params.top_p, seed))
+        out.append(list(generate(target, drafter, prompt, config))[:-1])
     return out
+
+
+def first_tokens(target, drafter, text: str, params: SamplingParams, k: int, seeds: range,
+                 depth: int = DEPTH) -> list[tuple[int, ...]]:
+    """The tokens of each generation, padded with -1 where it ended early."""
+    runs = generations(target, drafter, text, params, k, seeds, depth)
+    return [tuple([t for event in rounds for t in event.tokens] + [-1] * depth)[:depth] for rounds in runs]
 
 
 _baselines: dict = {}
 
 
-def baseline(target, text: str, params: SamplingParams) -> list[tuple[int, ...]]:
-    key = (text, params)
+def baseline(target, text: str, params: SamplingParams, depth: int = DEPTH) -> list[tuple[int, ...]]:
+    key = (text, params, depth)
     if key not in _baselines:
-        _baselines[key] = first_tokens(target, None, text, params, 0, range(10**6, 10**6 + N))
+        _baselines[key] = first_tokens(target, None, text, params, 0, range(10**6, 10**6 + N), depth)
     return _baselines[key]
 
 
-def same_distribution(target, drafter, text, params, k) -> tuple[bool, list[float]]:
-    pvalues = position_pvalues(first_tokens(target, drafter, text, params, k, range(N)), baseline(target, text, params))
+def same_distribution(target, drafter, text, params, k, depth: int = DEPTH) -> tuple[bool, list[float]]:
+    pvalues = position_pvalues(first_tokens(target, drafter, text, params, k, range(N), depth),
+                               baseline(target, text, params, depth))
     return min(pvalues) > ALPHA / len(pvalues), pvalues
 
 
@@ -87,6 +97,79 @@ def test_auto_policy_samples_the_target_distribution(target_model, draft_model, 
     assert (stopped > len(model_rounds) // 10) if gated else max(len(d.tokens) for d in model_rounds) >= 2
 
 
+REACH = 6  # output positions of the tests below: far enough that rejections send drafts back over them
+
+
+def redrafted(rounds: list[Round]) -> bool:
+    """Whether the draft model drafted again a position that an earlier round's draft model had
+    drafted and the target had then left unsettled (it rejected an earlier token)."""
+    written = drafted_to = 0
+    for event in rounds:
+        if event.source == MODEL and event.drafted:
+            if written < drafted_to:
+                return True
+            drafted_to = written + len(event.drafted)
+        written += len(event.tokens)
+    return False
+
+
+def test_auto_with_the_draft_model_samples_the_target_distribution_past_rejections(target_model, draft_model):
+    """Sampled auto with the draft model: each round's draft numbers are its own, so a choice
+    made from earlier rounds (K, the model or not, where the gate stops) is independent of the
+    numbers that draw the redrafted positions' tokens."""
+    drafter = RecordingAutoDrafter(ModelDrafter(draft_model), Policy(FLAT, 4, timed=False))
+    runs = generations(target_model, drafter, PROMPT, TOP_K, 4, range(N), REACH)
+    samples = [tuple([t for event in rounds for t in event.tokens] + [-1] * REACH)[:REACH] for rounds in runs]
+    pvalues = position_pvalues(samples, baseline(target_model, PROMPT, TOP_K, REACH))
+    assert min(pvalues) > ALPHA / len(pvalues), pvalues
+    assert sum(redrafted(rounds) for rounds in runs) > N // 4, "rejections should send drafts back over positions"
+
+
+UNDER = 0.8  # a redraft is made only from numbers under this: never from the top fifth of q's cumulative sum
+REFUSED = 0  # a token the target never samples under TOP_K here (it is outside every top 8)
+
+
+class RedraftChooser(ModelDrafter):
+    """A planted dependency. Where it drafts a position for the first time it leads with REFUSED
+    (copied, so q is one-hot: exact), which sends the next round back over the model's tokens
+    after it; there it drafts again only the positions (as many as come in a row) whose token it
+    drew with a number under UNDER, and nothing otherwise. With `reuse`, it draws with numbers
+    keyed by output position alone (the loop's scheme before each round had its own): a redraft
+    then uses the very number its choice was made from. On the loop's own numbers the same
+    choice is harmless."""
+
+    def __init__(self, model, reuse: bool):
+        super().__init__(model)
+        self.reuse, self.redrafts = reuse, 0
+
+    def prepare(self, prefix, prefill=True):
+        super().prepare(prefix, prefill)
+        self.prompt_length, self.drawn = len(prefix) + 1, {}
+
+    def propose(self, history, last, k, params, draws, keep=None):
+        position = len(history) + 1 - self.prompt_length
+        if self.reuse:
+            draws = np.array([np.random.default_rng([params.seed, position + i, 7]).random() for i in range(k)])
+        if position in self.drawn:  # drafted before, then left unsettled by a rejection
+            k = next((i for i in range(k) if self.drawn.get(position + i, 1.0) >= UNDER), k)
+            self.redrafts += k > 0
+            return super().propose(history, last, k, params, draws) if k else NO_DRAFT
+        if k < 2:
+            return NO_DRAFT
+        after = super().propose([*history, last], REFUSED, k - 1, params, draws[1:])
+        self.drawn.update({position + 1 + i: draws[1 + i] for i in range(len(after.tokens))})
+        return Draft([REFUSED, *after.tokens], [one_hot(REFUSED), *after.q], source=MODEL)
+
+
+@pytest.mark.parametrize("reuse", [True, False], ids=["numbers-reused", "numbers-per-round"])
+def test_a_choice_made_from_a_redrafted_positions_number_fails_only_where_it_is_reused(
+        target_model, draft_model, reuse):
+    drafter = RedraftChooser(draft_model, reuse)
+    ok, pvalues = same_distribution(target_model, drafter, PROMPT, TOP_K, 3, REACH)
+    assert ok != reuse, pvalues
+    assert drafter.redrafts > N // 2, "the planted drafter should have drafted positions again"
+
+
 class ThresholdAfterSampling(ModelDrafter):
     """A biased gate: draw the token, then drop it when its own probability is low."""
 
@@ -96,7 +179,7 @@ class ThresholdAfterSampling(ModelDrafter):
         tokens, rows = [], []
         for position in range(k):
             q = distribution(model.forward(feed, all_logits=False)[0], params)
-            token = sample(q, draws[position][0])
+            token = sample(q, draws[position])
             if q.prob(token) < 0.2:
                 break
             tokens.append(token)

@@ -61,6 +61,39 @@ def test_a_change_the_output_left_undone_before_is_never_trusted():
     assert offers[third][0] == OLD
 
 
+def test_a_rewrite_cut_off_at_the_end_of_a_copy_is_judged_by_its_whole_new_span():
+    """Copies of 4 tokens reach the renamed token as their last one, so the copy holds only the
+    first of its two new tokens. The output writes both: that is a hit, not a miss, and the
+    next offer goes on with the source after the renamed token."""
+    lines = [[100 + 10 * i, 101 + 10 * i, 109 + 10 * i, OLD, *range(102 + 10 * i, 108 + 10 * i)] for i in range(3)]
+    output = renamed(lines, {0, 1, 2})
+    copier = Copier()
+    history = [*(t for line in lines for t in line), 1]
+    copier.reset(history)
+    written, offers = 0, []
+    while written < len(lines[0]) + 1 + 3 + 2:  # line 0, the 1, then line 1 up to both new tokens
+        offer = copier.offer(history[:-1], history[-1], 4).tokens
+        kept = 0
+        while kept < len(offer) and offer[kept] == output[written + kept]:
+            kept += 1
+        offers.append(offer)
+        history += output[written : written + kept + 1]  # the target keeps a prefix and writes one token
+        written += kept + 1
+    assert offers[-1] == [110, 111, 119, NEW[0]]  # the fourth token cut the rewrite
+    assert history[-2:] == list(NEW)  # the output wrote both new tokens
+    following = copier.offer(history[:-1], history[-1], 4).tokens  # judges the cut copy
+    assert copier.rewrites.rules[(OLD,)].misses == 0
+    assert following == lines[1][4:8]
+
+
+def test_a_copy_that_cuts_a_rewrite_keeps_its_whole_new_span_and_offers_k():
+    rewrites = Rewrites()
+    rewrites.learn((5,), (50, 51, 52), [])
+    copy = rewrites.apply([1, 5, 2], 10, 2)
+    assert copy.tokens == [1, 50, 51, 52] and copy.replaced == ((1, 4, (5,)),)
+    assert copy.source_after(4) == 12
+
+
 def test_rules_apply_longest_first_and_not_where_the_source_already_reads_the_new_way():
     rewrites = Rewrites()
     rewrites.learn((5,), (50,), [])

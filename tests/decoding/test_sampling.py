@@ -10,6 +10,7 @@ from specgen.decoding.sampling import (
     distribution,
     one_hot,
     residual,
+    draft_uniforms,
     sample,
     uniforms,
     verify_greedy,
@@ -133,6 +134,20 @@ def test_uniforms_depend_only_on_seed_and_position():
     assert draws.min() >= 0 and draws.max() < 1 and abs(draws.mean() - 0.5) < 0.02
 
 
+@pytest.mark.parametrize("seed", [0, 5, 2**40 + 5, 2**63 - 1])
+def test_each_round_drafts_from_a_stream_of_its_own_apart_from_the_positions(seed):
+    """No round's draft numbers repeat another round's or any position's accept test or target
+    sample (a stream keyed by appending a round number to (seed, position) would: numpy pads
+    short seeds with zeros, so (seed, 3, 0) is (seed, 3))."""
+    assert np.array_equal(draft_uniforms(seed, 4, 6), draft_uniforms(seed, 4, 6))
+    rounds = [draft_uniforms(seed, r, 2) for r in range(200)]
+    positions = [uniforms(seed, t) for t in range(200)]
+    seen = {float(x) for row in [*rounds, *positions] for x in row}
+    assert len(seen) == 2 * 200 + 2 * 200
+    draws = np.concatenate([draft_uniforms(seed, r, 8) for r in range(400)])
+    assert draws.min() >= 0 and draws.max() < 1 and abs(draws.mean() - 0.5) < 0.02
+
+
 def test_verify_greedy_keeps_the_matching_prefix_and_corrects():
     argmax = np.array([5, 7, 9, 11])
     verdict = verify_greedy(argmax, [5, 7, 2])
@@ -152,9 +167,9 @@ def test_verify_sampled_preserves_the_target_distribution():
     out = np.zeros(4)
     accepted = 0
     for _ in range(n):
-        draws = [rng.random(3), rng.random(3)]
-        token = sample(q, draws[0][0])
-        verdict = verify_sampled(lambda i: p, [q], [token], draws)
+        token = sample(q, rng.random())
+        checks = [rng.random(2), rng.random(2)]
+        verdict = verify_sampled(lambda i: p, [q], [token], checks.__getitem__)
         out[token if verdict.accepted else verdict.token] += 1
         accepted += verdict.accepted
     np.testing.assert_allclose(out / n, p.probs, atol=0.01)
@@ -162,18 +177,22 @@ def test_verify_sampled_preserves_the_target_distribution():
     assert abs(accepted / n - (p.probs * q.probs).sum()) > 0.2  # a match-only rule would be far off
 
 
-def test_verify_sampled_builds_target_rows_only_up_to_the_first_rejection():
-    asked = []
+def test_verify_sampled_builds_target_rows_and_uniforms_only_up_to_the_first_rejection():
+    asked, drawn = [], []
     p = Dist(np.array([1.0, 0.0, 0.0, 0.0]))
 
     def p_row(i):
         asked.append(i)
         return p
 
+    def checks(i):
+        drawn.append(i)
+        return np.zeros(2)
+
     q = one_hot(2)  # p(2) = 0: the first draft token is rejected for sure
-    verdict = verify_sampled(p_row, [q, q, q], [2, 2, 2], [np.zeros(3)] * 4)
+    verdict = verify_sampled(p_row, [q, q, q], [2, 2, 2], checks)
     assert (verdict.accepted, verdict.token) == (0, 0)
-    assert asked == [0]
+    assert asked == [0] and drawn == [0]
 
 
 def test_sampling_a_whole_vocabulary_block_by_block_equals_one_cumulative_sum():

@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 from recording import RecordingAutoDrafter
-from stathelp import position_pvalues
+from stathelp import accept_uniform, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -164,9 +164,13 @@ class PeekingCopier(Rewriting):
     """Biased: copies only when the accept test's uniform for the first position is small, so a
     copied token is kept more often than the target would emit it."""
 
+    def prepare(self, prefix):
+        super().prepare(prefix)
+        self.prompt_length = len(prefix) + 1
+
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        return draft if draws[0][1] < 0.5 else NO_DRAFT
+        return draft if accept_uniform(params.seed, self.prompt_length, history) < 0.5 else NO_DRAFT
 
 
 @pytest.mark.parametrize("rewriting", [False, True])
@@ -213,13 +217,14 @@ class Patterning(AutoDrafter):
 
     def prepare(self, prefix):
         super().prepare(prefix)
+        self.prompt_length = len(prefix) + 1
         self.pattern_source.pattern = PlantedPattern([], self.planted.wrong)
         self.pattern_source.pattern.truth = self.planted.truth
         self.pattern_source.run = 32  # as if the output had followed it for long: it wins over the copier
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        if self.peek and draft.from_pattern and draws[0][1] >= 0.5:
+        if self.peek and draft.from_pattern and accept_uniform(params.seed, self.prompt_length, history) >= 0.5:
             return NO_DRAFT
         self.pattern_rounds += draft.from_pattern
         return draft

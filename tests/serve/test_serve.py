@@ -35,8 +35,8 @@ OTHER_KEY = "another-key-456"
 class Server:
     """A `specgen serve` process on a free loopback port; its stderr lines are kept as they come."""
 
-    def __init__(self, *args: str, keys: str = ""):
-        env = {**os.environ, "SPECGEN_API_KEY": keys}
+    def __init__(self, *args: str, keys: str = "", env: dict[str, str] | None = None):
+        env = {**os.environ, "SPECGEN_API_KEY": keys, **(env or {})}
         self.process = subprocess.Popen([*SPECGEN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
@@ -370,8 +370,11 @@ def test_oversized_body_unknown_route_and_method_then_the_server_still_answers(s
     wrong = httpx.get(server.url + "/v1/completions", headers={"Authorization": f"Bearer {KEY}"})
     assert wrong.status_code == 405 and wrong.json()["error"]["message"]
     ok = post(server, "/v1/chat/completions", json={"messages": [{"role": "user", "content": [
-        {"type": "text", "text": "hi"}]}], "max_tokens": 3, "logit_bias": {}, "frobnicate": True})
-    assert ok.status_code == 200 and ok.json()["usage"]["completion_tokens"] == 3, "unknown fields are ignored"
+        {"type": "text", "text": "hi"}]}], "max_tokens": 3, "logit_bias": {}, "user": "u-1"})
+    assert ok.status_code == 200 and ok.json()["usage"]["completion_tokens"] == 3, "hints and no-op values pass"
+    unknown = post(server, "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}],
+                                                          "frobnicate": True})
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "frobnicate"
     assert "Traceback" not in "\n".join(server.lines)
 
 

@@ -15,15 +15,19 @@ SCALARS = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats()
 VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
                                                                                        max_size=4), max_leaves=12)
 FIELDS = ["model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
-          "seed", "stop", "stream", "stream_options", "n"]
+          "seed", "stop", "stream", "stream_options", "n", "response_format", "tools", "tool_choice", "logprobs",
+          "top_logprobs", "parallel_tool_calls", "user", "frobnicate"]
 BODIES = st.dictionaries(st.sampled_from(FIELDS), VALUES, max_size=6)
 MESSAGES = st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant", "tool", 3]),
-                                           "content": VALUES}), max_size=3)
+                                           "content": VALUES},
+                                          optional={"tool_calls": VALUES, "tool_call_id": VALUES}), max_size=3)
+FORMATS = st.one_of(VALUES, st.fixed_dictionaries({"type": st.sampled_from(["json_object", "json_schema", "text"]),
+                                                   "json_schema": st.fixed_dictionaries({"schema": VALUES})}))
 
 
 @pytest.fixture(scope="module")
 def server(tiny_models):
-    running = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "-k", "2",
+    running = Server("--target", str(tiny_models["target_tools"]), "--draft", str(tiny_models["draft"]), "-k", "2",
                      "--ctx", "256", "-t", "1", "-n", "2", "--max-tokens-limit", "3")
     yield running
     running.stop()
@@ -52,6 +56,19 @@ def test_json_bodies_of_any_shape_never_get_a_500(server, http, body, path):
 @given(messages=MESSAGES, extra=BODIES)
 def test_chat_messages_of_any_shape_never_get_a_500(server, http, messages, extra):
     body = {**extra, "messages": messages}
+    assert status(http, server, "/v1/chat/completions", json.dumps(body).encode()) < 500
+
+
+TOOLS = st.lists(st.one_of(VALUES, st.fixed_dictionaries({"type": st.just("function"), "function": st.fixed_dictionaries(
+    {"name": st.sampled_from(["f", "get-x", "bad name"]), "parameters": VALUES})})), max_size=2)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fmt=FORMATS, tools=TOOLS, choice=st.one_of(VALUES, st.sampled_from(["auto", "none", "required"]),
+                                                  st.just({"type": "function", "function": {"name": "f"}})))
+def test_formats_and_tools_of_any_shape_never_get_a_500(server, http, fmt, tools, choice):
+    body = {"messages": [{"role": "user", "content": "hi"}], "response_format": fmt, "tools": tools,
+            "tool_choice": choice}
     assert status(http, server, "/v1/chat/completions", json.dumps(body).encode()) < 500
 
 

@@ -76,9 +76,10 @@ class Drafter(ABC):
 
     @abstractmethod
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
-        """Up to k tokens after history + [last]. `draws[i]` holds position i's uniforms
-        (sampling only); `keep(position, top probability)` may end the draft before a token is drawn."""
+                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
+        """Up to k tokens after history + [last]. `draws[i]` is the uniform that samples draft
+        position i (sampling only), new to this round; `keep(position, top probability)` may end
+        the draft before a token is drawn."""
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
         """The round's draft, the tokens the target emitted after it, and the seconds it took."""

@@ -105,7 +105,8 @@ class Copier:
             self._last = None  # the rewrite it was inside no longer applies
             return Offer([])
         self._last = _Copy(best, len(self.index) - skip, copy)
-        return Offer(copy.tokens[skip:], best, tuple(max(start - skip, 0) for start, end, _ in copy.replaced if end > skip))
+        rewrites = tuple(max(start - skip, 0) for start, end, _ in copy.replaced if end > skip)
+        return Offer(copy.tokens[skip : k + skip], best, rewrites)  # a cut rewrite's tail is judged, not offered
 
     def _followed(self) -> tuple[Branch | None, int]:
         """The last copy continued where the output has followed it since, through a rewrite it
@@ -180,7 +181,7 @@ class PromptLookupDrafter(Drafter):
         self.copier.reset(prefix)
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
+                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         """Copied tokens are certain (q is one-hot), so `keep` has nothing to weigh."""
         offer = self.copier.offer(history, last, k)
         return copied(offer.tokens, params, len(offer.rewrites))

@@ -42,10 +42,10 @@ class ModelDrafter(Drafter):
         return max(len(history) - len(self.model.tokens), 0)
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
+                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         """Feed the accepted tokens the draft has not seen, then draft up to k tokens.
 
-        `draws[i][0]` samples position i; `keep(position, top probability)` may end the draft
+        `draws[i]` samples position i; `keep(position, top probability)` may end the draft
         before a token is drawn.
         """
         model = self.model
@@ -66,7 +66,7 @@ class ModelDrafter(Drafter):
                     top = int(np.argmax(logits)) if q is None else -1
                     return Draft(tokens, q_rows, confidences, lag, (sure, top), MODEL)
                 confidences.append(sure)
-            token = int(np.argmax(logits)) if q is None else sample(q, draws[position][0])
+            token = int(np.argmax(logits)) if q is None else sample(q, draws[position])
             tokens.append(token)
             if q is not None:
                 q_rows.append(q)

@@ -263,7 +263,7 @@ class PredictionDrafter(Drafter):
             self.fallback.prepare(prefix)
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: list[np.ndarray] | None, keep: Gate | None = None) -> Draft:
+                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         offer = self.prediction.offer(history, last, k)
         if offer.tokens or self.fallback is None:
             return copied(offer.tokens[:k], params, len(offer.rewrites), from_prediction=True)

@@ -96,7 +96,9 @@ class Rewrites:
             rule.misses += 1
 
     def apply(self, raw: list[int], position: int, k: int) -> Rewritten:
-        """The first k tokens of `raw` (source tokens from `position` on) with the rules applied."""
+        """The first k tokens of `raw` (source tokens from `position` on) with the rules applied,
+        and the rest of a new span that the k-th token cuts: a copy offers k of them, but the
+        output is judged against the whole rewrite."""
         if not self.rules:
             return Rewritten(raw[:k], position)
         tokens: list[int] = []
@@ -112,7 +114,7 @@ class Rewrites:
             replaced.append((len(tokens), len(tokens) + len(new), old))
             tokens.extend(new)
             i += len(old)
-        return Rewritten(tokens[:k], position, tuple(replaced))
+        return Rewritten(tokens, position, tuple(replaced))
 
     def _rule_at(self, raw: list[int], i: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """The longest trusted rule whose old span starts raw[i:], unless the new span is already there."""

@@ -1,0 +1,76 @@
+"""Record the target's greedy outputs for bench prompt files, for the offline replay.
+
+tests/copyreplay.py replays recorded greedy outputs through the real loop and auto policy with a
+stand-in target, so a change to drafting or pricing is measured on real text in seconds and the
+same way every time. This script makes such a recording: each prompt is chat-templated as `specgen
+run` does and decoded greedily by the target alone (the loop with no drafter).
+
+    python benchmarks/scripts/record_outputs.py TARGET.gguf OUT.json PROMPTS.jsonl ... [-n 128]
+
+A prompt with "next_turns" (a multi-turn chat) is played on: each later turn is asked after the
+model's own greedy reply, recorded as NAME/2, NAME/3, ...; with `--turns-out FILE` those later
+turns are also written as bench prompts (their "messages" hold the recorded replies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from specgen.bench.prompts import read_prompt_files
+from specgen.decoding.events import Round
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.llama.model import LoadOptions, Model
+from specgen.llama.pair import encode_messages
+
+
+def greedy(model: Model, prompt: list[int], max_tokens: int) -> tuple[list[int], str]:
+    """The target alone's greedy output for `prompt`: its tokens and text."""
+    tokens: list[int] = []
+    text: list[str] = []
+    for event in generate(model, None, prompt, GenerationConfig(max_tokens=max_tokens, draft_tokens=0)):
+        if isinstance(event, Round):
+            tokens += event.tokens
+            text.append(event.text)
+    return tokens, "".join(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("target", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("prompts", nargs="+")
+    parser.add_argument("-n", "--max-tokens", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--turns-out", type=Path)
+    args = parser.parse_args()
+    outputs: dict[str, dict] = {}
+    later_turns: list[dict] = []
+    with Model(args.target, LoadOptions(n_ctx=8192, n_threads=args.threads)) as model:
+        for path in args.prompts:
+            raw = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()] \
+                if path.endswith(".jsonl") else []
+            nexts = {r.get("name"): r.get("next_turns", []) for r in raw}
+            for prompt in read_prompt_files([path], None):
+                messages = list(prompt.messages) or [("user", prompt.text)]
+                for turn, ask in enumerate([None, *nexts.get(prompt.name, [])], start=1):
+                    if ask is not None:
+                        messages += [("user", ask)]
+                        later_turns.append({"name": f"{prompt.name}/{turn}", "kind": prompt.kind,
+                                            "messages": [{"role": r, "content": c} for r, c in messages]})
+                    tokens = encode_messages(model, messages)
+                    output, text = greedy(model, tokens, args.max_tokens)
+                    name = prompt.name if turn == 1 else f"{prompt.name}/{turn}"
+                    outputs[name] = {"kind": prompt.kind, "prompt": tokens, "output": output, "text": text}
+                    print(f"{name}: {len(tokens)} prompt tokens, {len(output)} out", flush=True)
+                    messages += [("assistant", text)]
+    about = (f"Greedy outputs of {args.target.name} ({args.threads} threads, this project's engine, "
+             f"at most {args.max_tokens} tokens) for {', '.join(args.prompts)}, chat-templated.")
+    args.out.write_text(json.dumps({"about": about, "outputs": outputs}, ensure_ascii=False))
+    if args.turns_out:
+        args.turns_out.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in later_turns))
+
+
+if __name__ == "__main__":
+    main()

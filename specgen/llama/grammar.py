@@ -1,0 +1,167 @@
+"""A grammar on the output (JSON, a JSON schema, a tool call), over llama.cpp's grammar sampler.
+
+`Grammar` implements the loop's `Constraint` (decoding.constraint): its sampler follows the
+accepted tokens, and each round's verify rows are masked by a clone of it advanced through the
+draft tokens before each row, so the loop never touches llama.cpp. A row is masked by handing
+llama.cpp a `llama_token_data_array` over the whole vocabulary (a numpy structured array, no
+copy per token): every token the grammar forbids gets -inf. One token is checked the same way
+over a one-element array, which is what greedy decoding needs where the row's own argmax is
+allowed.
+
+JSON schemas become grammars through llama.cpp's own converter (`llama_cpp.llama_grammar`, as
+`library.llama()` loads it).
+A token the grammar forbids is never handed to llama.cpp's `accept`, which would abort the
+process: each is checked first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from collections.abc import Sequence
+
+import numpy as np
+
+from specgen.errors import SpecgenError
+from specgen.llama.library import llama
+
+# the converter's string character lets control characters through, which JSON forbids; llama.cpp's
+# own converter (C++) writes the rule that keeps them out
+_LOOSE_CHAR = r'char ::= [^"\\] |'
+_JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
+MAX_NESTING = 2000  # llama.cpp rejects most grammars this deep anyway; at about 20,000 its parser crashes
+_CANDIDATE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
+
+
+class GrammarError(SpecgenError):
+    """A grammar or schema that llama.cpp cannot use."""
+
+
+def json_grammar() -> str:
+    """GBNF for any JSON object (OpenAI's `json_object`)."""
+    return llama().llama_grammar.JSON_GBNF
+
+
+def schema_grammar(schema) -> str:
+    """GBNF for the JSON documents `schema` describes, by llama.cpp's converter."""
+    if not isinstance(schema, dict):
+        raise GrammarError("a JSON schema must be an object, such as {\"type\": \"object\", \"properties\": ...}")
+    try:
+        return llama().llama_grammar.json_schema_to_gbnf(json.dumps(schema)).replace(_LOOSE_CHAR, _JSON_CHAR)
+    except Exception as error:  # noqa: BLE001 - any failure of the converter is the schema's (untrusted input)
+        raise GrammarError(f"the JSON schema cannot be turned into a grammar ({type(error).__name__}: "
+                           f"{error}); simplify it") from None
+
+
+def nesting(gbnf: str) -> int:
+    """The deepest nesting of parentheses in a grammar, outside its literals and character classes."""
+    depth = deepest = 0
+    quote = None  # the character that ends the literal or class being read
+    escaped = False
+    for char in gbnf:
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+        elif char in "\"[":
+            quote = "\"" if char == "\"" else "]"
+        elif char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    return deepest
+
+
+class Grammar:
+    """The constraint of one generation: a grammar sampler that follows the accepted output.
+
+    Owns two native samplers, the accepted state and one scratch clone per round, freed by
+    `close` (a context manager)."""
+
+    def __init__(self, model, gbnf: str, root: str = "root"):
+        if nesting(gbnf) > MAX_NESTING:  # llama.cpp's parser recurses per level: deep enough, it overflows the stack
+            raise GrammarError(f"the grammar nests deeper than {MAX_NESTING} levels (a length or count in the "
+                               "schema, or a repetition in a pattern, in the thousands); bound it lower")
+        self._lib = llama()
+        self._vocab = model.vocab_handle
+        sampler = self._lib.llama_sampler_init_grammar(self._vocab, gbnf.encode(), root.encode())
+        if not sampler:
+            raise GrammarError("llama.cpp could not parse the grammar; run with SPECGEN_DEBUG=1 to see why")
+        self.state = sampler  # the grammar after the accepted output
+        self._scratch = None
+
+    def close(self) -> None:
+        self._drop_scratch()
+        if self.state:
+            self._lib.llama_sampler_free(self.state)
+            self.state = None
+
+    def __enter__(self) -> Grammar:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- the Constraint protocol --------------------------------------------------------------
+
+    def round(self, drafted: Sequence[int]) -> GrammarRows:
+        self._drop_scratch()
+        return GrammarRows(self, list(drafted))
+
+    def accept(self, tokens: Sequence[int]) -> None:
+        for token in tokens:
+            self.advance(self.state, token)
+
+    # -- on a sampler -------------------------------------------------------------------------
+
+    def advance(self, sampler, token: int) -> None:
+        """Feed `token` to `sampler`, once checked: llama.cpp aborts on a token its grammar forbids."""
+        if not self.allowed(sampler, np.array([token]))[0]:
+            raise SpecgenError(f"token {token} does not fit the grammar here; this is a bug in specgen")
+        self._lib.llama_sampler_accept(sampler, token)
+
+    def allowed(self, sampler, tokens: np.ndarray) -> np.ndarray:
+        """Which of `tokens` the grammar in `sampler`'s state allows next."""
+        candidates = np.zeros(tokens.shape[0], dtype=_CANDIDATE)
+        candidates["id"] = tokens
+        lib = self._lib
+        data = candidates.ctypes.data_as(ctypes.POINTER(lib.llama_token_data))
+        array = lib.llama_token_data_array(data, candidates.shape[0], -1, False)
+        lib.llama_sampler_apply(sampler, ctypes.byref(array))
+        return candidates["logit"] == 0.0
+
+    def scratch(self):
+        """A clone of the accepted state for this round's draft (made on first use)."""
+        if self._scratch is None:
+            self._scratch = self._lib.llama_sampler_clone(self.state)
+        return self._scratch
+
+    def _drop_scratch(self) -> None:
+        if self._scratch is not None:
+            self._lib.llama_sampler_free(self._scratch)
+            self._scratch = None
+
+
+class GrammarRows:
+    """One round's masks (decoding.constraint.RowMasks): row 0 in the accepted state, row i in a
+    scratch clone advanced through the draft's first i tokens."""
+
+    def __init__(self, grammar: Grammar, drafted: list[int]):
+        self.grammar, self.drafted = grammar, drafted
+        self._advanced = 0  # draft tokens the scratch clone has taken
+
+    def _sampler(self, row: int):
+        if row == 0:
+            return self.grammar.state
+        scratch = self.grammar.scratch()
+        while self._advanced < row:
+            self.grammar.advance(scratch, self.drafted[self._advanced])
+            self._advanced += 1
+        return scratch
+
+    def allowed(self, row: int, tokens: np.ndarray) -> np.ndarray:
+        return self.grammar.allowed(self._sampler(row), tokens)

@@ -1,0 +1,45 @@
+"""`specgen bench` with a JSON schema per prompt (a JSONL "json_schema" object): every
+configuration replies with the same JSON under the schema's grammar, the grammar's share of the
+Python time is reported, and a schema that cannot be used is one line naming the prompt."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from specgen.bench.prompts import PromptFileError, read_prompt_files
+from specgen.bench.runner import Plan, benchmark, configurations, prompt_grammar
+from specgen.decoding.sampling import SamplingParams
+from specgen.errors import UsageError
+
+SCHEMA = {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"},
+                                                                      "tag": {"enum": ["red", "blue"]}},
+                                     "required": ["id", "tag"]}, "maxItems": 3}
+
+
+def test_every_configuration_writes_the_same_json_under_the_schema(target_model, draft_model):
+    lines = json.dumps({"prompt": "the print of self", "name": "records", "json_schema": SCHEMA}) + "\n"
+    prompts = read_prompt_files(["-"], io.StringIO(lines))
+    assert prompts[0].json_schema == SCHEMA
+    plan = Plan(configurations((3,), True, True), 120, 1, 0, SamplingParams())
+    result = benchmark(target_model, draft_model, prompts, plan, raw=True)
+    texts = {r.config: b"".join(map(target_model.piece, r.output)).decode() for r in result.runs}
+    assert len(set(texts.values())) == 1 and not [a for a in result.audits if a.diverged]
+    records = json.loads(texts["target"])
+    assert isinstance(records, list) and all(set(r) == {"id", "tag"} for r in records)
+    assert all(0 < r.summary.constraint_s <= r.summary.python_s for r in result.runs)
+    overall = [s for s in result.stats if s.group == "overall"]
+    assert all(0 < s.time_split()["grammar"] <= s.time_split()["python"] for s in overall)
+
+
+def test_a_schema_that_is_not_an_object_or_cannot_be_a_grammar_is_one_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"prompt": "a", "json_schema": 5}\n')
+    with pytest.raises(PromptFileError, match='line 1: "json_schema" must be a JSON schema object'):
+        read_prompt_files([str(path)], None)
+    path.write_text('{"prompt": "a", "name": "odd", "json_schema": {"type": "object", "properties": 5}}\n')
+    [prompt] = read_prompt_files([str(path)], None)
+    with pytest.raises(UsageError, match="prompt odd: json_schema: the JSON schema cannot be turned into a grammar"):
+        prompt_grammar(prompt)

@@ -1,0 +1,51 @@
+"""`specgen run --json-schema FILE`: the reply is JSON that fits the schema, the same with the
+draft as with the target alone; a schema file that cannot be used is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_run import one_error_line, specgen
+
+SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}, "ok": {"type": "boolean"},
+                                           "tag": {"enum": ["red", "blue"]}}, "required": ["id", "ok", "tag"]}
+
+
+@pytest.fixture(scope="module")
+def schema_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("schema") / "record.json"
+    path.write_text(json.dumps(SCHEMA))
+    return path
+
+
+def test_the_reply_fits_the_schema_with_and_without_the_draft(tiny_models, schema_file):
+    target, draft = str(tiny_models["target"]), str(tiny_models["draft"])
+    spec = specgen("run", "the print of self", "--target", target, "--draft", draft, "-k", "3", "-n", "80",
+                   "--json-schema", str(schema_file), "--json")
+    plain = specgen("run", "the print of self", "--target", target, "--no-draft", "-k", "0", "-n", "80",
+                    "--json-schema", str(schema_file), "--json")
+    assert spec.returncode == plain.returncode == 0, spec.stderr + plain.stderr
+    a, b = json.loads(spec.stdout), json.loads(plain.stdout)
+    assert a["text"] == b["text"] and a["stop_reason"] == "eog" and a["drafted"] > 0
+    reply = json.loads(a["text"])
+    assert set(reply) == {"id", "ok", "tag"} and isinstance(reply["id"], int) and reply["tag"] in ("red", "blue")
+    assert 0 < a["constraint_s"] <= a["python_s"]
+    shown = specgen("run", "the print of self", "--target", target, "--no-draft", "-n", "80",
+                    "--json-schema", str(schema_file))
+    assert shown.stdout == a["text"] and "grammar" in shown.stderr and "ms/round" in shown.stderr
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (None, "no such file"),
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "must be an object"),
+    ('{"type": "object", "properties": 5}', "cannot be turned into a grammar"),
+])
+def test_a_schema_file_that_cannot_be_used_is_one_line_and_exit_2(tiny_models, tmp_path, content, fragment):
+    path = tmp_path / "schema.json"
+    if content is not None:
+        path.write_text(content)
+    result = specgen("run", "hi", "--target", str(tiny_models["target"]), "--no-draft", "--json-schema", str(path))
+    one_error_line(result, "--json-schema", fragment)
+    assert result.returncode == 2

@@ -1,0 +1,85 @@
+"""Structured output through the official `openai` client: `response_format` json_object and
+json_schema replies are what the constrained target alone writes, and JSON that fits; a schema
+that cannot be a grammar is a 400 naming it.
+
+A real server on the tiny models whose target carries Qwen2.5's chat template (the tool tests
+use it too)."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+from test_serve import Server
+
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.llama.grammar import Grammar, json_grammar, schema_grammar
+from specgen.llama.model import LoadOptions, Model
+
+MODEL = "tiny-target_tools"
+RECORD = {"type": "object", "properties": {"id": {"type": "integer"}, "ok": {"type": "boolean"},
+                                           "tag": {"enum": ["red", "blue"]}}, "required": ["id", "ok", "tag"]}
+
+
+@pytest.fixture(scope="module")
+def server(tiny_models):
+    running = Server("--target", str(tiny_models["target_tools"]), "--draft", str(tiny_models["draft"]), "-k", "3",
+                     "--ctx", "2048", "-t", "1", "-n", "64")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def target(tiny_models):
+    with Model(tiny_models["target_tools"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
+        yield model
+
+
+def client(server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0, timeout=60)
+
+
+def alone(target, messages: list[tuple[str, str]], gbnf: str, max_tokens: int = 64) -> str:
+    """What the target alone writes under the grammar."""
+    with Grammar(target, gbnf) as grammar:
+        events = list(generate(target, None, target.encode_chat(messages), GenerationConfig(max_tokens, 0), grammar))
+    return "".join(e.text for e in events[:-1])
+
+
+def test_a_json_schema_reply_is_the_constrained_targets_and_fits(server, target):
+    fmt = {"type": "json_schema", "json_schema": {"name": "record", "schema": RECORD, "strict": True}}
+    reply = client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "the print"}],
+                                                   response_format=fmt)
+    text = reply.choices[0].message.content
+    assert text == alone(target, [("user", "the print")], schema_grammar(RECORD))
+    record = json.loads(text)
+    assert set(record) == {"id", "ok", "tag"} and record["tag"] in ("red", "blue")
+    assert reply.model_dump()["specgen"]["drafted"] > 0
+    streamed = client(server).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "the print"}], response_format=fmt, stream=True)
+    assert "".join(c.choices[0].delta.content or "" for c in streamed) == text
+
+
+def test_a_json_object_reply_is_the_constrained_targets(server, target):
+    reply = client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "for i in"}],
+                                                   response_format={"type": "json_object"}, max_tokens=40)
+    text = reply.choices[0].message.content
+    assert text.startswith("{") and text == alone(target, [("user", "for i in")], json_grammar(), 40)
+
+
+@pytest.mark.parametrize("fmt, param", [
+    ({"type": "xml"}, "response_format"),
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": [1]}}, "response_format.json_schema.schema"),
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": 5}}},
+     "response_format.json_schema.schema"),
+    # nested 30,000 deep: llama.cpp's grammar parser would overflow its stack and take the server down
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "^a{0,30000}$"}}},
+     "response_format.json_schema.schema"),
+])
+def test_a_response_format_that_cannot_be_followed_is_a_400_naming_it(server, fmt, param):
+    with pytest.raises(openai.BadRequestError) as error:
+        client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
+                                               response_format=fmt)
+    assert error.value.body["param"] == param
+    assert client(server).models.list().data, "the server still answers"
