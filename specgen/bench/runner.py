@@ -209,7 +209,7 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
     audits = tuple(audit(target, tokens, local)) if plan.sampling.greedy else None
-    sampled = sampled_audit(target, draft, tokens, plan, started, predictions)
+    sampled = sampled_audit(target, draft, tokens, plan, started, [a.predicted_tokens for a in asks])
     stats = summarize(records, plan.configs, prompts, costs)
     return BenchResult(plan, tuple(prompts), tuple(len(t) for t in tokens), tuple(records), tuple(stats),
                        audits, sampled, verdict(stats), endpoint_checks(target, plan, records), peak_rss_mib(), costs,
@@ -226,7 +226,7 @@ def isolated_costs(target, draft):
 
 
 def sampled_audit(target, draft, tokens: list[list[int]], plan: Plan, started=None,
-                  predictions: list[list[int] | None] = ()) -> DistributionAudit | None:
+                  predictions: list[tuple[int, ...] | None] = ()) -> DistributionAudit | None:
     """The distribution audit when sampling with audit seeds; its progress continues the runs'
     count; the configurations draft from the prompts' predictions as in the timed runs."""
     if plan.sampling.greedy or not plan.audit_seeds:

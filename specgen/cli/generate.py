@@ -31,7 +31,6 @@ from specgen.errors import UsageError
 @app.command(epilog=examples(
     "specgen run --raw -n 64 'def fibonacci(n: int) -> int:'",
     "cat app.py | specgen run 'Add type hints. Reply with the whole file.' > typed.py",
-    "specgen run --target big.gguf --draft small.gguf -f app.py -f test_app.py 'Why does the test fail?'",
     "specgen run -f app.py --predict app.py 'Rename bal to balance. Reply with the whole file.' > new.py",
 ))
 @option_groups

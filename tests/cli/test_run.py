@@ -76,7 +76,7 @@ def test_k0_needs_no_draft_model(tiny_models):
 
 
 def test_json_holds_the_text_and_every_summary_field(pair):
-    result = specgen("run", "hello there", *pair, "-n", "16", "--json")
+    result = specgen("run", "hello there", *pair, "-n", "16", "-k", "3", "--json")  # a fixed K: it drafts
     assert result.returncode == 0 and result.stderr == ""
     record = json.loads(result.stdout)
     for field in ("text", "tokens", "rounds", "drafted", "accepted", "acceptance_rate", "tokens_per_round",
