@@ -1,0 +1,107 @@
+"""OpenAI's Predicted Outputs in `specgen serve`, through the official `openai` client's
+`prediction=`: the reply is the target's own, the usage's accepted and rejected prediction
+tokens have OpenAI's meanings (in whole and streamed replies), the rounds draft from the
+prediction, and a prediction of the wrong shape or longer than the context is a 400.
+
+The target writes one character per token (digits and punctuation, each token following from the
+one before alone), so a prediction's tokens are its characters and the expected counts come from
+a longest common subsequence of characters computed here by the textbook dynamic programme."""
+
+from __future__ import annotations
+
+import string
+
+import openai
+import pytest
+from test_serve import KEY, Server, client, post
+
+WALK = [{"role": "user", "content": "walk"}]
+LENGTH = 40
+MODEL = "tiny-target_fim_context_free"  # the served id: the file's name
+
+
+@pytest.fixture(scope="module")
+def server(tiny_models):
+    running = Server("--target", str(tiny_models["target_fim_context_free"]), "--no-draft", "--ctx", "512",
+                     "-t", "1", keys=KEY)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def alone(server) -> str:
+    reply = client(server).chat.completions.create(model=MODEL, messages=WALK, max_tokens=LENGTH, temperature=0)
+    text = reply.choices[0].message.content
+    assert len(text) == reply.usage.completion_tokens == LENGTH and set(text) <= set(string.digits + string.punctuation)
+    assert reply.usage.completion_tokens_details.accepted_prediction_tokens == 0
+    return text
+
+
+def common_subsequence(a: str, b: str) -> int:
+    """The length of a longest common subsequence, by the O(len(a) * len(b)) table."""
+    row = [0] * (len(b) + 1)
+    for x in a:
+        diagonal, row[0] = 0, 0
+        for j, y in enumerate(b, 1):
+            diagonal, row[j] = row[j], diagonal + 1 if x == y else max(row[j], row[j - 1])
+    return row[-1]
+
+
+def edited(text: str) -> str:
+    """The text with a character it never writes put in, and three of its own left out."""
+    unused = next(c for c in string.digits + string.punctuation if c not in text)
+    return text[:8] + unused + text[8:20] + text[23:]
+
+
+@pytest.mark.parametrize("which", ["same", "edited"])
+def test_a_chat_with_a_prediction_gives_the_same_text_and_openais_counts(server, alone, which):
+    predicted = alone if which == "same" else edited(alone)
+    reply = client(server).chat.completions.create(model=MODEL, messages=WALK, max_tokens=LENGTH, temperature=0,
+                                                   prediction={"type": "content", "content": predicted})
+    assert reply.choices[0].message.content == alone
+    details = reply.usage.completion_tokens_details
+    assert details.accepted_prediction_tokens == common_subsequence(predicted, alone)
+    assert details.accepted_prediction_tokens + details.rejected_prediction_tokens == len(predicted)
+    stats = reply.model_dump()["specgen"]["prediction"]
+    assert stats["tokens"] == len(predicted) and stats["kept"] > LENGTH // 2, stats
+
+
+def test_a_streamed_chat_carries_the_counts_in_its_usage_chunk(server, alone):
+    predicted = edited(alone)
+    chunks = list(client(server).chat.completions.create(
+        model=MODEL, messages=WALK, max_tokens=LENGTH, temperature=0, stream=True,
+        stream_options={"include_usage": True}, prediction={"type": "content", "content": predicted}))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == alone
+    details = chunks[-1].usage.completion_tokens_details
+    assert details.accepted_prediction_tokens == common_subsequence(predicted, alone)
+    assert details.rejected_prediction_tokens == len(predicted) - details.accepted_prediction_tokens
+
+
+def test_a_completion_takes_a_prediction_in_text_parts(server, alone):
+    parts = [{"type": "text", "text": alone[:10]}, {"type": "text", "text": alone[10:]}]
+    reply = client(server).completions.create(model=MODEL, prompt="walk", max_tokens=LENGTH, temperature=0,
+                                              extra_body={"prediction": {"type": "content", "content": parts}})
+    text = reply.choices[0].text
+    details = reply.usage.completion_tokens_details
+    assert details.accepted_prediction_tokens == common_subsequence(alone, text)
+    assert details.accepted_prediction_tokens + details.rejected_prediction_tokens == LENGTH
+
+
+@pytest.mark.parametrize("prediction, param", [
+    ({"type": "text", "content": "x"}, "prediction.type"),
+    ({"type": "content", "content": 7}, "prediction.content"),
+    ({"type": "content", "content": [{"type": "image_url", "image_url": "x"}]}, "prediction.content[0]"),
+    ("the text", "prediction"),
+])
+def test_a_prediction_of_the_wrong_shape_is_a_400_naming_it(server, prediction, param):
+    with pytest.raises(openai.BadRequestError) as caught:
+        client(server).chat.completions.create(model=MODEL, messages=WALK, max_tokens=4, prediction=prediction)
+    assert caught.value.body["param"] == param and "prediction" in caught.value.body["message"]
+
+
+def test_a_prediction_longer_than_the_context_is_a_400(server):
+    reply = post(server, "/v1/chat/completions", json={
+        "messages": WALK, "max_tokens": 4, "prediction": {"type": "content", "content": "0123456789" * 60}})
+    assert reply.status_code == 400
+    error = reply.json()["error"]
+    assert error["param"] == "prediction" and error["code"] == "context_length_exceeded", error
