@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # llama.cpp's five draft-free methods on every templated prompt in DIR (see template_prompts.py),
-# greedy, 256 tokens, 2 threads; one line per prompt and method: decoded tokens, tok/s, acceptance.
+# greedy, N tokens (env N, default 256), 2 threads; one line per prompt and method: decoded tokens, tok/s, acceptance.
 #   benchmarks/scripts/llama-cpp/draft_free.sh DIR TARGET.gguf BIN   (BIN: the folder holding llama-speculative-simple;
 #   docs/benchmarks.md says how to build it)
 # Where llama.cpp's AMX kernels crash, set PRELOAD=path/to/noamx.so (see noamx.c).
@@ -9,7 +9,7 @@ dir=$1 target=$2 bin=$3
 for prompt in "$dir"/*.txt; do
   for method in ngram-simple ngram-map-k ngram-map-k4v ngram-mod ngram-cache; do
     out=$(LD_PRELOAD=${PRELOAD:-} timeout 600 "$bin/llama-speculative-simple" -m "$target" --spec-type "$method" \
-          -f "$prompt" -n 256 -t 2 --temp 0 -c 4096 2>&1)
+          -f "$prompt" -n "${N:-256}" -t 2 --temp 0 -c 4096 2>&1)
     decoded=$(grep -oE "decoded +[0-9]+ tokens in +[0-9.]+ seconds, speed: +[0-9.]+" <<<"$out" | head -1)
     accepted=$(grep -oE "accept += [0-9.]+%" <<<"$out" | head -1)
     echo "$(basename "$prompt" .txt) $method | $decoded | $accepted"
