@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+from specgen.decoding.drafters.base import NO_DRAFT
 from specgen.decoding.sampling import uniforms
 
 
@@ -55,3 +56,17 @@ def accept_uniform(seed: int, prompt_length: int, history: list[int]) -> float:
     prompt is `prompt_length` tokens with the last), as the loop will draw it: a cheat for planted
     biases, since drafters are never handed it."""
     return float(uniforms(seed, len(history) + 1 - prompt_length)[0])
+
+
+class PeeksAtTheAcceptTest:
+    """A planted bias, mixed in before a drafter: it drafts only where the accept test's uniform
+    for the round's first position is small, so a drafted token is kept more often than the
+    target would emit it. Every exactness test of a drafter must fail with it."""
+
+    def prepare(self, prefix):
+        super().prepare(prefix)
+        self.prompt_length = len(prefix) + 1
+
+    def propose(self, history, last, k, params, draws, keep=None):
+        draft = super().propose(history, last, k, params, draws, keep)
+        return draft if accept_uniform(params.seed, self.prompt_length, history) < 0.5 else NO_DRAFT

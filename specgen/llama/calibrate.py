@@ -27,6 +27,7 @@ from specgen.decoding.drafters.prediction import Prediction, PredictionDrafter
 from specgen.decoding.drafters.suffix import SuffixIndex
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import Policy
+from specgen.llama.kernels import cpu_info
 from specgen.storage import cache_dir, write_atomically
 
 SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)  # target batch sizes timed; others interpolated
@@ -128,7 +129,11 @@ def _table(raw: dict) -> dict[int, float]:
 
 
 def _key(target, draft) -> str:
-    parts = [_VERSION, platform.node(), platform.machine(), str(target.threads), target.identity]
+    """Costs hold for these files and threads on this CPU: a VM moved to a CPU of another model or
+    other features (another day, another host) measures again."""
+    model_name, flags = cpu_info()
+    parts = [_VERSION, platform.node(), platform.machine(), model_name, " ".join(sorted(flags)), str(target.threads),
+             target.identity]
     parts.append(draft.identity if draft is not None else "-")
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
 

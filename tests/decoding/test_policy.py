@@ -3,6 +3,7 @@ against an oracle that knows the truth, and exactness end to end on real llama.c
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -18,6 +19,7 @@ from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.auto import evidence
 from specgen.decoding.copy_rates import TEXT, CopyEvidence
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
+import specgen.llama.calibrate as calibrate_module
 from specgen.llama.calibrate import cached_costs, calibrate
 
 FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.6}, {1: 0.15, 16: 0.5})
@@ -159,6 +161,20 @@ def test_calibration_measures_every_size_and_is_cached(target_model, draft_model
     assert target_model.tokens == before  # every timed pass was rolled back
     first = cached_costs(target_model, draft_model)
     assert cached_costs(target_model, draft_model) == first  # the second comes from the cache file
+
+
+def test_cached_step_costs_hold_only_for_the_cpu_that_measured_them(target_model, draft_model, monkeypatch, tmp_path):
+    """A VM moved to another CPU has another cost curve (a 64-token pass cost 21 single passes on
+    one host and 33 on the next): its cached costs are measured again, not reused."""
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(calibrate_module, "cpu_info", lambda: ("Old Xeon", frozenset({"avx2", "amx_tile"})))
+    cached_costs(target_model, draft_model)
+    [stored] = (tmp_path / "step-costs").glob("*.json")
+    stored.write_text(json.dumps({"verify": {"1": 123.0}, "draft": {}}))  # planted: no pass takes two minutes
+    assert cached_costs(target_model, draft_model).verify == {1: 123.0}  # the same CPU reads the cache
+    for other in [("Old Xeon", frozenset({"avx2"})), ("New EPYC", frozenset({"avx2", "amx_tile"}))]:
+        monkeypatch.setattr(calibrate_module, "cpu_info", lambda cpu=other: cpu)
+        assert cached_costs(target_model, draft_model).verify[1] < 10.0, other
 
 
 # a machine where the draft model pays (verify nearly flat, a cheap draft step), injected as the

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from stathelp import accept_uniform, position_pvalues
+from stathelp import PeeksAtTheAcceptTest, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -150,17 +150,8 @@ class Fixed(PredictionDrafter):
         return draft
 
 
-class Peeking(Fixed):
-    """Biased: drafts from the prediction only when the accept test's uniform for the first
-    position is small, so a drafted token is kept more often than the target would emit it."""
-
-    def prepare(self, prefix):
-        super().prepare(prefix)
-        self.prompt_length = len(prefix) + 1
-
-    def propose(self, history, last, k, params, draws, keep=None):
-        draft = super().propose(history, last, k, params, draws, keep)
-        return draft if accept_uniform(params.seed, self.prompt_length, history) < 0.5 else NO_DRAFT
+class Peeking(PeeksAtTheAcceptTest, Fixed):
+    """Biased: drafts from the prediction only where the accept test's uniform is small."""
 
 
 @pytest.mark.parametrize("peeking", [False, True], ids=["fixed K", "peeking"])

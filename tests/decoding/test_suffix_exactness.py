@@ -15,7 +15,7 @@ from collections import Counter
 
 import pytest
 from recording import RecordingAutoDrafter
-from stathelp import accept_uniform, position_pvalues
+from stathelp import PeeksAtTheAcceptTest, accept_uniform, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -160,17 +160,8 @@ def test_copies_carrying_a_rewrite_sample_the_target_distribution(target_model, 
     assert sum(d.rewritten > 0 for d in drafters) > N // 2, "the copies should have carried the rewrite"
 
 
-class PeekingCopier(Rewriting):
-    """Biased: copies only when the accept test's uniform for the first position is small, so a
-    copied token is kept more often than the target would emit it."""
-
-    def prepare(self, prefix):
-        super().prepare(prefix)
-        self.prompt_length = len(prefix) + 1
-
-    def propose(self, history, last, k, params, draws, keep=None):
-        draft = super().propose(history, last, k, params, draws, keep)
-        return draft if accept_uniform(params.seed, self.prompt_length, history) < 0.5 else NO_DRAFT
+class PeekingCopier(PeeksAtTheAcceptTest, Rewriting):
+    """Biased: drafts from the copy only where the accept test's uniform is small."""
 
 
 @pytest.mark.parametrize("rewriting", [False, True])
