@@ -39,6 +39,16 @@ def test_expected_tokens_follow_leviathan():
     assert expected_tokens([alpha] * k, k) == pytest.approx((1 - alpha ** (k + 1)) / (1 - alpha))
 
 
+def test_costs_between_measured_sizes_are_interpolated_linearly():
+    costs = StepCosts({1: 1.0, 4: 2.5, 8: 4.5, 16: 5.0}, {1: 0.2, 8: 0.9})
+    assert costs.verify_cost(8) == 4.5  # a measured size as measured
+    assert costs.verify_cost(2) == pytest.approx(1.5)  # 1.0 + (2 - 1) / (4 - 1) * (2.5 - 1.0)
+    assert costs.verify_cost(6) == pytest.approx(3.5)  # 2.5 + (6 - 4) / (8 - 4) * (4.5 - 2.5)
+    assert costs.verify_cost(12) == pytest.approx(4.75)  # 4.5 + (12 - 8) / (16 - 8) * (5.0 - 4.5)
+    assert costs.verify_cost(32) == pytest.approx(10.0)  # past the largest, its cost per token: 5.0 / 16 * 32
+    assert costs.draft_cost(4) == pytest.approx(0.5)  # 0.2 + (4 - 1) / (8 - 1) * (0.9 - 0.2)
+
+
 def test_a_flat_verify_and_good_drafts_draft_long():
     choice = taught(FLAT, 0.9).choose(8, 0, 0)
     assert choice.source == MODEL and choice.k >= 6
@@ -155,7 +165,6 @@ def test_calibration_measures_every_size_and_is_cached(target_model, draft_model
     before = list(target_model.tokens)
     costs = calibrate(target_model, draft_model)
     assert set(costs.verify) >= {1, 2, 4, 8, 16} and costs.draft_step > 0
-    assert costs.verify_cost(5) == pytest.approx((costs.verify[4] + costs.verify[6]) / 2)
     assert target_model.tokens == before  # every timed pass was rolled back
     first = cached_costs(target_model, draft_model)
     assert cached_costs(target_model, draft_model) == first  # the second comes from the cache file
