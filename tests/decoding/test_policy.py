@@ -143,8 +143,10 @@ def test_exploration_stays_within_its_budget():
 
 
 ROUNDING = 1e-9  # the sums' floating-point rounding: the only slack the oracle's bound is given
-# the policy's share of the clairvoyant oracle's rate on every trace, set under what it reaches
-SHARE = {"cpu": 0.0, "gpu": 0.0}
+# the least share of the clairvoyant oracle's rate the policy reaches on every trace: measured
+# 0.70 to 0.97 on the CPU profile, 0.70 to 0.79 on the GPU one (knowing which drafts the target
+# keeps is worth a lot); drafting nothing at all reaches 0.40 and 0.14 on "copying"
+SHARE = {"cpu": 0.68, "gpu": 0.67}
 
 
 @pytest.mark.parametrize("profile", [CPU, GPU], ids=["cpu", "gpu"])
