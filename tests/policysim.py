@@ -1,11 +1,16 @@
-"""Replay cost profiles and acceptance traces through the real auto policy, and through an
-oracle that knows the truth, without any model.
+"""Replay cost profiles and acceptance traces through the real auto policy, and find the best
+rate any policy could have reached on the same rounds, without any model.
 
 A profile is what a machine's passes really cost (a 2-core CPU as measured for Qwen2.5-Coder
 1.5B:0.5B, a GPU with a nearly flat verify); the policy only sees calibrated costs that are
 off by the in-loop slowdown, plus noisy timings. A trace says, round by round, how often the
-draft model's tokens are kept and how far prompt lookup's proposal would match. Each draft
-token gets a confidence drawn around its keep chance, so the gate has something to read.
+draft model's tokens are kept and how far prompt lookup's proposal would match. `realize` draws
+every round's outcome once, before anyone chooses: each draft position's confidence (around the
+keep chance, so the gate has something to read) and whether the target keeps it, how far the
+copy matches, the round's timing noise. The policy then plays those rounds (`simulate`), and
+`oracle` knows them all: it picks, by dynamic programming over the rounds, the sequence of
+choices with the most tokens per second under the true costs. Its rate is an upper bound on the
+policy's on the same rounds, not a model of it.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.auto import evidence
 from specgen.decoding.copy_rates import TEXT
-from specgen.decoding.policy import LOOKUP_MAX, RISK, Choice, Outcome, Policy, expected_tokens
+from specgen.decoding.policy import LOOKUP_MAX, RISK, Outcome, Policy
 
 
 @dataclass(frozen=True)
@@ -95,45 +100,58 @@ class Run:
         return self.tokens / self.seconds
 
 
-def _kept_run(rng, chances: list[float]) -> int:
-    kept = 0
-    for chance in chances:
-        if rng.random() >= chance:
-            break
-        kept += 1
-    return kept
+@dataclass(frozen=True)
+class Realized:
+    """One round's outcome, fixed before any choice: the world, the copy's match, each draft
+    position's confidence and whether the target keeps it, and the timing's multiplier."""
+
+    world: World
+    match: int
+    chances: tuple[float, ...]
+    keeps: tuple[bool, ...]
+    slowdown: float
+
+    @property
+    def model_run(self) -> int:
+        """How many draft tokens in a row the target keeps, drafting as far as k_max."""
+        return next((i for i, kept in enumerate(self.keeps) if not kept), len(self.keeps))
 
 
-def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8, seed: int = 0,
-             oracle: bool = False, hiccup_at: int | None = None, skip: int = 0, risk: float = RISK) -> Run:
-    """Tokens and seconds over `rounds` (the first `skip` rounds not counted); `risk`: the
-    policy's loss bound (`math.inf`: none, to compare its pricing with an oracle that has none)."""
+def realize(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8, seed: int = 0,
+            hiccup_at: int | None = None) -> list[Realized]:
+    """Every round's outcome, drawn once from the trace; `hiccup_at`: a round timed ten times too slow."""
     rng = np.random.default_rng(seed)
+    out = []
+    for r in range(rounds):
+        world = trace(r, rounds)
+        match = next((i for i in range(world.offer) if rng.random() >= world.lookup), world.offer)
+        chances = rng.beta(4 * world.model + 0.1, 4 * (1 - world.model) + 0.1, k_max)
+        keeps = rng.random(k_max) < chances
+        slowdown = rng.lognormal(0, profile.noise) * (10 if r == hiccup_at else 1)
+        out.append(Realized(world, match, tuple(map(float, chances)), tuple(map(bool, keeps)), slowdown))
+    return out
+
+
+def simulate(profile: Profile, rounds: list[Realized], k_max: int = 8, skip: int = 0, risk: float = RISK) -> Run:
+    """The real policy over realized rounds: tokens and seconds (the first `skip` rounds not
+    counted); `risk`: the policy's loss bound (`math.inf`: none)."""
     truth = profile.true()
     policy = Policy(StepCosts(dict(profile.verify), dict(profile.draft)), k_max, risk=risk)
     run, lag = Run(choices={PLAIN: 0, MODEL: 0, LOOKUP: 0}), 0
-    for r in range(rounds):
-        world = trace(r, rounds)
-        offer = tuple(range(100 * r, 100 * r + world.offer))  # fresh tokens: no token is known to break
-        choice = best_choice(truth, world, k_max, lag) if oracle else \
-            policy.choose(LOOKUP_MAX, world.offer, lag, evidence(COPY_MATCH, TEXT), offer)
-        match = min(_kept_run(rng, [world.lookup] * world.offer), world.offer)
-        drafted, accepted, confidences, dropped = 0, 0, [], None
+    for r, real in enumerate(rounds):
+        offer = tuple(range(100 * r, 100 * r + real.world.offer))  # fresh tokens: no token is known to break
+        choice = policy.choose(LOOKUP_MAX, real.world.offer, lag, evidence(COPY_MATCH, TEXT), offer)
+        drafted, accepted, confidences, dropped = 0, 0, (), None
         if choice.source == MODEL:
-            drafted, accepted, confidences, dropped = _model_round(rng, policy, choice.k, world.model,
-                                                                   truth if oracle else None, lag)
+            drafted, accepted, confidences, dropped = _model_round(policy, choice.k, real)
         elif choice.source == LOOKUP:
-            drafted, accepted = choice.k, min(match, choice.k)
-        seconds = _seconds(truth, choice.source, drafted, lag) * rng.lognormal(0, profile.noise)
-        if r == hiccup_at:
-            seconds *= 10
+            drafted, accepted = choice.k, min(real.match, choice.k)
+        seconds = round_seconds(truth, choice.source, drafted, lag) * real.slowdown
         emitted = accepted + 1
-        hits = min(match, emitted)  # the offer, judged in hindsight against the emitted tokens
-        judged = CopyJudgement(evidence(COPY_MATCH, TEXT), offer, 0, min(world.offer, emitted, hits + 1), hits)
-        outcome = Outcome(choice, drafted, accepted, tuple(confidences), lag, dropped, seconds,
-                          (judged,) if world.offer else ())
-        if not oracle:
-            policy.observe(outcome)
+        hits = min(real.match, emitted)  # the offer, judged in hindsight against the emitted tokens
+        judged = CopyJudgement(evidence(COPY_MATCH, TEXT), offer, 0, min(real.world.offer, emitted, hits + 1), hits)
+        policy.observe(Outcome(choice, drafted, accepted, confidences, lag, dropped, seconds,
+                               (judged,) if real.world.offer else ()))
         lag = 0 if choice.source == MODEL else lag + emitted
         if r >= skip:
             run.tokens += emitted
@@ -142,60 +160,84 @@ def simulate(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8,
     return run
 
 
-def _model_round(rng, policy: Policy, k: int, rate: float, truth: StepCosts | None, lag: int):
-    """Draft up to k tokens; each has a confidence around `rate` and is kept with that chance.
-    The policy's gate decides from its calibrated confidences; the oracle's (`truth` given) from
-    the true chance and the true costs."""
-    confidences, chances, dropped = [], [], None
-    gate = _TrueGate(truth, lag) if truth is not None else None
+def _model_round(policy: Policy, k: int, real: Realized):
+    """Draft up to k tokens, as far as the policy's gate lets them through; the target keeps
+    them as the realized round says."""
+    drafted, dropped = k, None
     for position in range(k):
-        chance = float(rng.beta(4 * rate + 0.1, 4 * (1 - rate) + 0.1))
-        keeps = gate.keep(position, chance) if gate is not None else policy.keep(position, chance)
-        if not keeps:
-            dropped = (chance, bool(rng.random() < chance))
+        if not policy.keep(position, real.chances[position]):
+            drafted, dropped = position, (real.chances[position], real.keeps[position])
             break
-        confidences.append(chance)
-        chances.append(chance)
-    accepted = _kept_run(rng, chances)
-    if dropped is not None and accepted < len(chances):
+    accepted = min(real.model_run, drafted)
+    if dropped is not None and accepted < drafted:
         dropped = None  # the target never reached the dropped position
-    return len(chances), accepted, confidences, dropped
+    return drafted, accepted, real.chances[:drafted], dropped
 
 
-class _TrueGate:
-    """The oracle's gate: keep a draft token while its true chance, times the chance of reaching
-    it, adds expected tokens faster than the round's true seconds grow."""
-
-    def __init__(self, costs: StepCosts, lag: int):
-        self.costs = costs
-        self.reach, self.tokens, self.seconds = 1.0, 1.0, costs.verify_cost(1) + costs.draft_cost(lag + 1)
-
-    def keep(self, position: int, chance: float) -> bool:
-        gain = self.reach * chance
-        extra = self.costs.verify_cost(position + 2) - self.costs.verify_cost(position + 1)
-        extra += self.costs.draft_cost(1) if position else 0.0
-        if gain * self.seconds < self.tokens * extra:
-            return False
-        self.reach, self.tokens, self.seconds = gain, self.tokens + gain, self.seconds + extra
-        return True
-
-
-def _seconds(costs: StepCosts, source: str, drafted: int, lag: int) -> float:
+def round_seconds(costs: StepCosts, source: str, drafted: int, lag: int) -> float:
+    """What a round costs before its noise: the verify pass, and for the draft model its
+    catch-up over the `lag` tokens it missed and a step per further token."""
     verify = costs.verify_cost(drafted + 1)
     if source != MODEL:
         return verify
     return verify + costs.draft_cost(lag + 1) + max(drafted - 1, 0) * costs.draft_cost(1)
 
 
-def best_choice(costs: StepCosts, world: World, k_max: int, lag: int) -> Choice:
-    """The oracle: the choice with the most expected tokens per second under the true numbers.
-    A catch-up is paid once and then serves every later round, so it does not count against
-    the draft model here (the round is still charged for it); the oracle then gates the draft
-    with the true chances."""
-    options = [(1.0 / costs.verify_cost(1), Choice(PLAIN))]
-    for k in range(1, k_max + 1):
-        seconds = costs.verify_cost(k + 1) + k * costs.draft_cost(1)
-        options.append((expected_tokens([world.model] * k, k) / seconds, Choice(MODEL, k)))
-    for k in range(1, min(world.offer, LOOKUP_MAX) + 1):
-        options.append((expected_tokens([world.lookup] * k, k) / costs.verify_cost(k + 1), Choice(LOOKUP, k)))
-    return max(options, key=lambda o: o[0])[1]
+LAG_CAP = 64  # the oracle pays a catch-up of more tokens as if it were this many (a lower bound)
+
+
+def oracle(profile: Profile, rounds: list[Realized], k_max: int = 8, skip: int = 0) -> Run:
+    """The most tokens per second any sequence of the policy's choices (plain; the draft model
+    drafting 0..k_max tokens; a copy of 1..LOOKUP_MAX) reaches on these realized rounds, paying
+    the true costs, catch-ups capped at LAG_CAP tokens (cheaper, as draft costs never fall with
+    size: the bound only loosens). Dinkelbach's method: the best rate is the λ at which the most
+    of sum(tokens - λ seconds), found exactly by dynamic programming over the lag, is zero."""
+    truth = profile.true()
+    catch_up = np.array([truth.draft_cost(lag + 1) for lag in range(LAG_CAP + 2)])
+    assert np.all(np.diff(catch_up) >= 0), "the bound needs draft costs that never fall with size"
+    best = _best_run(truth, rounds, k_max, skip, 0.0, catch_up[: LAG_CAP + 1])
+    while True:  # each step's best run is faster than the last, until none is
+        run = _best_run(truth, rounds, k_max, skip, best.rate(), catch_up[: LAG_CAP + 1])
+        if run.rate() <= best.rate():
+            return best
+        best = run
+
+
+def _options(costs: StepCosts, real: Realized, k_max: int) -> list[tuple[str, int, float, bool]]:
+    """Each choice of a round worth weighing: (source, tokens emitted, seconds before any
+    catch-up, resets the lag); of choices alike in tokens and lag, only the quickest."""
+    out = [(PLAIN, 1, costs.verify_cost(1), False)]
+    out += [(LOOKUP, min(d, real.match) + 1, costs.verify_cost(d + 1), False) for d in range(1, LOOKUP_MAX + 1)]
+    out += [(MODEL, min(d, real.model_run) + 1, costs.verify_cost(d + 1) + max(d - 1, 0) * costs.draft_cost(1), True)
+            for d in range(k_max + 1)]
+    quickest: dict[tuple[int, bool], tuple[str, int, float, bool]] = {}
+    for option in out:
+        key = (option[1], option[3])
+        if key not in quickest or option[2] < quickest[key][2]:
+            quickest[key] = option
+    return [(source, tokens, seconds * real.slowdown, resets) for source, tokens, seconds, resets in quickest.values()]
+
+
+def _best_run(costs: StepCosts, rounds: list[Realized], k_max: int, skip: int, rate: float,
+              catch_up: np.ndarray) -> Run:
+    """The choices with the most sum(tokens - rate * seconds) over the counted rounds: backward
+    over the rounds with the value of each lag (0..LAG_CAP), then forward from lag 0."""
+    lags = np.arange(len(catch_up))
+    options = [_options(costs, real, k_max) for real in rounds]
+    later, best = np.zeros(len(lags)), [None] * len(rounds)
+    for r in range(len(rounds) - 1, -1, -1):
+        weight, slowdown = float(r >= skip), rounds[r].slowdown
+        values = [weight * (tokens - rate * (seconds + catch_up * slowdown)) + later[0] if resets else
+                  weight * (tokens - rate * seconds) + later[np.minimum(lags + tokens, lags[-1])]
+                  for _, tokens, seconds, resets in options[r]]
+        best[r] = np.argmax(values, axis=0)
+        later = np.max(values, axis=0)
+    run, lag = Run(choices={PLAIN: 0, MODEL: 0, LOOKUP: 0}), 0
+    for r, real in enumerate(rounds):
+        source, tokens, seconds, resets = options[r][best[r][lag]]
+        seconds += catch_up[lag] * real.slowdown if resets else 0.0
+        if r >= skip:
+            run.tokens, run.seconds = run.tokens + tokens, run.seconds + seconds
+            run.choices[source] += 1
+        lag = 0 if resets else min(lag + tokens, lags[-1])
+    return run

@@ -13,8 +13,6 @@ from specgen.decoding.copy_rates import (
     AGREE,
     AGREEMENT_BELOW,
     AGREEMENT_ODDS,
-    GROUNDED,
-    LOOSE,
     PATTERN,
     SINGLE,
     SPLIT,
@@ -92,13 +90,17 @@ def test_the_kind_of_text_follows_a_document_that_changes():
     assert rates.grounded < 0.05
 
 
-def test_rates_rise_with_the_match_and_stay_between_the_curves():
-    rates = CopyRates()
-    offer = tuple(range(64))
-    short, long = rates.rates(CopyEvidence(1), offer), rates.rates(CopyEvidence(40), offer)
-    assert short[0] < long[0] and short[0] < short[20]
-    for rate, key in zip(long, range(40, 104)):
-        assert LOOSE[False][-1] <= rate <= GROUNDED[False][-1]
+def test_a_record_prices_a_copy_as_the_two_curves_mixed_by_its_odds():
+    """Keep rates worked out by hand from the GROUNDED and LOOSE tables in copy_rates, at the
+    bin of each token's match (offer match + tokens before it), weighted by the record's odds."""
+    even = CopyRates().rates(CopyEvidence(1), tuple(range(64)))  # a fresh record: even odds, weight 0.5
+    assert even[0] == pytest.approx(0.285)  # match 1, bin [1]: (0.32 + 0.25) / 2
+    assert even[20] == pytest.approx(0.805)  # match 21, bin [16, 24): (0.96 + 0.65) / 2
+    assert even[63] == pytest.approx(0.82)  # match 64, bin [64, ...): (0.99 + 0.65) / 2
+    leaning = CopyRates(math.log(3)).rates(CopyEvidence(40), (7,))  # odds 3:1 grounded: weight 0.75
+    assert leaning[0] == pytest.approx(0.8975)  # match 40, bin [32, 48): 0.75 * 0.98 + 0.25 * 0.65
+    anchored = CopyRates().rates(CopyEvidence(2, anchored=True), (7,))
+    assert anchored[0] == pytest.approx(0.6)  # short anchored bin [2, 3): (0.70 + 0.50) / 2
 
 
 def test_an_offer_is_judged_over_the_rounds_that_emit_its_tokens():

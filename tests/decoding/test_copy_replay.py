@@ -1,7 +1,10 @@
-"""What auto's copies earn on real text: recorded greedy outputs of the 1.5B target (edits,
+"""Regression guards for auto's copies: recorded greedy outputs of the 1.5B target (edits,
 extraction, summaries, revisions, reformats, new code and prose) replayed through the real loop
-and policy on two measured verify-cost curves (tests/copyreplay.py). The floors sit a few
-percent under what the policy reaches today, so a change that drafts worse fails here."""
+and policy on measured verify-cost curves (tests/copyreplay.py). The floors were set a few
+percent under what the policy reached on these very outputs, used while it was tuned: a change
+that drafts worse on them fails here, but passing is no evidence of speed on text the policy has
+not seen (docs/benchmarks.md has the held-out measurements). Each replay's text is checked to
+be the recorded target's."""
 
 from __future__ import annotations
 
@@ -16,23 +19,26 @@ from specgen.decoding.drafters.rewrites import Rewrites
 GROUNDED = ("edit", "extract", "revise", "summarize")  # the output reprints much of the prompt
 NOVEL = ("code", "prose")
 REFORMATS = OUTPUTS.parent / "reformat-texts.json"
-FLOORS = {"xeon-vm": 1.80, "xeon-vm-fast": 1.70, "xeon-vm-2611": 1.32, "epyc": 1.25, "gpu-sim": 3.7}  # geometric mean over the grounded prompts
+# regression floors: the geometric mean over the grounded prompts, set just under what the tuned
+# policy reached on these outputs when they were recorded
+TUNED_FLOORS = {"xeon-vm": 1.80, "xeon-vm-fast": 1.70, "xeon-vm-2611": 1.32, "epyc": 1.25, "gpu-sim": 3.7}
 
 
 @pytest.mark.parametrize("curve", sorted(CURVES))
-def test_auto_copies_pay_on_recorded_grounded_text_and_never_cost_on_novel_text(curve):
+def test_regression_guard_copies_keep_their_tuned_speedup_on_grounded_outputs_and_cost_nothing_on_novel(curve):
     results = replay_all(CURVES[curve])
     recorded = json.loads(OUTPUTS.read_text())["outputs"]
     for r in results:  # greedy: whatever was copied, the text is the recorded target's
         assert r.emitted == compact(recorded[r.name]["prompt"], recorded[r.name]["output"])[1], r.name
     grounded = [r.speedup for r in results if r.kind in GROUNDED]
-    assert len(grounded) >= 6 and geometric_mean(grounded) >= FLOORS[curve], [round(s, 2) for s in grounded]
+    assert len(grounded) >= 6 and geometric_mean(grounded) >= TUNED_FLOORS[curve], [round(s, 2) for s in grounded]
     novel = [r.speedup for r in results if r.kind in NOVEL]
     assert len(novel) == 4 and min(novel) >= 0.97, novel
 
 
-def test_learnt_rewrites_cut_the_time_of_a_recorded_rename(monkeypatch):
-    """edit:3 renames `o` to `order` and `proc` to `process_order` throughout a module."""
+def test_regression_guard_learnt_rewrites_cut_the_time_of_a_recorded_rename(monkeypatch):
+    """edit:3 renames `o` to `order` and `proc` to `process_order` throughout a module. The same
+    replay with rewrites learnt and not; the 5% margin was set under today's gain on this output."""
     recorded = json.loads(OUTPUTS.read_text())["outputs"]["edit:3"]
     args = ("edit:3", "edit", recorded["prompt"], recorded["output"], CURVES["xeon-vm"])
     learning = replay(*args)
@@ -42,10 +48,11 @@ def test_learnt_rewrites_cut_the_time_of_a_recorded_rename(monkeypatch):
     assert learning.speedup > 1.05 * not_learning.speedup, (learning.speedup, not_learning.speedup)
 
 
-def test_the_record_pattern_cuts_the_time_of_recorded_reformats():
+def test_regression_guard_the_record_pattern_cuts_the_time_of_recorded_reformats():
     """Four recorded reformats (JSON to YAML, print calls to a table, INI to TOML, CSV to JSON),
     one character a token: offers by the output's record pattern, beside the copies, make each
-    faster, and the four by a fifth or more on the geometric mean."""
+    faster, and the four by a fifth or more on the geometric mean (a floor set under today's
+    gain on these outputs)."""
     recorded = json.loads(REFORMATS.read_text())["outputs"]
     characters = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
     gains = []

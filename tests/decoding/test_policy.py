@@ -1,13 +1,15 @@
 """The auto policy: decisions on given numbers, replays of cost profiles and acceptance traces
-against an oracle that knows the truth, and exactness end to end on real llama.cpp."""
+against an oracle that knows every round's outcome (an upper bound no policy can pass, itself
+checked against brute force), and exactness end to end on real llama.cpp."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
 import pytest
-from policysim import CPU, GPU, TRACES, World, simulate
+from policysim import CPU, GPU, TRACES, World, oracle, realize, round_seconds, simulate
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -39,6 +41,16 @@ def taught(costs: StepCosts, model_rate: float, rounds: int = 60) -> Policy:
 def test_expected_tokens_follow_leviathan():
     alpha, k = 0.8, 4
     assert expected_tokens([alpha] * k, k) == pytest.approx((1 - alpha ** (k + 1)) / (1 - alpha))
+
+
+def test_costs_between_measured_sizes_are_interpolated_linearly():
+    costs = StepCosts({1: 1.0, 4: 2.5, 8: 4.5, 16: 5.0}, {1: 0.2, 8: 0.9})
+    assert costs.verify_cost(8) == 4.5  # a measured size as measured
+    assert costs.verify_cost(2) == pytest.approx(1.5)  # 1.0 + (2 - 1) / (4 - 1) * (2.5 - 1.0)
+    assert costs.verify_cost(6) == pytest.approx(3.5)  # 2.5 + (6 - 4) / (8 - 4) * (4.5 - 2.5)
+    assert costs.verify_cost(12) == pytest.approx(4.75)  # 4.5 + (12 - 8) / (16 - 8) * (5.0 - 4.5)
+    assert costs.verify_cost(32) == pytest.approx(10.0)  # past the largest, its cost per token: 5.0 / 16 * 32
+    assert costs.draft_cost(4) == pytest.approx(0.5)  # 0.2 + (4 - 1) / (8 - 1) * (0.9 - 0.2)
 
 
 def test_a_flat_verify_and_good_drafts_draft_long():
@@ -132,24 +144,58 @@ def test_exploration_stays_within_its_budget():
     assert 0 < policy.explored <= 0.035 * policy.spent
 
 
+ROUNDING = 1e-9  # the sums' floating-point rounding: the only slack the oracle's bound is given
+# the least share of the clairvoyant oracle's rate the policy reaches on every trace: measured
+# 0.70 to 0.97 on the CPU profile, 0.70 to 0.79 on the GPU one (knowing which drafts the target
+# keeps is worth a lot); drafting nothing at all reaches 0.40 and 0.14 on "copying"
+SHARE = {"cpu": 0.68, "gpu": 0.67}
+
+
 @pytest.mark.parametrize("profile", [CPU, GPU], ids=["cpu", "gpu"])
 @pytest.mark.parametrize("trace", sorted(TRACES))
-def test_policy_reaches_95_percent_of_the_oracle(profile, trace):
-    policy = simulate(profile, TRACES[trace], seed=1, risk=math.inf)  # pricing alone: the oracle has no loss bound
-    oracle = simulate(profile, TRACES[trace], seed=1, oracle=True)
-    assert policy.rate() >= 0.95 * oracle.rate(), (policy.rate() / oracle.rate(), policy.choices, oracle.choices)
-    assert policy.rate() <= 1.02 * oracle.rate(), "the oracle must be an upper bound (noise aside)"
+def test_policy_reaches_its_share_of_an_oracle_that_knows_every_outcome_and_never_beats_it(profile, trace):
+    rounds = realize(profile, TRACES[trace], seed=1)
+    policy = simulate(profile, rounds, risk=math.inf)  # pricing alone: the oracle has no loss bound
+    best = oracle(profile, rounds)
+    assert policy.rate() <= best.rate() * (1 + ROUNDING), "no policy beats the best sequence of choices"
+    assert policy.rate() >= SHARE[profile.name] * best.rate(), (policy.rate() / best.rate(), policy.choices, best.choices)
+
+
+def brute_force_rate(profile, rounds, k_max: int) -> float:
+    """The best tokens per second over every sequence of choices (copies up to one past the
+    offer: longer ones only cost more), each round costed from scratch."""
+    truth, best = profile.true(), 0.0
+    per_round = [[(PLAIN, 0)] + [(LOOKUP, d) for d in range(1, real.world.offer + 2)] +
+                 [(MODEL, d) for d in range(k_max + 1)] for real in rounds]
+    for sequence in itertools.product(*per_round):
+        tokens = seconds = lag = 0
+        for real, (source, drafted) in zip(rounds, sequence):
+            kept = min(drafted, real.model_run if source == MODEL else real.match if source == LOOKUP else 0)
+            seconds += round_seconds(truth, source, drafted, lag) * real.slowdown
+            tokens += kept + 1
+            lag = 0 if source == MODEL else lag + kept + 1
+        best = max(best, tokens / seconds)
+    return best
+
+
+@pytest.mark.parametrize("profile", [CPU, GPU], ids=["cpu", "gpu"])
+def test_the_oracle_is_the_best_of_every_sequence_of_choices(profile):
+    rounds = realize(profile, lambda r, n: World(0.6, 0.6, 2), rounds=5, k_max=2, seed=3)
+    assert oracle(profile, rounds, k_max=2).rate() == pytest.approx(brute_force_rate(profile, rounds, 2), rel=ROUNDING)
 
 
 @pytest.mark.parametrize("profile", [CPU, GPU], ids=["cpu", "gpu"])
 def test_policy_recovers_from_a_ten_times_timing_hiccup(profile):
+    """The same rounds with and without one round timed ten times too slow: once 200 rounds
+    have passed, the policy makes as much of them either way."""
     def good(r, n):
         return World(0.85, 0.3, 4)
 
-    hit = simulate(profile, good, rounds=1500, seed=2, hiccup_at=3, skip=200)
-    oracle = simulate(profile, good, rounds=1500, seed=2, oracle=True, skip=200)
-    assert hit.rate() >= 0.95 * oracle.rate(), (hit.choices, oracle.choices)
-    assert hit.rate() <= 1.02 * oracle.rate(), "the oracle must be an upper bound (noise aside)"
+    hit_rounds = realize(profile, good, rounds=1500, seed=2, hiccup_at=3)
+    hit = simulate(profile, hit_rounds, skip=200)
+    clean = simulate(profile, realize(profile, good, rounds=1500, seed=2), skip=200)
+    assert hit.rate() >= 0.98 * clean.rate(), (hit.choices, clean.choices)
+    assert hit.rate() <= oracle(profile, hit_rounds, skip=200).rate() * (1 + ROUNDING)
 
 
 def test_calibration_measures_every_size_and_is_cached(target_model, draft_model):
@@ -157,7 +203,6 @@ def test_calibration_measures_every_size_and_is_cached(target_model, draft_model
     before = list(target_model.tokens)
     costs = calibrate(target_model, draft_model)
     assert set(costs.verify) >= {1, 2, 4, 8, 16} and costs.draft_step > 0
-    assert costs.verify_cost(5) == pytest.approx((costs.verify[4] + costs.verify[6]) / 2)
     assert target_model.tokens == before  # every timed pass was rolled back
     first = cached_costs(target_model, draft_model)
     assert cached_costs(target_model, draft_model) == first  # the second comes from the cache file
