@@ -22,10 +22,15 @@ RECORD = {"type": "object", "properties": {"id": {"type": "integer"}, "ok": {"ty
                                            "tag": {"enum": ["red", "blue"]}}, "required": ["id", "ok", "tag"]}
 
 
+def tools_server(tiny_models, max_tokens: int) -> Server:
+    """A server on the tiny target with Qwen2.5's template (tools, structured output), K = 3."""
+    return Server("--target", str(tiny_models["target_tools"]), "--draft", str(tiny_models["draft"]), "-k", "3",
+                  "--ctx", "2048", "-t", "1", "-n", str(max_tokens))
+
+
 @pytest.fixture(scope="module")
 def server(tiny_models):
-    running = Server("--target", str(tiny_models["target_tools"]), "--draft", str(tiny_models["draft"]), "-k", "3",
-                     "--ctx", "2048", "-t", "1", "-n", "64")
+    running = tools_server(tiny_models, 64)
     yield running
     running.stop()
 

@@ -9,11 +9,10 @@ import json
 
 import openai
 import pytest
-from test_serve import Server
+from test_structured import client, target, tools_server  # noqa: F401 (fixtures)
 
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar
-from specgen.llama.model import LoadOptions, Model
 from specgen.llama.templates import HERMES, call_grammar, model_template
 from specgen.serve.scheduler import Prompts
 from specgen.serve.tools import parse_calls
@@ -31,20 +30,9 @@ QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 @pytest.fixture(scope="module")
 def server(tiny_models):
-    running = Server("--target", str(tiny_models["target_tools"]), "--draft", str(tiny_models["draft"]), "-k", "3",
-                     "--ctx", "2048", "-t", "1", "-n", "200")
+    running = tools_server(tiny_models, 200)
     yield running
     running.stop()
-
-
-@pytest.fixture(scope="module")
-def target(tiny_models):
-    with Model(tiny_models["target_tools"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
-        yield model
-
-
-def client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0, timeout=60)
 
 
 def test_a_tool_calling_round_trip_call_result_answer(server, target):
