@@ -5,8 +5,11 @@ keep under version control. A file is JSONL when it ends in .jsonl or its first 
 is a JSON object with a "prompt" string, or a "messages" list (a conversation, as the OpenAI API
 writes it, ending with the user's turn: the reply to that turn is what is timed), and optional
 "name" and "kind" strings, a "json_schema" object (the reply must be JSON that fits it, as with
-`run --json-schema`) and a prediction: "prediction", the text the reply is expected to
-resemble, or "prediction_file", a file holding it (relative to the prompt file's folder); otherwise
+`run --json-schema`), "tools" (OpenAI's function tools, rendered by the model's own chat template
+as `serve` renders them; the messages may then hold OpenAI's tool round trip, an assistant's
+"tool_calls" and "tool" results, and end with a result) and a prediction: "prediction", the text
+the reply is expected to resemble, or "prediction_file", a file holding it (relative to the
+prompt file's folder); otherwise
 it is text holding one prompt, or several separated by lines of `---`. A prompt's kind (results are
 also grouped by kind) is the file's stem unless its JSONL line names one. Every mistake in a
 file becomes one line naming the file, the line and the fix.
@@ -38,6 +41,8 @@ class BenchPrompt:
     messages: tuple[tuple[str, str], ...] = ()
     prediction: str | None = None  # the text the reply is expected to resemble (`run --predict`)
     json_schema: dict | None = None  # the reply must be JSON that fits this schema
+    tools: tuple[dict, ...] = ()  # OpenAI's function tools the reply may call
+    chat: tuple[dict, ...] = ()  # with tools: the conversation as OpenAI's message objects
 
 
 def read_prompt_files(sources: list[str], stdin: TextIO | None) -> list[BenchPrompt]:
@@ -104,8 +109,10 @@ def _jsonl(text: str, label: str, kind: str, folder: Path) -> list[BenchPrompt]:
             raise PromptFileError(f"{where} is not valid JSON ({error.msg}); write one JSON object per line") from None
         if not isinstance(record, dict):
             raise PromptFileError(f'{where} is not an object; write {{"prompt": "..."}}')
-        messages = _messages(record, where) if "messages" in record else ()
-        text = messages[-1][1] if messages else record.get("prompt")
+        tools = _tools(record, where)
+        chat = _tool_chat(record, where) if tools and "messages" in record else ()
+        messages = _messages(record, where) if "messages" in record and not chat else ()
+        text = messages[-1][1] if messages else chat[-1]["content"] if chat else record.get("prompt")
         if not isinstance(text, str):
             raise PromptFileError(f'{where} has no "prompt" string; write {{"prompt": "..."}}')
         if not text.strip():
@@ -117,8 +124,11 @@ def _jsonl(text: str, label: str, kind: str, folder: Path) -> list[BenchPrompt]:
         if schema is not None and not isinstance(schema, dict):
             raise PromptFileError(f'{where}: "json_schema" must be a JSON schema object, such as {{"type": "object"}}')
         name = record.get("name") or f"{kind}:{len(prompts) + 1}"
+        if tools and not chat:
+            chat = ({"role": "user", "content": text},)
         prompts.append(BenchPrompt(name, record.get("kind") or kind, text, messages,
-                                   prediction=_prediction(record, where, folder), json_schema=schema))
+                                   prediction=_prediction(record, where, folder), json_schema=schema,
+                                   tools=tools, chat=chat))
     return prompts
 
 
@@ -162,6 +172,61 @@ def _messages(record: dict, where: str) -> tuple[tuple[str, str], ...]:
     if pairs[-1][0] != "user":
         raise PromptFileError(f"{where}: the conversation must end with the user's turn; {fix}")
     return tuple(pairs)
+
+
+def _tools(record: dict, where: str) -> tuple[dict, ...]:
+    """A line's "tools": OpenAI's function tools, as the model's chat template reads them."""
+    tools = record.get("tools", [])
+    fix = 'write "tools": [{"type": "function", "function": {"name": "...", "parameters": {...}}}]'
+    if not isinstance(tools, list):
+        raise PromptFileError(f'{where}: "tools" must be a list of function tools; {fix}')
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict) or tool.get("type") != "function" or not isinstance(function.get("name"), str) \
+                or not isinstance(function.get("parameters", {}), dict):
+            raise PromptFileError(f'{where}: each of "tools" must be a function tool; {fix}')
+    return tuple(tools)
+
+
+def _tool_chat(record: dict, where: str) -> tuple[dict, ...]:
+    """The "messages" of a line with tools, as OpenAI's message objects: a turn of the system,
+    the user, the assistant (text, or "tool_calls" with arguments as JSON text) or a tool's
+    result ("tool", with the "tool_call_id" it answers); the last is the user's or a result."""
+    messages = record["messages"]
+    fix = ('write "messages": [{"role": "user", "content": "..."}, {"role": "assistant", "tool_calls": '
+           '[{"id": "1", "type": "function", "function": {"name": "...", "arguments": "{...}"}}]}, '
+           '{"role": "tool", "tool_call_id": "1", "content": "..."}]')
+    if not isinstance(messages, list) or not messages:
+        raise PromptFileError(f'{where}: "messages" must be a list of messages; {fix}')
+    for message in messages:
+        role = message.get("role") if isinstance(message, dict) else None
+        calls = message.get("tool_calls") if role == "assistant" else None
+        content_ok = isinstance(message.get("content"), str) or (calls is not None and message.get("content") is None) \
+            if role else False
+        if role not in ("system", "user", "assistant", "tool") or not content_ok \
+                or (calls is not None and not _well_formed_calls(calls)) \
+                or (role == "tool" and not isinstance(message.get("tool_call_id"), str)):
+            raise PromptFileError(f'{where}: each message needs a "role" (system, user, assistant or tool) and a '
+                                  f'"content" string; {fix}')
+    if messages[-1]["role"] not in ("user", "tool"):
+        raise PromptFileError(f"{where}: the conversation must end with the user's turn or a tool's result; {fix}")
+    return tuple(messages)
+
+
+def _well_formed_calls(calls) -> bool:
+    """OpenAI's tool_calls: a list of {type: function, function: {name, arguments: JSON text}}."""
+    if not isinstance(calls, list) or not calls:
+        return False
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str) \
+                or not isinstance(function.get("arguments"), str):
+            return False
+        try:
+            json.loads(function["arguments"])
+        except ValueError:
+            return False
+    return True
 
 
 def _separated(text: str, label: str, kind: str) -> list[BenchPrompt]:

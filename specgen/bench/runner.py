@@ -41,7 +41,7 @@ from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import UsageError
 from specgen.llama.calibrate import calibrate, drafter_for
 from specgen.llama.grammar import Grammar, GrammarError, schema_grammar
-from specgen.llama.pair import encode_messages, encode_prompt
+from specgen.llama.pair import encode_messages, encode_prompt, encode_tool_chat
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 
 AUTO = "auto"
@@ -526,8 +526,11 @@ def machine(target) -> dict:
 
 def encode_all(target, prompts: list[BenchPrompt], raw: bool) -> list[list[int]]:
     """Token ids of every prompt, chat-templated unless raw (as `specgen run` does); a
-    conversation through the chat template whole (as `specgen chat` and serve do)."""
-    if raw and any(prompt.messages for prompt in prompts):
-        raise UsageError('--raw sends text as is, but a prompt file holds a "messages" conversation; drop --raw')
-    return [encode_messages(target, list(prompt.messages)) if prompt.messages else encode_prompt(target, prompt.text, raw)
-            for prompt in prompts]
+    conversation through the chat template whole (as `specgen chat` and serve do); one with
+    tools through the template's own Jinja text and its tool prompt (as serve does)."""
+    if raw and any(prompt.messages or prompt.tools for prompt in prompts):
+        raise UsageError('--raw sends text as is, but a prompt file holds a "messages" conversation or "tools"; '
+                         'drop --raw')
+    return [encode_tool_chat(target, list(prompt.chat), list(prompt.tools)) if prompt.tools
+            else encode_messages(target, list(prompt.messages)) if prompt.messages
+            else encode_prompt(target, prompt.text, raw) for prompt in prompts]

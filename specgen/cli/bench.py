@@ -22,6 +22,7 @@ from specgen.cli.options import (
     sampling_params,
     select_models,
 )
+from specgen.errors import UsageError
 
 
 @app.command(epilog=examples(
@@ -76,6 +77,10 @@ def bench(
     from specgen.llama.pair import open_models
 
     prompts = read_prompt_files(prompt_files, sys.stdin)
+    with_tools = next((p.name for p in prompts if p.tools), None)
+    if endpoints and with_tools:
+        raise UsageError(f"prompt {with_tools} carries tools, which only the local rows time (a streamed tool call "
+                         "comes in one piece); bench it without --endpoint")
     ks = parse_draft_tokens(draft_tokens)
     check_output(json_path)
     check_output(csv_path)

@@ -3,16 +3,19 @@
 Every front end (run, chat, bench) starts the same way: check both GGUF headers, refuse a pair
 whose vocabularies differ before any weights are loaded, load both models under one ExitStack
 (a draft whose vocabulary is a little larger or smaller is seen through the target's), and
-encode the prompt with the model's chat template (or as raw text).
+encode the prompt with the model's chat template (or as raw text; or, for a conversation with
+tools, with the template's own Jinja text, as `serve` does).
 """
 
 from __future__ import annotations
 
+import json
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 
 from specgen.errors import SpecgenError
 from specgen.llama.model import ContextFull, LoadOptions, Model
+from specgen.llama.templates import model_template
 from specgen.llama.vocabmap import DraftVocabulary, stand_in
 from specgen.models.gguf import GGUFInfo, read_info
 from specgen.models.paths import ModelPaths
@@ -68,6 +71,26 @@ def encode_messages(target: Model, messages: list[tuple[str, str]]) -> list[int]
     tokens = target.encode_chat(messages)
     check_fits(target, tokens)
     return tokens
+
+
+def encode_tool_chat(target: Model, messages: list[dict], tools: list[dict]) -> list[int]:
+    """Tokens for a conversation with tools (OpenAI's message objects, earlier calls' arguments as
+    JSON text), through the model's own chat template and its tool prompt, as `serve` renders it."""
+    template = model_template(target)
+    if template is None or template.format is None:
+        raise SpecgenError(f"{target.path.name} has no chat template that teaches tool calls specgen reads "
+                           "(Qwen2.5's <tool_call> blocks, Llama 3.1's JSON); drop the tools, or pick such a model")
+    read = [{**m, "tool_calls": [_with_object_arguments(c) for c in m["tool_calls"]]} if m.get("tool_calls") else m
+            for m in messages]
+    tokens = target.encode_templated(template.render(read, tools))
+    check_fits(target, tokens)
+    return tokens
+
+
+def _with_object_arguments(call: dict) -> dict:
+    """An OpenAI tool call with its arguments as the object a template writes out (not JSON text)."""
+    function = call["function"]
+    return {**call, "function": {**function, "arguments": json.loads(function["arguments"])}}
 
 
 def check_fits(target: Model, tokens: list[int]) -> None:
