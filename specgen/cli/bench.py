@@ -79,8 +79,8 @@ def bench(
     prompts = read_prompt_files(prompt_files, sys.stdin)
     with_tools = next((p.name for p in prompts if p.tools), None)
     if endpoints and with_tools:
-        raise UsageError(f"prompt {with_tools} carries tools, which only the local rows time (a streamed tool call "
-                         "comes in one piece); bench it without --endpoint")
+        raise UsageError(f"prompt {with_tools} carries tools, which only the local rows time (a call comes back as "
+                         "tool_calls, not as streamed text); bench it without --endpoint")
     ks = parse_draft_tokens(draft_tokens)
     check_output(json_path)
     check_output(csv_path)
