@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 from stathelp import PeeksAtTheAcceptTest, position_pvalues
 
+from specgen.decoding import sampling
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import NO_DRAFT
@@ -160,4 +161,31 @@ def test_fixed_k_drafts_from_a_prediction_sample_the_target_distribution_and_a_p
     make = Counting(lambda: (Peeking if peeking else Fixed)(sampled[2]))
     ok, pvalues = same_distribution(target_model, sampled, make, 3)
     assert ok != peeking, pvalues
+    assert sum(d.drafted > 0 for d in make.made) == N, "every sample should have drafted from the prediction"
+
+
+@pytest.fixture(scope="module")
+def unlikely(sampled):
+    """A target-alone sample whose first token the target samples 2-8% of the time, as the
+    prediction: where an accept test that keeps too much would keep it far more often."""
+    _, baseline, _ = sampled
+    firsts = Counter(s[0] for s in baseline)
+    rare = [t for t, n in firsts.items() if 0.02 * N <= n <= 0.08 * N]
+    assert rare, firsts
+    first = min(rare, key=lambda t: firsts[t])
+    return [t for t in next(s for s in baseline if s[0] == first) if t >= 0]
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["the p/q test", "an accept test that keeps 10% more"])
+def test_an_unlikely_prediction_samples_the_target_distribution_and_a_slightly_biased_accept_test_fails(
+        target_model, sampled, unlikely, biased, monkeypatch):
+    """The peeking drafter above biases which rounds draft; this bias is in the verification
+    itself: a drafted token is also kept when the accept test's uniform is below 0.1, which only
+    shows where the prediction holds tokens the target gives less than 10%."""
+    if biased:
+        fair = sampling.accepts
+        monkeypatch.setattr(sampling, "accepts", lambda p, q, token, u: u < 0.1 or fair(p, q, token, u))
+    make = Counting(lambda: Fixed(unlikely))
+    ok, pvalues = same_distribution(target_model, sampled, make, 3)
+    assert ok != biased, pvalues
     assert sum(d.drafted > 0 for d in make.made) == N, "every sample should have drafted from the prediction"
