@@ -85,13 +85,15 @@ class Plan:
 @dataclass(frozen=True)
 class Asked:
     """What a prompt asks of every run beyond its text: JSON that fits a schema (endpoints are sent
-    the schema, local runs follow its GBNF) and a prediction (endpoints are sent the text, local
-    runs draft from its tokens)."""
+    the schema, local runs follow its GBNF), a prediction (endpoints are sent the text, local
+    runs draft from its tokens), and whether the reply is written in JSON (a schema or tools:
+    auto copies also from the prompt's text as JSON escapes it)."""
 
     schema: dict | None = None
     grammar: str | None = None
     prediction: str | None = None
     predicted_tokens: tuple[int, ...] | None = None
+    quoted: bool = False
 
 
 NOTHING_ASKED = Asked()
@@ -204,7 +206,8 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
     """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
     tokens = encode_all(target, prompts, raw)
     asks = [Asked(p.json_schema, prompt_grammar(p), p.prediction,
-                  tuple(target.continuation(p.prediction)) if p.prediction else None) for p in prompts]
+                  tuple(target.continuation(p.prediction)) if p.prediction else None,
+                  quoted=p.json_schema is not None or bool(p.tools)) for p in prompts]
     records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts], asks)
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
@@ -370,8 +373,8 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan, asked
     settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling)
     with ExitStack() as owned:
         constraint = owned.enter_context(Grammar(target, asked.grammar)) if asked.grammar is not None else None
-        events = generate(target, drafter_for(target, drafter, settings, config.adaptive, prediction=predicted),
-                          prompt, settings, constraint)
+        events = generate(target, drafter_for(target, drafter, settings, config.adaptive, prediction=predicted,
+                                              quoted=asked.quoted), prompt, settings, constraint)
         _, summary = consume(events, keep)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt

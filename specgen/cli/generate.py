@@ -99,8 +99,8 @@ def run(
         drafter = base_drafter(draft_model)
         shared = (memory.index,) if memory is not None else ()
         grammar = owned.enter_context(Grammar(target_model, gbnf)) if gbnf else None
-        events = generate(target_model, drafter_for(target_model, drafter, config, auto, shared, prediction=prediction),
-                          tokens, config, grammar)
+        events = generate(target_model, drafter_for(target_model, drafter, config, auto, shared, prediction=prediction,
+                                                    quoted=grammar is not None), tokens, config, grammar)
         answer, summary = consume(events, on_round)
         kernels, mapped = target_model.kernels, target_model.mapped
         layers = (target_model.layers, draft_model.layers if draft_model else {})

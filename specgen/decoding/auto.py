@@ -8,7 +8,8 @@ history. Given the target's `Vocabulary`, a `PatternSource` also offers each rou
 output's record pattern predicts (`drafters.pattern`); the offer the output has followed
 longer is the one priced. Given a `Prediction` (the text the user expects the output to
 resemble), it offers the prediction from where the output stands in it too, first among equals,
-and the loss bound allows for the reply the prediction foresees from the start.
+and the loss bound allows for the reply the prediction foresees from the start. A reply written
+in JSON (`quoted`) also copies from the prompt's text as JSON escapes it (`drafters.quoted`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.pattern import RecordPattern
 from specgen.decoding.drafters.prediction import Prediction
+from specgen.decoding.drafters.quoted import quoted_source
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
@@ -100,15 +102,18 @@ class AutoDrafter(Drafter):
     K, or a copy; `observe` feeds it what the round showed and how long it took."""
 
     def __init__(self, model: ModelDrafter | None, policy: Policy, shared: tuple[SuffixIndex, ...] = (),
-                 vocabulary: Vocabulary | None = None, prediction: Prediction | None = None):
+                 vocabulary: Vocabulary | None = None, prediction: Prediction | None = None, quoted: bool = False):
         """`shared`: copy sources searched after this request (a conversation, a `LookupMemory`'s
         index); `vocabulary`: the target's, for offers by the output's record pattern;
         `prediction`: the text the user expects the output to resemble (also searched by the
-        copier, after this request)."""
+        copier, after this request); `quoted`: the reply is written in JSON, so the prompt's
+        text escaped as JSON is searched too, after the prompt (needs `vocabulary`)."""
         self.model, self.policy = model, policy
         self.prediction = prediction
-        self.copier = Copier((prediction.index, *shared) if prediction is not None else shared)
+        self.shared = (prediction.index, *shared) if prediction is not None else shared
+        self.copier = Copier(self.shared)
         self.vocabulary = vocabulary
+        self.quoted = quoted
         self.pattern_source: PatternSource | None = None
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
         self._choice = Choice(PLAIN)  # this round's, which `observe` reports to the policy
@@ -121,6 +126,8 @@ class AutoDrafter(Drafter):
     def prepare(self, prefix: list[int]) -> None:
         """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
         self.copier.reset(prefix)
+        quoted = quoted_source(prefix, self.vocabulary) if self.quoted and self.vocabulary is not None else None
+        self.copier.shared = (*self.shared, quoted) if quoted is not None else self.shared
         self._open = []
         self.pattern_source = PatternSource(self.vocabulary, prefix) if self.vocabulary is not None else None
         if self.prediction is not None:

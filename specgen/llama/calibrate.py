@@ -146,14 +146,15 @@ def base_drafter(draft_model):
 
 
 def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: tuple[SuffixIndex, ...] = (),
-                costs: StepCosts | None = None, prediction: Prediction | None = None):
+                costs: StepCosts | None = None, prediction: Prediction | None = None, quoted: bool = False):
     """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or
     with `auto` the auto policy over it, starting from this machine's step costs and
     copying also from `shared` (a conversation's index, a `LookupMemory`'s) and from prompt
     lookup's own shared sources, and offering what the output's record pattern predicts in the
     target's vocabulary. With a `prediction` (the text the output is expected to resemble, in
     the target's tokens) auto offers it too, and a fixed K drafts from it where it knows its
-    place, `drafter` elsewhere.
+    place, `drafter` elsewhere. `quoted`: the reply is written in JSON (a schema, tool calls), so
+    auto copies also from the prompt's text as JSON escapes it.
 
     A seeded run decides from cached costs alone (or a fixed profile), not from live timings,
     so that the same seed gives the same draft lengths and so the same text. `costs`: the step
@@ -169,4 +170,5 @@ def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: t
     seeded = config.sampling.seed is not None
     costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
     vocabulary = Vocabulary(target.piece, target.continuation)
-    return AutoDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary, prediction)
+    return AutoDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary, prediction,
+                       quoted)

@@ -553,10 +553,10 @@ class Scheduler:
         config = self.config_for(job.request)
         seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
         prediction = Prediction(encoded.prediction) if encoded.prediction is not None else None
-        drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
-                              None if seeded else self.costs, prediction)
-        events = generate(self.target, drafter, tokens, config, grammar)
         fmt = user.prompts.template().format if job.request.tools and job.request.tool_choice != "none" else None
+        drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
+                              None if seeded else self.costs, prediction, quoted=grammar is not None or fmt is not None)
+        events = generate(self.target, drafter, tokens, config, grammar)
         cut = ReplyCut(job.request, time.perf_counter())
         pipe = ReplyPipe(cut, fmt, self.target.piece, self._prompt_chars(job.request, tokens))
         reply: list[int] = []

@@ -1,0 +1,170 @@
+"""A reply written in JSON copies from the prompt's text as JSON escapes it: the escaping is
+JSON's own (checked against the json module), copies run on across escaped line ends where
+copies from the prompt alone break at each, and the output stays the target's: greedy token for
+token on a target that writes the prompt back as a JSON string, sampled in distribution on the
+real tiny model, where a copier that peeks at the accept test (a planted bias) fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import numpy as np
+import pytest
+from stathelp import PeeksAtTheAcceptTest, position_pvalues
+
+from specgen.decoding.auto import AutoDrafter
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters.base import LOOKUP, Vocabulary
+from specgen.decoding.drafters.quoted import json_escaped, quoted_source
+from specgen.decoding.events import Round
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.policy import Policy
+from specgen.decoding.sampling import SamplingParams
+
+CHEAP = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 64: 1.5}, {})  # copies pay at any length
+N = 1200
+DEPTH = 3
+ALPHA = 0.001
+TOP_K = SamplingParams(temperature=1.0, top_k=8)
+
+
+def test_the_escaping_is_jsons_own():
+    rng = random.Random(5)
+    alphabet = 'ab "\\\n\r\t\b\f\x00\x01\x1f\x7fé€😀/'
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert json_escaped(text) == json.dumps(text, ensure_ascii=False)[1:-1], repr(text)
+
+
+CHARS = Vocabulary(piece=lambda t: chr(t).encode(), tokenize=lambda text: [ord(c) for c in text])
+
+
+def test_the_source_holds_the_prompts_text_escaped_and_none_where_nothing_is_escaped():
+    prompt = [ord(c) for c in 'say "hi"\nthen go']
+    assert quoted_source(prompt, CHARS).tokens.tolist() == [ord(c) for c in 'say \\"hi\\"\\nthen go']
+    assert quoted_source([ord(c) for c in "nothing to escape"], CHARS) is None
+
+
+class WritesBack:
+    """A stand-in target whose greedy choice after the prompt and i output tokens is token i of
+    `output`; it counts its passes."""
+
+    def __init__(self, prompt: list[int], output: list[int]):
+        self.truth, self.tokens, self.passes = [*prompt, *output, 0], [], 0
+        self.vocabulary, self.n_ctx = max(self.truth) + 1, len(self.truth) + 64
+
+    def sync(self, tokens):
+        self.tokens = list(tokens)
+        return len(tokens)
+
+    def truncate(self, n_keep):
+        del self.tokens[n_keep:]
+
+    def forward(self, tokens, all_logits):
+        start, self.passes = len(self.tokens), self.passes + 1
+        self.tokens.extend(tokens)
+        rows = np.zeros((len(tokens), self.vocabulary), dtype=np.float32)
+        for i in range(len(tokens)):
+            rows[i, self.truth[min(start + i + 1, len(self.truth) - 1)]] = 1.0
+        return rows
+
+    def is_eog(self, token):
+        return False
+
+    def piece(self, token):
+        return chr(token).encode()
+
+
+WORDS = random.Random(7).sample(["alpha", "brick", "cider", "delta", "ember", "fjord", "gusto", "heron", "ivory",
+                                  "jolly", "koala", "lemon", "mango", "noble", "oasis", "pearl", "quilt", "raven"], 18)
+FILE = "".join(f'def {a}_{b}(x):\n    return "{c}" + x\n\n' for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3]))
+
+
+def written_back(quoted: bool) -> tuple[int, int]:
+    """A reply that writes FILE back as a JSON string, greedy, with auto over cheap copies: the
+    target's passes, and the most copied tokens one round kept."""
+    prompt = [ord(c) for c in f"save this file:\n{FILE}"]
+    output = [ord(c) for c in '{"content": "' + json_escaped(FILE) + '"}']
+    target = WritesBack(prompt, output)
+    drafter = AutoDrafter(None, Policy(CHEAP, 8, timed=False, risk=math.inf), vocabulary=CHARS, quoted=quoted)
+    rounds = [e for e in generate(target, drafter, prompt, GenerationConfig(max_tokens=len(output), draft_tokens=8))
+              if isinstance(e, Round)]
+    assert [t for r in rounds for t in r.tokens] == output  # greedy: the target's own reply, whatever was drafted
+    return target.passes, max(r.accepted for r in rounds)
+
+
+def test_copies_of_the_escaped_text_run_across_line_ends_where_copies_of_the_prompt_break():
+    alone, longest_alone = written_back(quoted=False)
+    quoted, longest = written_back(quoted=True)
+    line = max(len(json_escaped(line + "\n")) for line in FILE.splitlines())
+    assert longest_alone <= line < 2 * line < longest  # a kept copy runs across two line ends and more
+    assert quoted < alone / 2
+
+
+# -- sampled, on the real tiny model ------------------------------------------------------------
+
+PROMPT = 'a "b"\nc a "b"\nc a'
+
+
+def samples(target, make, prompt, k, seeds) -> list[tuple[int, ...]]:
+    out = []
+    for seed in seeds:
+        config = GenerationConfig(DEPTH, k, SamplingParams(TOP_K.temperature, TOP_K.top_k, TOP_K.top_p, seed))
+        events = list(generate(target, make(), prompt, config))
+        got = [t for e in events[:-1] for t in e.tokens]
+        out.append(tuple(got + [-1] * (DEPTH - len(got))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def setting(target_model):
+    """The prompt, target-alone samples, and a vocabulary whose tokens for the escaped prompt are
+    the prompt's, then earlier samples after it: so that the quoted source's copies are the ones
+    offered (the prompt's own index has nothing after its end) and often kept."""
+    prompt = target_model.tokenize(PROMPT, add_special=True, parse_special=False)
+    baseline = samples(target_model, lambda: None, prompt, 0, range(10**6, 10**6 + N))
+    earlier = [t for s in samples(target_model, lambda: None, prompt, 0, range(10**7, 10**7 + 5))
+               for t in [*prompt, *s] if t >= 0]
+    escaped = json_escaped(PROMPT)
+    vocabulary = Vocabulary(target_model.piece, lambda text: earlier if text.endswith(escaped) else [])
+    return prompt, baseline, vocabulary
+
+
+class Quoting(AutoDrafter):
+    """Auto with the quoted source, counting the rounds that copied."""
+
+    def __init__(self, vocabulary):
+        super().__init__(None, Policy(CHEAP, 4, timed=False, risk=math.inf), vocabulary=vocabulary, quoted=True)
+        self.pattern_source = None
+        self.copies = 0
+
+    def prepare(self, prefix):
+        super().prepare(prefix)
+        self.pattern_source = None  # the record pattern is tested elsewhere; here only copies
+
+    def propose(self, history, last, k, params, draws, keep=None):
+        draft = super().propose(history, last, k, params, draws, keep)
+        self.copies += draft.source == LOOKUP
+        return draft
+
+
+class Peeking(PeeksAtTheAcceptTest, Quoting):
+    """Biased: copies only where the accept test's uniform is small."""
+
+
+@pytest.mark.parametrize("peeking", [False, True], ids=["quoted copies", "peeking"])
+def test_quoted_copies_sample_the_target_distribution_and_a_peeking_copier_fails(target_model, setting, peeking):
+    prompt, baseline, vocabulary = setting
+    made = []
+
+    def make():
+        made.append((Peeking if peeking else Quoting)(vocabulary))
+        return made[-1]
+
+    pvalues = position_pvalues(samples(target_model, make, prompt, 4, range(N)), baseline)
+    assert (min(pvalues) > ALPHA / len(pvalues)) != peeking, pvalues
+    if not peeking:
+        assert sum(d.copies > 0 for d in made) > N // 2, "the quoted source should have been copied"
