@@ -198,19 +198,25 @@ def _tool_chat(record: dict, where: str) -> tuple[dict, ...]:
            '{"role": "tool", "tool_call_id": "1", "content": "..."}]')
     if not isinstance(messages, list) or not messages:
         raise PromptFileError(f'{where}: "messages" must be a list of messages; {fix}')
-    for message in messages:
-        role = message.get("role") if isinstance(message, dict) else None
-        calls = message.get("tool_calls") if role == "assistant" else None
-        content_ok = isinstance(message.get("content"), str) or (calls is not None and message.get("content") is None) \
-            if role else False
-        if role not in ("system", "user", "assistant", "tool") or not content_ok \
-                or (calls is not None and not _well_formed_calls(calls)) \
-                or (role == "tool" and not isinstance(message.get("tool_call_id"), str)):
-            raise PromptFileError(f'{where}: each message needs a "role" (system, user, assistant or tool) and a '
-                                  f'"content" string; {fix}')
+    if not all(_well_formed_message(message) for message in messages):
+        raise PromptFileError(f'{where}: each message needs a "role" (system, user, assistant or tool) and a '
+                              f'"content" string; {fix}')
     if messages[-1]["role"] not in ("user", "tool"):
         raise PromptFileError(f"{where}: the conversation must end with the user's turn or a tool's result; {fix}")
     return tuple(messages)
+
+
+def _well_formed_message(message) -> bool:
+    """A turn of the system, the user, the assistant or a tool, with text content; an assistant's
+    turn may hold well-formed "tool_calls" instead, and a tool's names the call it answers."""
+    if not isinstance(message, dict) or message.get("role") not in ("system", "user", "assistant", "tool"):
+        return False
+    content = message.get("content")
+    if message["role"] == "assistant" and message.get("tool_calls") is not None:
+        return _well_formed_calls(message["tool_calls"]) and (content is None or isinstance(content, str))
+    if message["role"] == "tool" and not isinstance(message.get("tool_call_id"), str):
+        return False
+    return isinstance(content, str)
 
 
 def _well_formed_calls(calls) -> bool:

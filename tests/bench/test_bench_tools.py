@@ -79,6 +79,8 @@ def test_a_model_without_a_tool_template_is_one_line(target_model):
     ({"prompt": "a", "tools": [{"type": "function", "function": {"parameters": {}}}]}, "must be a function tool"),
     ({"messages": ROUND_TRIP[:2], "tools": [WEATHER]}, "must end with the user's turn or a tool's result"),
     ({"messages": [ROUND_TRIP[0], {"role": "tool", "content": "22 C"}], "tools": [WEATHER]}, 'each message needs'),
+    ({"messages": ["weather?", ROUND_TRIP[0]], "tools": [WEATHER]}, 'each message needs'),
+    ({"messages": [{"role": "assistant", "content": None}, ROUND_TRIP[0]], "tools": [WEATHER]}, 'each message needs'),
     ({"messages": [ROUND_TRIP[0], {"role": "assistant", "tool_calls": [
         {"type": "function", "function": {"name": "get_weather", "arguments": "{city"}}]}, ROUND_TRIP[2]],
       "tools": [WEATHER]}, "each message needs"),
