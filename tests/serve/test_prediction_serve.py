@@ -63,7 +63,11 @@ def test_a_chat_with_a_prediction_gives_the_same_text_and_openais_counts(server,
     assert details.accepted_prediction_tokens == common_subsequence(predicted, alone)
     assert details.accepted_prediction_tokens + details.rejected_prediction_tokens == len(predicted)
     stats = reply.model_dump()["specgen"]["prediction"]
-    assert stats["tokens"] == len(predicted) and stats["kept"] > LENGTH // 2, stats
+    assert stats["tokens"] == len(predicted) and 0 < stats["kept"] <= details.accepted_prediction_tokens, stats
+    # a whole prediction is copied whole; after an edited one breaks, drafts go on only as far as
+    # the step costs the server measured at start-up afford (less on a loaded machine)
+    if which == "same":
+        assert stats["kept"] > LENGTH // 2, stats
 
 
 def test_a_streamed_chat_carries_the_counts_in_its_usage_chunk(server, alone):
