@@ -110,8 +110,7 @@ class AutoDrafter(Drafter):
         text escaped as JSON is searched too, after the prompt (needs `vocabulary`)."""
         self.model, self.policy = model, policy
         self.prediction = prediction
-        self.shared = (prediction.index, *shared) if prediction is not None else shared
-        self.copier = Copier(self.shared)
+        self.copier = Copier((prediction.index, *shared) if prediction is not None else shared)
         self.vocabulary = vocabulary
         self.quoted = quoted
         self.pattern_source: PatternSource | None = None
@@ -127,7 +126,7 @@ class AutoDrafter(Drafter):
         """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
         self.copier.reset(prefix)
         quoted = quoted_source(prefix, self.vocabulary) if self.quoted and self.vocabulary is not None else None
-        self.copier.shared = (*self.shared, quoted) if quoted is not None else self.shared
+        self.copier.request_sources = (quoted,) if quoted is not None else ()
         self._open = []
         self.pattern_source = PatternSource(self.vocabulary, prefix) if self.vocabulary is not None else None
         if self.prediction is not None:

@@ -53,6 +53,7 @@ class Copier:
     def __init__(self, shared: tuple[SuffixIndex, ...] = ()):
         self.index = SuffixIndex()
         self.shared = tuple(shared)
+        self.request_sources: tuple[SuffixIndex, ...] = ()  # this request's own, searched after `shared`
         self._anchor: tuple[int, int, int] | None = None  # source, position, request length then
         self.rewrites = Rewrites()
         self._output_start = 0  # where this request's output begins in the index
@@ -81,7 +82,7 @@ class Copier:
     def offer(self, history: list[int], last: int, k: int) -> Offer:
         """Up to k tokens to copy after history + [last], from the best match in the nearest source."""
         self.sync(history, last)
-        sources = (self.index, *self.shared)
+        sources = (self.index, *self.shared, *self.request_sources)
         best: Branch | None = None
         for number, source in enumerate(sources):
             branches = source.find(self.index, number)
