@@ -16,6 +16,11 @@ outputs that have one: "self" (the output itself, a perfect prediction), "file" 
 fenced block, the file an edit reprints; needs `--vocab`), "deleted", "inserted", "renamed" (the
 output with spans left out, foreign spans put in, or a token renamed: `edited`) or "wrong" (another
 output); the table gives the speedup without and with it.
+
+With `--oracle` each output is also priced in hindsight: at every position, the offer auto's
+sources would make there, and a drafter that knows how much of each offer the output keeps and
+drafts the best length for the curve (a shortest path over positions). How far auto is from
+what its offers allow; and `ceiling`, the curve's own limit where every copy is kept whole.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import Policy
+from specgen.decoding.policy import LOOKUP_MAX, Policy
+from specgen.decoding.tokens import common_prefix
 
 OUTPUTS = Path(__file__).parent / "data" / "greedy-outputs.json"
 
@@ -52,6 +58,8 @@ CURVES = {
     # steeper curve than the day before (the mean of two calibrations)
     "xeon-vm-2611": {1: .0733, 2: .107, 3: .146, 4: .203, 6: .293, 8: .505, 12: .614, 16: .509, 24: .758,
                      32: .878, 64: 1.59},
+    # the 2-vCPU AMD EPYC of 2026-11-26 (no AMX, no AVX-512), as `specgen bench` measured it at 07:16
+    "epyc-2611": {1: .074, 2: .118, 4: .216, 8: .426, 16: .559, 32: .941, 64: 1.758},
     # simulated, not measured: a GPU's nearly flat verify (12 ms for one token, 30 ms for 64)
     "gpu-sim": {1: .012, 2: .0122, 4: .0125, 8: .013, 16: .015, 32: .02, 64: .03},
     # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)
@@ -114,10 +122,11 @@ def compact(prompt: list[int], output: list[int], prediction: list[int] | None =
 
 
 def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: dict[int, float],
-           vocabulary: Vocabulary | None = None, prediction: list[int] | None = None) -> Replay:
+           vocabulary: Vocabulary | None = None, prediction: list[int] | None = None, quoted: bool = False) -> Replay:
     """`vocabulary`: the recorded tokens' own, for offers by the output's record pattern (the
     ids stay as recorded); without one, patterns are not in play. `prediction`: tokens given
-    as the prediction (`--predict`)."""
+    as the prediction (`--predict`). `quoted`: the output is JSON, so auto copies also from the
+    prompt as JSON escapes it (needs `vocabulary`)."""
     if vocabulary is None and prediction is None:
         prompt, output = compact(prompt, output)
     elif vocabulary is None:
@@ -125,7 +134,7 @@ def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: di
     costs = StepCosts(curve, {})
     target = RecordedTarget(prompt, output, costs)
     predicted = Prediction(prediction) if prediction is not None else None
-    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, prediction=predicted)
+    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, prediction=predicted, quoted=quoted)
     config = GenerationConfig(max_tokens=len(output), draft_tokens=8)
     rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]
     emitted = [t for r in rounds for t in r.tokens]
@@ -133,9 +142,37 @@ def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: di
     return Replay(name, kind, len(output), len(rounds), plain / target.seconds, emitted[: len(output)])
 
 
+def hindsight(prompt: list[int], output: list[int], curve: dict[int, float], vocabulary: Vocabulary,
+              quoted: bool = False) -> float:
+    """The speedup of a drafter that knows, at every position, how many tokens of auto's offer
+    there the output keeps, and drafts the length that makes the whole output cheapest."""
+    costs = StepCosts(curve, {})
+    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, quoted=quoted)
+    drafter.prepare(prompt)
+    offered, kept = [], []
+    for i in range(len(output)):
+        history = [*prompt, *output[:i]]
+        (offer, _), _ = drafter._offers(history[:-1], history[-1])
+        offered.append(min(len(offer.tokens), LOOKUP_MAX))
+        kept.append(common_prefix(offer.tokens, output[i:]))
+    n = len(output)
+    cheapest = [0.0] * (n + 1)  # seconds from position i to the end
+    for i in range(n - 1, -1, -1):
+        cheapest[i] = min(costs.verify_cost(k + 1) + cheapest[min(i + min(k, kept[i]) + 1, n)]
+                          for k in range(offered[i] + 1))
+    return n * costs.verify_cost(1) / cheapest[0]
+
+
+def ceiling(curve: dict[int, float]) -> float:
+    """The speedup where every pass verifies a copy kept whole, at the curve's best batch size."""
+    costs = StepCosts(curve, {})
+    return max(n * costs.verify_cost(1) / costs.verify_cost(n) for n in range(1, LOOKUP_MAX + 1))
+
+
 def replay_all(curve: dict[int, float], outputs: Path = OUTPUTS, vocabulary: Vocabulary | None = None) -> list[Replay]:
     recorded = json.loads(outputs.read_text())["outputs"]
-    return [replay(name, r["kind"], r["prompt"], r["output"], curve, vocabulary) for name, r in recorded.items()]
+    return [replay(name, r["kind"], r["prompt"], r["output"], curve, vocabulary, quoted=r.get("quoted", False))
+            for name, r in recorded.items()]
 
 
 EDITS = ("deleted", "inserted", "renamed")
@@ -192,9 +229,12 @@ def geometric_mean(values: list[float]) -> float:
 
 def main() -> None:
     """Arguments: recorded-output files; `--vocab FILE.gguf` puts record patterns in play;
-    `--predict KIND` replays each output with and without a prediction of that kind."""
+    `--predict KIND` replays each output with and without a prediction of that kind; `--oracle`
+    (with `--vocab`) sets each beside its price in hindsight."""
     args = sys.argv[1:]
     vocabulary, predict = None, None
+    oracle = "--oracle" in args
+    args = [a for a in args if a != "--oracle"]
     if "--vocab" in args:
         at = args.index("--vocab")
         vocabulary = qwen_vocabulary(Path(args[at + 1]))
@@ -203,12 +243,32 @@ def main() -> None:
         at = args.index("--predict")
         predict = args[at + 1]
         del args[at : at + 2]
+    if oracle and vocabulary is None:
+        sys.exit("--oracle needs --vocab FILE.gguf")
     for outputs in [Path(name) for name in args] or [OUTPUTS]:
         for curve, table in CURVES.items():
-            if predict is None:
+            if oracle:
+                print_hindsight(curve, table, outputs, vocabulary)
+            elif predict is None:
                 print_replays(curve, replay_all(table, outputs, vocabulary))
             else:
                 print_predicted(curve, table, outputs, predict, vocabulary)
+
+
+def print_hindsight(curve: str, table: dict[int, float], outputs: Path, vocabulary: Vocabulary) -> None:
+    """Each output replayed by auto, beside the drafter that knows in hindsight what its offers keep."""
+    recorded = json.loads(outputs.read_text())["outputs"]
+    kinds: dict[str, list[tuple[float, float]]] = {}
+    for name, r in recorded.items():
+        quoted = r.get("quoted", False)
+        auto = replay(name, r["kind"], r["prompt"], r["output"], table, vocabulary, quoted=quoted).speedup
+        best = hindsight(r["prompt"], r["output"], table, vocabulary, quoted)
+        kinds.setdefault(r["kind"], []).append((auto, best))
+        print(f"{curve:12s} {name:22s} auto {auto:5.2f}x  hindsight {best:5.2f}x  ({len(r['output'])} tokens)")
+    for kind, pairs in sorted(kinds.items()):
+        print(f"{curve:12s} {kind:22s} auto {geometric_mean([a for a, _ in pairs]):5.2f}x  "
+              f"hindsight {geometric_mean([b for _, b in pairs]):5.2f}x  (geometric means, {len(pairs)} outputs)")
+    print(f"{curve:12s} ceiling {ceiling(table):.2f}x (every copy kept whole, at the curve's best batch size)")
 
 
 def print_predicted(curve: str, table: dict[int, float], outputs: Path, kind: str, vocabulary: Vocabulary | None) -> None:

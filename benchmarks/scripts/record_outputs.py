@@ -9,7 +9,10 @@ run` does and decoded greedily by the target alone (the loop with no drafter).
 
 A prompt with "next_turns" (a multi-turn chat) is played on: each later turn is asked after the
 model's own greedy reply, recorded as NAME/2, NAME/3, ...; with `--turns-out FILE` those later
-turns are also written as bench prompts (their "messages" hold the recorded replies).
+turns are also written as bench prompts (their "messages" hold the recorded replies). A prompt
+with a "json_schema" is decoded under its grammar, and one with "tools" is rendered with the
+model's tool prompt, as `specgen bench` does; both are marked `"quoted": true`, so the replay
+copies from the prompt as JSON escapes it, as auto does for a reply written in JSON.
 """
 
 from __future__ import annotations
@@ -18,21 +21,29 @@ import argparse
 import json
 from pathlib import Path
 
+from contextlib import ExitStack
+
 from specgen.bench.prompts import read_prompt_files
+from specgen.bench.runner import encode_all, prompt_grammar
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
+from specgen.llama.grammar import Grammar
 from specgen.llama.model import LoadOptions, Model
 from specgen.llama.pair import encode_messages
 
 
-def greedy(model: Model, prompt: list[int], max_tokens: int) -> tuple[list[int], str]:
-    """The target alone's greedy output for `prompt`: its tokens and text."""
+def greedy(model: Model, prompt: list[int], max_tokens: int, grammar: str | None = None) -> tuple[list[int], str]:
+    """The target alone's greedy output for `prompt` (under `grammar`, GBNF, where given): its
+    tokens and text."""
     tokens: list[int] = []
     text: list[str] = []
-    for event in generate(model, None, prompt, GenerationConfig(max_tokens=max_tokens, draft_tokens=0)):
-        if isinstance(event, Round):
-            tokens += event.tokens
-            text.append(event.text)
+    settings = GenerationConfig(max_tokens=max_tokens, draft_tokens=0)
+    with ExitStack() as owned:
+        constraint = owned.enter_context(Grammar(model, grammar)) if grammar is not None else None
+        for event in generate(model, None, prompt, settings, constraint):
+            if isinstance(event, Round):
+                tokens += event.tokens
+                text.append(event.text)
     return tokens, "".join(text)
 
 
@@ -59,10 +70,12 @@ def main() -> None:
                         messages += [("user", ask)]
                         later_turns.append({"name": f"{prompt.name}/{turn}", "kind": prompt.kind,
                                             "messages": [{"role": r, "content": c} for r, c in messages]})
-                    tokens = encode_messages(model, messages)
-                    output, text = greedy(model, tokens, args.max_tokens)
+                    first = ask is None
+                    tokens = encode_all(model, [prompt], False)[0] if first else encode_messages(model, messages)
+                    output, text = greedy(model, tokens, args.max_tokens, prompt_grammar(prompt) if first else None)
                     name = prompt.name if turn == 1 else f"{prompt.name}/{turn}"
-                    outputs[name] = {"kind": prompt.kind, "prompt": tokens, "output": output, "text": text}
+                    outputs[name] = {"kind": prompt.kind, "prompt": tokens, "output": output, "text": text,
+                                     "quoted": first and (prompt.json_schema is not None or bool(prompt.tools))}
                     print(f"{name}: {len(tokens)} prompt tokens, {len(output)} out", flush=True)
                     messages += [("assistant", text)]
     about = (f"Greedy outputs of {args.target.name} ({args.threads} threads, this project's engine, "
