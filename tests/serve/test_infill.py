@@ -46,18 +46,6 @@ def fim_server(tiny_models):
     running.stop()
 
 
-@pytest.fixture(scope="module")
-def fim_target(tiny_models):
-    with Model(tiny_models["target_fim"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
-        yield model
-
-
-@pytest.fixture(scope="module")
-def fim_draft(tiny_models):
-    with Model(tiny_models["draft_fim"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
-        yield model
-
-
 def laid_out(model: Model, prefix: str, suffix: str, files=()) -> list[int]:
     """`format_infill`'s layout, token by token: [BOS] <repo>myproject\\n (<sep>name\\n text)...
     <sep>filename\\n <pre> prefix <suf> suffix <mid>, the files' part only with files."""

@@ -84,19 +84,6 @@ def endless(tiny_models):
     running.stop()
 
 
-@pytest.fixture(scope="module")
-def target_model(tiny_models):
-    """The server's target, in this process, for the expected outputs (one thread, as the server)."""
-    with Model(tiny_models["target"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
-        yield model
-
-
-@pytest.fixture(scope="module")
-def draft_model(tiny_models):
-    with Model(tiny_models["draft"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
-        yield model
-
-
 def client(server: Server, key: str = KEY) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.url + "/v1", api_key=key, max_retries=0, timeout=60)
 

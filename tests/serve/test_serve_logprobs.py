@@ -13,7 +13,6 @@ import pytest
 from test_serve import Server
 
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.llama.model import LoadOptions, Model
 
 MODEL = "tiny-target"
 
@@ -24,12 +23,6 @@ def server(tiny_models):
                      "--ctx", "2048", "-t", "1", "-n", "24")
     yield running
     running.stop()
-
-
-@pytest.fixture(scope="module")
-def target(tiny_models):
-    with Model(tiny_models["target"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
-        yield model
 
 
 def client(server) -> openai.OpenAI:
@@ -53,20 +46,20 @@ def text(target, token: int) -> str:
     return target.piece(token).decode("utf-8", errors="replace")
 
 
-def test_completion_logprobs_are_the_targets_own_whole_and_streamed(server, target):
+def test_completion_logprobs_are_the_targets_own_whole_and_streamed(server, target_model):
     prompt = "the print of self"
-    want = expected(target, target.tokenize(prompt, True, False), 24, 3)
+    want = expected(target_model, target_model.tokenize(prompt, True, False), 24, 3)
     api = client(server)
     reply = api.completions.create(model=MODEL, prompt=prompt, max_tokens=24, logprobs=3)
     got = reply.choices[0].logprobs
-    assert got.tokens == [text(target, t) for t, _, _ in want]
+    assert got.tokens == [text(target_model, t) for t, _, _ in want]
     assert got.token_logprobs == pytest.approx([lp for _, lp, _ in want], abs=2e-3)
     for shown, (_, _, top) in zip(got.top_logprobs, want):
         ones = {}
         for token, value in top:
-            ones[text(target, token)] = value
+            ones[text(target_model, token)] = value
         assert list(shown) == list(ones) and list(shown.values()) == pytest.approx(list(ones.values()), abs=2e-3)
-    pieces = [target.piece(t) for t, _, _ in want]  # a token's text begins where the decoded text before it ends
+    pieces = [target_model.piece(t) for t, _, _ in want]  # a token's text begins where the decoded text before it ends
     assert got.text_offset == [len(prompt) + len(codecs.getincrementaldecoder("utf-8")("replace").decode(
         b"".join(pieces[:i]))) for i in range(len(pieces))]
     assert reply.model_dump()["specgen"]["accepted"] > 0, "rows of multi-token verify batches were read"
@@ -78,16 +71,16 @@ def test_completion_logprobs_are_the_targets_own_whole_and_streamed(server, targ
     assert [o for s in streamed for o in s.text_offset] == got.text_offset
 
 
-def test_chat_logprobs_carry_bytes_and_top_ones_whole_and_streamed(server, target):
+def test_chat_logprobs_carry_bytes_and_top_ones_whole_and_streamed(server, target_model):
     messages = [{"role": "user", "content": "def add"}]
-    want = expected(target, target.encode_chat([("user", "def add")]), 24, 2)
+    want = expected(target_model, target_model.encode_chat([("user", "def add")]), 24, 2)
     api = client(server)
     reply = api.chat.completions.create(model=MODEL, messages=messages, logprobs=True, top_logprobs=2)
     content = reply.choices[0].logprobs.content
-    assert [c.bytes for c in content] == [list(target.piece(t)) for t, _, _ in want]
+    assert [c.bytes for c in content] == [list(target_model.piece(t)) for t, _, _ in want]
     assert [c.logprob for c in content] == pytest.approx([lp for _, lp, _ in want], abs=2e-3)
     assert [[t.bytes for t in c.top_logprobs] for c in content] == \
-        [[list(target.piece(t)) for t, _ in top] for _, _, top in want]
+        [[list(target_model.piece(t)) for t, _ in top] for _, _, top in want]
     data = b"".join(bytes(c.bytes) for c in content)
     assert codecs.getincrementaldecoder("utf-8")("replace").decode(data) == reply.choices[0].message.content
 

@@ -15,7 +15,6 @@ from test_serve import Server
 
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar, json_grammar, schema_grammar
-from specgen.llama.model import LoadOptions, Model
 
 MODEL = "tiny-target_tools"
 RECORD = {"type": "object", "properties": {"id": {"type": "integer"}, "ok": {"type": "boolean"},
@@ -35,12 +34,6 @@ def server(tiny_models):
     running.stop()
 
 
-@pytest.fixture(scope="module")
-def target(tiny_models):
-    with Model(tiny_models["target_tools"], LoadOptions(n_ctx=2048, n_threads=1)) as model:
-        yield model
-
-
 def client(server) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0, timeout=60)
 
@@ -52,12 +45,12 @@ def alone(target, messages: list[tuple[str, str]], gbnf: str, max_tokens: int = 
     return "".join(e.text for e in events[:-1])
 
 
-def test_a_json_schema_reply_is_the_constrained_targets_and_fits(server, target):
+def test_a_json_schema_reply_is_the_constrained_targets_and_fits(server, tools_target):
     fmt = {"type": "json_schema", "json_schema": {"name": "record", "schema": RECORD, "strict": True}}
     reply = client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "the print"}],
                                                    response_format=fmt)
     text = reply.choices[0].message.content
-    assert text == alone(target, [("user", "the print")], schema_grammar(RECORD))
+    assert text == alone(tools_target, [("user", "the print")], schema_grammar(RECORD))
     record = json.loads(text)
     assert set(record) == {"id", "ok", "tag"} and record["tag"] in ("red", "blue")
     assert reply.model_dump()["specgen"]["drafted"] > 0
@@ -66,11 +59,11 @@ def test_a_json_schema_reply_is_the_constrained_targets_and_fits(server, target)
     assert "".join(c.choices[0].delta.content or "" for c in streamed) == text
 
 
-def test_a_json_object_reply_is_the_constrained_targets(server, target):
+def test_a_json_object_reply_is_the_constrained_targets(server, tools_target):
     reply = client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "for i in"}],
                                                    response_format={"type": "json_object"}, max_tokens=40)
     text = reply.choices[0].message.content
-    assert text.startswith("{") and text == alone(target, [("user", "for i in")], json_grammar(), 40)
+    assert text.startswith("{") and text == alone(tools_target, [("user", "for i in")], json_grammar(), 40)
 
 
 @pytest.mark.parametrize("fmt, param", [

@@ -9,7 +9,7 @@ import json
 
 import openai
 import pytest
-from test_structured import client, target, tools_server  # noqa: F401 (fixtures)
+from test_structured import client, tools_server
 
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar
@@ -35,7 +35,7 @@ def server(tiny_models):
     running.stop()
 
 
-def test_a_tool_calling_round_trip_call_result_answer(server, target):
+def test_a_tool_calling_round_trip_call_result_answer(server, tools_target):
     api = client(server)
     first = api.chat.completions.create(model=MODEL, messages=QUESTION, tools=[WEATHER, TIME], tool_choice="required")
     choice = first.choices[0]
@@ -52,18 +52,18 @@ def test_a_tool_calling_round_trip_call_result_answer(server, target):
     assert isinstance(final.choices[0].message.content, str) and final.choices[0].message.content
     assert final.choices[0].finish_reason in ("stop", "length") and not final.choices[0].message.tool_calls
     sent = parse_request({"messages": messages, "tools": [WEATHER, TIME]}, "chat", (MODEL,))
-    rendered = model_template(target).render([dict(m) for m in sent.chat], [WEATHER, TIME])
+    rendered = model_template(tools_target).render([dict(m) for m in sent.chat], [WEATHER, TIME])
     assert "<tool_response>\n18 C and sunny\n</tool_response>" in rendered and call.function.name in rendered
-    assert final.usage.prompt_tokens == len(target.encode_templated(rendered))
+    assert final.usage.prompt_tokens == len(tools_target.encode_templated(rendered))
 
 
-def test_a_forced_call_is_what_the_target_alone_writes_under_the_same_grammar(server, target):
+def test_a_forced_call_is_what_the_target_alone_writes_under_the_same_grammar(server, tools_target):
     reply = client(server).chat.completions.create(
         model=MODEL, messages=QUESTION, tools=[WEATHER, TIME],
         tool_choice={"type": "function", "function": {"name": "get_weather"}})
-    prompt = target.encode_templated(model_template(target).render(QUESTION, [WEATHER, TIME]))
-    with Grammar(target, *call_grammar(HERMES, [WEATHER], single=False)) as grammar:
-        events = list(generate(target, None, prompt, GenerationConfig(200, 0), grammar))
+    prompt = tools_target.encode_templated(model_template(tools_target).render(QUESTION, [WEATHER, TIME]))
+    with Grammar(tools_target, *call_grammar(HERMES, [WEATHER], single=False)) as grammar:
+        events = list(generate(tools_target, None, prompt, GenerationConfig(200, 0), grammar))
     _, calls = parse_calls("".join(e.text for e in events[:-1]), HERMES)
     got = reply.choices[0].message.tool_calls
     assert [(c.function.name, json.loads(c.function.arguments)) for c in got] == \
@@ -84,10 +84,10 @@ def test_streamed_calls_come_in_delta_tool_calls(server):
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == ""
 
 
-def test_tool_choice_none_leaves_the_tools_out_of_the_prompt(server, target):
+def test_tool_choice_none_leaves_the_tools_out_of_the_prompt(server, tools_target):
     reply = client(server).chat.completions.create(model=MODEL, messages=QUESTION, tools=[WEATHER],
                                                    tool_choice="none", max_tokens=4)
-    assert reply.usage.prompt_tokens == len(target.encode_chat([("user", QUESTION[0]["content"])]))
+    assert reply.usage.prompt_tokens == len(tools_target.encode_chat([("user", QUESTION[0]["content"])]))
     assert not reply.choices[0].message.tool_calls
 
 
