@@ -165,8 +165,7 @@ def hindsight(prompt: list[int], output: list[int], curve: dict[int, float], voc
 
 def ceiling(curve: dict[int, float]) -> float:
     """The speedup where every pass verifies a copy kept whole, at the curve's best batch size."""
-    costs = StepCosts(curve, {})
-    return max(n * costs.verify_cost(1) / costs.verify_cost(n) for n in range(1, LOOKUP_MAX + 1))
+    return StepCosts(curve, {}).copy_ceiling(LOOKUP_MAX)[1]
 
 
 def replay_all(curve: dict[int, float], outputs: Path = OUTPUTS, vocabulary: Vocabulary | None = None) -> list[Replay]:

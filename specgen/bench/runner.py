@@ -36,6 +36,7 @@ from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, PredictionReport, report
 from specgen.decoding.events import Summary, consume
 from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.policy import LOOKUP_MAX
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import UsageError
@@ -242,7 +243,9 @@ def sampled_audit(target, draft, tokens: list[list[int]], plan: Plan, started=No
 def _costs_dict(costs) -> dict | None:
     if costs is None:
         return None
-    return {"verify": {str(n): s for n, s in sorted(costs.verify.items())}, "draft_step": costs.draft_step}
+    tokens, gain = costs.copy_ceiling(LOOKUP_MAX)
+    return {"verify": {str(n): s for n, s in sorted(costs.verify.items())}, "draft_step": costs.draft_step,
+            "copy_ceiling": {"tokens": tokens, "speedup": gain}}
 
 
 def _plan_dict(plan: Plan) -> dict:

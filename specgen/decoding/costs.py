@@ -33,6 +33,12 @@ class StepCosts:
             self._memo[key] = _interpolate(self.verify, n)
         return self._memo[key]
 
+    def copy_ceiling(self, longest: int) -> tuple[int, float]:
+        """The most a copy can gain here: the batch size up to `longest` at which n tokens kept
+        whole in one pass beat n single passes by most, and that speedup over plain decoding."""
+        one = self.verify_cost(1)
+        return max(((n, n * one / self.verify_cost(n)) for n in range(1, longest + 1)), key=lambda pair: pair[1])
+
     def draft_cost(self, n: int) -> float:
         """A draft pass over n tokens (n > 1 when it catches up on tokens it skipped)."""
         if not self.draft:

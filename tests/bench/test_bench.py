@@ -140,6 +140,10 @@ def test_bench_reports_consistent_numbers(report):
     assert doc["audit"]["identical"] is True and doc["distribution_audit"] is None
     costs = doc["step_costs"]
     assert costs["verify"]["1"] > 0 and costs["draft_step"] > 0
+    timed = {int(n): seconds for n, seconds in costs["verify"].items()}
+    ceiling = costs["copy_ceiling"]  # at least the best of the timed sizes, kept whole (sizes between interpolated)
+    assert 1 <= ceiling["tokens"] <= 64 and ceiling["speedup"] >= max(n * timed[1] / timed[n] for n in timed) - 1e-9
+    assert f"a copy kept whole gains at most {ceiling['speedup']:.2f}× here ({ceiling['tokens']} tokens a pass)" in stdout
     overall = {r["config"]: r["tokens_per_second"]["median"] for r in results if r["group"] == "overall"}
     fastest = max((c for c in overall if c != "target"), key=overall.get)
     assert doc["peak_rss_mib"] > 0 and doc["verdict"]["best"] == fastest

@@ -1,0 +1,28 @@
+"""The step costs' arithmetic on hand-made tables: interpolation between timed sizes and the most a
+copy kept whole can gain."""
+
+from __future__ import annotations
+
+import pytest
+
+from specgen.decoding.costs import StepCosts
+
+# a CPU-like curve: 4 tokens for twice one token, 16 for ten times, 64 for twenty
+CURVE = {1: 0.1, 4: 0.2, 16: 1.0, 64: 2.0}
+
+
+def test_sizes_between_timed_ones_are_interpolated_and_past_the_largest_priced_per_token():
+    costs = StepCosts(CURVE, {})
+    assert costs.verify_cost(10) == pytest.approx(0.2 + 0.8 * 6 / 12)
+    assert costs.verify_cost(128) == pytest.approx(4.0)
+    assert costs.verify_cost(16) == 1.0  # a timed size as measured
+
+
+def test_the_copy_ceiling_is_the_best_batch_kept_whole():
+    """By hand: 64 tokens in 2.0 s against 64 passes of 0.1 s is 3.2x, the best up to 64; up to
+    16 the best is 4 tokens in 0.2 s against 0.4 s, 2x (5 tokens cost 0.267 s: 1.875x); on a
+    flat curve every token of the longest batch is free."""
+    costs = StepCosts(CURVE, {})
+    assert costs.copy_ceiling(64) == (64, pytest.approx(3.2))
+    assert costs.copy_ceiling(16) == (4, pytest.approx(2.0))
+    assert StepCosts({1: 0.01, 64: 0.01}, {}).copy_ceiling(64) == (64, pytest.approx(64.0))
