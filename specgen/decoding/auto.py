@@ -19,7 +19,21 @@ from dataclasses import replace
 import numpy as np
 
 from specgen.decoding.copy_rates import AGREE, PATTERN, PREDICTION, SINGLE, SPLIT, TEXT, CopyEvidence, CopyJudgement
-from specgen.decoding.drafters.base import LOOKUP, MODEL, NO_DRAFT, PLAIN, Draft, Drafter, Gate, Vocabulary, copied
+from specgen.decoding.drafters.base import (
+    COPIED_PATTERN,
+    COPIED_PREDICTION,
+    COPIED_QUOTED,
+    COPIED_TEXT,
+    LOOKUP,
+    MODEL,
+    NO_DRAFT,
+    PLAIN,
+    Draft,
+    Drafter,
+    Gate,
+    Vocabulary,
+    copied,
+)
 from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.pattern import RecordPattern
@@ -149,7 +163,7 @@ class AutoDrafter(Drafter):
         self._open = [*self._open[len(self._open) + len(opened) - _OPEN_MAX:], *opened]
         if choice.source == LOOKUP:
             return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
-                          from_pattern=source == PATTERN, from_prediction=source == PREDICTION)
+                          self._copied_from(offer, source))
         if choice.source == MODEL:
             return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
         return NO_DRAFT
@@ -177,6 +191,14 @@ class AutoDrafter(Drafter):
         if predicted.branch.match >= offer.branch.match:
             return (predicted, PREDICTION), (offer, source)
         return (offer, source), (predicted, PREDICTION)
+
+    def _copied_from(self, offer: Offer, source: str) -> str:
+        """What a drafted copy is reported as copied from. The quoted prompt is priced as the
+        text's (it is the prompt, escaped) but shown apart, so a JSON reply shows what it adds."""
+        if source in (PATTERN, PREDICTION):
+            return COPIED_PATTERN if source == PATTERN else COPIED_PREDICTION
+        quoted = offer.branch is not None and self.copier.is_request_source(offer.branch)
+        return COPIED_QUOTED if quoted else COPIED_TEXT
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
         copies = tuple(offer.judge(emitted) for offer in self._open)

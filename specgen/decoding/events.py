@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
-from specgen.decoding.drafters.base import LOOKUP, MODEL
+from specgen.decoding.drafters.base import COPIED_PATTERN, LOOKUP, MODEL
 from specgen.decoding.sampling import TokenLogprob
 
 
@@ -31,8 +31,7 @@ class Round:
     # bookkeeping); a round of the draft model counts all its drafting time as the model's
     python_s: float = 0.0
     rewrites: int = 0  # learnt rewrites the drafted copy carried
-    from_pattern: bool = False  # the drafted copy was the output's record pattern's prediction
-    from_prediction: bool = False  # the drafted copy was of the prediction the user gave
+    copied_from: str = ""  # what a drafted copy was copied from (drafters.base: COPIED_TEXT, COPIED_PATTERN, ...)
     constraint_s: float = 0.0  # of python_s: the constrained verdict (the grammar's masks) and the grammar's update
     logprobs: tuple[TokenLogprob, ...] = ()  # of `tokens`, where the config asked for them
 
@@ -65,14 +64,12 @@ class SourceCount:
 def drafted_by(event: Round) -> str:
     """Which kind of drafter proposed a round's tokens: "model", "copy" (from the text written so
     far), "pattern" (the output's record pattern), "prediction" (the prediction the user gave),
-    or "" for a round that drafted nothing."""
+    "quoted" (the prompt as a JSON string escapes it), or "" for a round that drafted nothing."""
     if not event.drafted:
         return ""
     if event.source == MODEL:
         return "model"
-    if event.from_prediction:
-        return "prediction"
-    return "pattern" if event.from_pattern else "copy"
+    return event.copied_from or "copy"
 
 
 @dataclass
@@ -107,7 +104,7 @@ class Tally:
         self.lookup_rounds += event.source == LOOKUP
         self.model_drafted += drafted if event.source == MODEL else 0
         self.rewrite_rounds += event.rewrites > 0
-        self.pattern_rounds += event.from_pattern
+        self.pattern_rounds += event.copied_from == COPIED_PATTERN
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.python_s += event.python_s
@@ -170,7 +167,8 @@ class Summary:
     rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
     pattern_rounds: int = 0  # of lookup_rounds: those whose copy was the output's record pattern's prediction
     constraint_s: float = 0.0  # of python_s: the output's grammar (masking verify rows, following the output)
-    # by kind of drafter ("model", "copy", "pattern", "prediction"): drafted, kept, rounds, missed (first token refused)
+    # by kind of drafter ("model", "copy", "pattern", "prediction", "quoted"): drafted, kept, rounds,
+    # missed (first token refused)
     by_source: dict[str, SourceCount] = field(default_factory=dict)
     missed_copy_rounds: int = 0  # copy rounds whose first token was refused: their verify bought one token
 

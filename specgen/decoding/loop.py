@@ -141,8 +141,7 @@ def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream) -> tu
     rejected = b"".join(target.piece(t) for t in drafted[accepted:])
     return Round(tuple(drafted), n_draft, own, accepted_text, target_text,
                  rejected.decode("utf-8", errors="replace"), draft.source,
-                 rewrites=draft.rewrites, from_pattern=draft.from_pattern,
-                 from_prediction=draft.from_prediction), ended
+                 rewrites=draft.rewrites, copied_from=draft.copied_from), ended
 
 
 def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: int,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specgen.decoding.drafters.base import NO_DRAFT, Drafter
+from specgen.decoding.drafters.base import COPIED_PREDICTION, NO_DRAFT, Drafter
 from specgen.decoding.drafters.prediction import Prediction, PredictionDrafter, accepted_tokens, report
 from specgen.decoding.events import SourceCount
 from specgen.decoding.sampling import SamplingParams
@@ -134,7 +134,7 @@ def test_a_fixed_k_drafts_k_tokens_of_the_prediction_where_it_knows_its_place_el
     drafter = PredictionDrafter(Prediction(text), fallback)
     drafter.prepare(PROMPT[:-1])
     draft = drafter.propose(PROMPT[:-1], PROMPT[-1], 4, SamplingParams(), None)
-    assert draft.tokens == text[:4] and draft.from_prediction and fallback.calls == 0
+    assert draft.tokens == text[:4] and draft.copied_from == COPIED_PREDICTION and fallback.calls == 0
     lost = drafter.propose([*PROMPT, 950], 951, 4, SamplingParams(), None)  # the output left it: no place
     assert lost is NO_DRAFT and fallback.calls == 1
     assert drafter.name == "scripted + prediction"

@@ -20,7 +20,6 @@ from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import LOOKUP, Vocabulary
 from specgen.decoding.drafters.quoted import json_escaped, quoted_source
-from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
 from specgen.decoding.sampling import SamplingParams
@@ -84,25 +83,26 @@ WORDS = random.Random(7).sample(["alpha", "brick", "cider", "delta", "ember", "f
 FILE = "".join(f'def {a}_{b}(x):\n    return "{c}" + x\n\n' for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3]))
 
 
-def written_back(quoted: bool) -> tuple[int, int]:
+def written_back(quoted: bool) -> tuple[int, int, dict]:
     """A reply that writes FILE back as a JSON string, greedy, with auto over cheap copies: the
-    target's passes, and the most copied tokens one round kept."""
+    target's passes, the most copied tokens one round kept, and the summary's count by source."""
     prompt = [ord(c) for c in f"save this file:\n{FILE}"]
     output = [ord(c) for c in '{"content": "' + json_escaped(FILE) + '"}']
     target = WritesBack(prompt, output)
     drafter = AutoDrafter(None, Policy(CHEAP, 8, timed=False, risk=math.inf), vocabulary=CHARS, quoted=quoted)
-    rounds = [e for e in generate(target, drafter, prompt, GenerationConfig(max_tokens=len(output), draft_tokens=8))
-              if isinstance(e, Round)]
+    *rounds, summary = generate(target, drafter, prompt, GenerationConfig(max_tokens=len(output), draft_tokens=8))
     assert [t for r in rounds for t in r.tokens] == output  # greedy: the target's own reply, whatever was drafted
-    return target.passes, max(r.accepted for r in rounds)
+    return target.passes, max(r.accepted for r in rounds), summary.by_source
 
 
 def test_copies_of_the_escaped_text_run_across_line_ends_where_copies_of_the_prompt_break():
-    alone, longest_alone = written_back(quoted=False)
-    quoted, longest = written_back(quoted=True)
+    alone, longest_alone, sources_alone = written_back(quoted=False)
+    quoted, longest, sources = written_back(quoted=True)
     line = max(len(json_escaped(line + "\n")) for line in FILE.splitlines())
     assert longest_alone <= line < 2 * line < longest  # a kept copy runs across two line ends and more
     assert quoted < alone / 2
+    # the escaped prompt's copies are reported apart: most of what was kept came from it
+    assert "quoted" not in sources_alone and sources["quoted"].kept > len(json_escaped(FILE)) / 2, sources
 
 
 # -- sampled, on the real tiny model ------------------------------------------------------------

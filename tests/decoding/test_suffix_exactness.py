@@ -19,7 +19,7 @@ from stathelp import PeeksAtTheAcceptTest, accept_uniform, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import LOOKUP, NO_DRAFT, Vocabulary, copied
+from specgen.decoding.drafters.base import COPIED_PATTERN, LOOKUP, NO_DRAFT, Vocabulary, copied
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.pattern import RecordPattern
 from specgen.decoding.drafters.suffix import LookupMemory
@@ -215,9 +215,9 @@ class Patterning(AutoDrafter):
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        if self.peek and draft.from_pattern and accept_uniform(params.seed, self.prompt_length, history) >= 0.5:
+        if self.peek and draft.copied_from == COPIED_PATTERN and accept_uniform(params.seed, self.prompt_length, history) >= 0.5:
             return NO_DRAFT
-        self.pattern_rounds += draft.from_pattern
+        self.pattern_rounds += draft.copied_from == COPIED_PATTERN
         return draft
 
 
@@ -229,8 +229,8 @@ def test_greedy_copies_by_a_half_wrong_record_pattern_give_the_target_alone(targ
     events = list(generate(target_model, drafter, prompt, config))
     assert [t for e in events[:-1] for t in e.tokens] == plain
     assert drafter.pattern_rounds > 3 and events[-1].pattern_rounds == drafter.pattern_rounds
-    assert any(e.from_pattern and e.accepted for e in events[:-1]) and any(
-        e.from_pattern and e.accepted < len(e.drafted) for e in events[:-1])  # kept and refused
+    assert any(e.copied_from == COPIED_PATTERN and e.accepted for e in events[:-1]) and any(
+        e.copied_from == COPIED_PATTERN and e.accepted < len(e.drafted) for e in events[:-1])  # kept and refused
 
 
 def likely_pattern(setting) -> PlantedPattern:

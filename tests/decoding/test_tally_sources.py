@@ -3,17 +3,17 @@ summary line, chat's status and bench's report show it."""
 
 from __future__ import annotations
 
-from specgen.decoding.drafters.base import LOOKUP, MODEL
+from specgen.decoding.drafters.base import COPIED_PATTERN, LOOKUP, MODEL
 from specgen.decoding.events import Round, Tally, drafted_by
 
 
-def a_round(drafted: int, accepted: int, source: str = LOOKUP, from_pattern: bool = False) -> Round:
-    return Round(tuple(range(drafted)), accepted, 7, "", "", "", source if drafted else "", from_pattern=from_pattern)
+def a_round(drafted: int, accepted: int, source: str = LOOKUP, copied_from: str = "") -> Round:
+    return Round(tuple(range(drafted)), accepted, 7, "", "", "", source if drafted else "", copied_from=copied_from)
 
 
 def test_each_kind_of_drafter_is_counted_apart_with_its_missed_rounds():
     rounds = [a_round(3, 0), a_round(3, 3), a_round(16, 5), a_round(4, 0, MODEL), a_round(4, 2, MODEL),
-              a_round(8, 0, from_pattern=True), a_round(0, 0)]
+              a_round(8, 0, copied_from=COPIED_PATTERN), a_round(0, 0)]
     tally = Tally()
     for event in rounds:
         tally.add(event)

@@ -23,6 +23,9 @@ from specgen.decoding.sampling import Dist, SamplingParams, one_hot
 
 Gate = Callable[[int, float], bool]
 PLAIN, MODEL, LOOKUP = "plain", "model", "lookup"  # who drafted a round: nobody, the draft model, a copy
+# what a copy was copied from: the text so far, the output's record pattern, the prediction the
+# user gave, the prompt as a JSON string escapes it (`drafters.quoted`)
+COPIED_TEXT, COPIED_PATTERN, COPIED_PREDICTION, COPIED_QUOTED = "copy", "pattern", "prediction", "quoted"
 
 
 @dataclass(frozen=True)
@@ -38,8 +41,7 @@ class Draft:
     dropped: tuple[float, int] | None = None
     source: str = ""  # MODEL or LOOKUP
     rewrites: int = 0  # learnt rewrites the copied tokens carry
-    from_pattern: bool = False  # the copy is the output's record pattern's prediction
-    from_prediction: bool = False  # the copy is of the prediction the user gave (`drafters.prediction`)
+    copied_from: str = ""  # a copy's source, as `by_source` reports it: COPIED_TEXT, COPIED_PATTERN, ...
 
 
 NO_DRAFT = Draft([])
@@ -54,11 +56,10 @@ class Vocabulary:
     tokenize: Callable[[str], list[int]]
 
 
-def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, from_pattern: bool = False,
-           from_prediction: bool = False) -> Draft:
+def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, copied_from: str = COPIED_TEXT) -> Draft:
     """Copied tokens as a draft: certain, so q is one-hot over each (sampling only)."""
     return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=LOOKUP, rewrites=rewrites,
-                 from_pattern=from_pattern, from_prediction=from_prediction)
+                 copied_from=copied_from)
 
 
 class Drafter(ABC):

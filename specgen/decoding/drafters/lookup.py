@@ -69,6 +69,10 @@ class Copier:
         self.rewrites = Rewrites()
         self._output_start = len(sequence)
 
+    def is_request_source(self, branch: Branch) -> bool:
+        """Whether an offer's branch is in one of `request_sources` (they come after `shared`)."""
+        return branch.source > len(self.shared)
+
     def sync(self, history: list[int], last: int) -> None:
         """Hold history + [last], which normally extends what the index holds: O(new tokens)."""
         held = len(self.index)

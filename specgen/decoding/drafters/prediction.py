@@ -30,10 +30,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from specgen.decoding.drafters.base import Draft, Drafter, Gate, copied
+from specgen.decoding.drafters.base import COPIED_PREDICTION, Draft, Drafter, Gate, copied
 from specgen.decoding.drafters.lookup import Offer
 from specgen.decoding.drafters.rewrites import SPAN_MAX, Rewrites, Rewritten
-from specgen.decoding.drafters.suffix import MAX_MATCH, Branch, SuffixIndex
+from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import common_prefix
 
@@ -266,11 +266,11 @@ class PredictionDrafter(Drafter):
                 draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         offer = self.prediction.offer(history, last, k)
         if offer.tokens or self.fallback is None:
-            return copied(offer.tokens[:k], params, len(offer.rewrites), from_prediction=True)
+            return copied(offer.tokens[:k], params, len(offer.rewrites), COPIED_PREDICTION)
         return self.fallback.propose(history, last, k, params, draws, keep)
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
-        if self.fallback is not None and not draft.from_prediction:
+        if self.fallback is not None and draft.copied_from != COPIED_PREDICTION:
             self.fallback.observe(draft, emitted, seconds)
 
     def rollback(self, history: list[int]) -> None:
