@@ -80,6 +80,20 @@ def test_hindsight_of_a_reprinted_text_is_the_flat_curves_ceiling():
     assert hindsight(prompt, output, flat, characters) == pytest.approx(64.0)
 
 
+def test_hindsight_credits_no_token_past_where_a_copy_breaks():
+    """The output reprints the prompt's text but for one character found nowhere before it, at
+    output position 60. No offer holds that character, so a pass can end on it at best: the first
+    pass makes at most 61 tokens, and the 67 after it take two more passes of at most 64, so three
+    passes at least for 128 tokens on a flat curve (42.7x), where crediting whole drafts would
+    claim two (64x)."""
+    rng = random.Random(7)
+    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(138))
+    prompt = [ord(c) for c in text + "\n" + text[:10]]
+    output = [ord(c) for c in text[10:70] + "#" + text[71:]]
+    characters = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
+    assert len(output) == 128 and hindsight(prompt, output, {1: 1.0, 64: 1.0}, characters) <= 128 / 3 + 1e-9
+
+
 def test_hindsight_bounds_auto_on_recorded_outputs():
     """Auto drafts from the same offers without knowing how far they hold, so it can come close to
     the hindsight price but not past it, and neither passes the curve's ceiling."""
