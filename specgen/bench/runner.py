@@ -173,6 +173,10 @@ class BenchResult:
     machine: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)
 
+    def copy_ceiling(self) -> tuple[int, float] | None:
+        """The most a copy kept whole gains on the measured costs: (tokens a pass, speedup)."""
+        return self.step_costs.copy_ceiling(LOOKUP_MAX) if self.step_costs is not None else None
+
     def to_dict(self) -> dict:
         names = [p.name for p in self.prompts]
         audit = None
@@ -187,7 +191,7 @@ class BenchResult:
             "machine": self.machine,
             "peak_rss_mib": self.peak_rss_mib,
             "memory_mib": self.memory_mib,
-            "step_costs": _costs_dict(self.step_costs),
+            "step_costs": _costs_dict(self.step_costs, self.copy_ceiling()),
             "prompts": [{"name": p.name, "kind": p.kind, "prompt_tokens": n, "text": p.text, "prediction": p.prediction}
                         for p, n in zip(self.prompts, self.prompt_tokens)],
             "configs": [asdict(c) for c in self.plan.configs],
@@ -240,12 +244,11 @@ def sampled_audit(target, draft, tokens: list[list[int]], plan: Plan, started=No
     return distribution_audit(target, draft, tokens, plan.local, make_drafter, progress, predictions)
 
 
-def _costs_dict(costs) -> dict | None:
+def _costs_dict(costs, ceiling: tuple[int, float] | None) -> dict | None:
     if costs is None:
         return None
-    tokens, gain = costs.copy_ceiling(LOOKUP_MAX)
     return {"verify": {str(n): s for n, s in sorted(costs.verify.items())}, "draft_step": costs.draft_step,
-            "copy_ceiling": {"tokens": tokens, "speedup": gain}}
+            "copy_ceiling": {"tokens": ceiling[0], "speedup": ceiling[1]}}
 
 
 def _plan_dict(plan: Plan) -> dict:

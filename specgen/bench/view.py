@@ -30,7 +30,6 @@ from rich.text import Text
 
 from specgen.bench.runner import BenchResult
 from specgen.bench.stats import BASELINE, ENDPOINT, Stats, csv_rows
-from specgen.decoding.policy import LOOKUP_MAX
 from specgen.errors import UsageError
 from specgen.llama.rpc import placement
 
@@ -152,7 +151,7 @@ def header(result: BenchResult) -> str:
         sizes = [n for n in sorted(costs.verify) if n & (n - 1) == 0]  # 1, 2, 4, ... 64: the shape of the curve
         verify = ", ".join(f"{n}: {costs.verify_cost(n) * 1000:.0f}" for n in sizes)
         draft = f"; draft step {costs.draft_step * 1000:.1f} ms" if costs.draft_step else ""
-        tokens, gain = costs.copy_ceiling(LOOKUP_MAX)
+        tokens, gain = result.copy_ceiling()
         line += (f"; isolated target pass by batch size (ms) {verify}{draft}; a copy kept whole gains at most "
                  f"{gain:.2f}× here ({tokens} tokens a pass)")
     return line

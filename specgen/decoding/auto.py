@@ -195,8 +195,8 @@ class AutoDrafter(Drafter):
     def _copied_from(self, offer: Offer, source: str) -> str:
         """What a drafted copy is reported as copied from. The quoted prompt is priced as the
         text's (it is the prompt, escaped) but shown apart, so a JSON reply shows what it adds."""
-        if source in (PATTERN, PREDICTION):
-            return COPIED_PATTERN if source == PATTERN else COPIED_PREDICTION
+        if source != TEXT:
+            return {PATTERN: COPIED_PATTERN, PREDICTION: COPIED_PREDICTION}[source]
         quoted = offer.branch is not None and self.copier.is_request_source(offer.branch)
         return COPIED_QUOTED if quoted else COPIED_TEXT
 
