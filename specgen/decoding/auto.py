@@ -9,7 +9,10 @@ output's record pattern predicts (`drafters.pattern`); the offer the output has 
 longer is the one priced. Given a `Prediction` (the text the user expects the output to
 resemble), it offers the prediction from where the output stands in it too, first among equals,
 and the loss bound allows for the reply the prediction foresees from the start. A reply written
-in JSON (`quoted`) also copies from the prompt's text as JSON escapes it (`drafters.quoted`).
+in JSON (`quoted`) also copies from the prompt's text as JSON escapes it (`drafters.quoted`),
+and from its own earlier records, found by their keys past the values that changed
+(`drafters.structure`), where that match is the longer; those copies are priced by what each
+token held (a key, a value's first token) and reported as "structure".
 """
 
 from __future__ import annotations
@@ -18,11 +21,22 @@ from dataclasses import replace
 
 import numpy as np
 
-from specgen.decoding.copy_rates import AGREE, PATTERN, PREDICTION, SINGLE, SPLIT, TEXT, CopyEvidence, CopyJudgement
+from specgen.decoding.copy_rates import (
+    AGREE,
+    PATTERN,
+    PREDICTION,
+    SINGLE,
+    SPLIT,
+    STRUCTURE,
+    TEXT,
+    CopyEvidence,
+    CopyJudgement,
+)
 from specgen.decoding.drafters.base import (
     COPIED_PATTERN,
     COPIED_PREDICTION,
     COPIED_QUOTED,
+    COPIED_STRUCTURE,
     COPIED_TEXT,
     LOOKUP,
     MODEL,
@@ -39,6 +53,7 @@ from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.pattern import RecordPattern
 from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.drafters.quoted import quoted_source
+from specgen.decoding.drafters.structure import StructureSource
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
@@ -128,6 +143,7 @@ class AutoDrafter(Drafter):
         self.vocabulary = vocabulary
         self.quoted = quoted
         self.pattern_source: PatternSource | None = None
+        self.structure: StructureSource | None = None
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
         self._choice = Choice(PLAIN)  # this round's, which `observe` reports to the policy
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
@@ -143,6 +159,7 @@ class AutoDrafter(Drafter):
         self.copier.request_sources = (quoted,) if quoted is not None else ()
         self._open = []
         self.pattern_source = PatternSource(self.vocabulary, prefix) if self.vocabulary is not None else None
+        self.structure = StructureSource(self.vocabulary, len(prefix) + 1) if self.quoted and self.vocabulary else None
         if self.prediction is not None:
             self.prediction.prepare(len(prefix) + 1)
             self.policy.foresee(len(self.prediction))
@@ -154,12 +171,12 @@ class AutoDrafter(Drafter):
         (offer, source), other = self._offers(history, last)
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
-        known = evidence(offer.branch, source) if offer.branch else None
+        known = evidence(offer.branch, source, offer.roles) if offer.branch else None
         choice = self.policy.choose(k, len(tokens), lag, known, tokens)
         self._choice = choice
         opened = [OpenOffer(known, tokens)] if tokens else []
         if other is not None:  # the offer not chosen is judged too, so that its source's record learns
-            opened.append(OpenOffer(evidence(other[0].branch, other[1]), tuple(other[0].tokens)))
+            opened.append(OpenOffer(evidence(other[0].branch, other[1], other[0].roles), tuple(other[0].tokens)))
         self._open = [*self._open[len(self._open) + len(opened) - _OPEN_MAX:], *opened]
         if choice.source == LOOKUP:
             return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
@@ -180,6 +197,9 @@ class AutoDrafter(Drafter):
         pattern = pattern_source.offer([*history, last], LOOKUP_MAX) if pattern_source is not None else Offer([])
         if pattern.tokens and (offer.branch is None or pattern.branch.match >= offer.branch.match):
             offer, source = pattern, PATTERN
+        structured = self.structure.offer([*history, last], LOOKUP_MAX) if self.structure is not None else Offer([])
+        if structured.tokens and (offer.branch is None or structured.branch.match > offer.branch.match):
+            offer, source = structured, STRUCTURE
         predicted = self.prediction.offer(history, last, LOOKUP_MAX) if self.prediction is not None else Offer([])
         if not predicted.tokens:
             return (offer, source), None
@@ -196,7 +216,7 @@ class AutoDrafter(Drafter):
         """What a drafted copy is reported as copied from. The quoted prompt is priced as the
         text's (it is the prompt, escaped) but shown apart, so a JSON reply shows what it adds."""
         if source != TEXT:
-            return {PATTERN: COPIED_PATTERN, PREDICTION: COPIED_PREDICTION}[source]
+            return {PATTERN: COPIED_PATTERN, PREDICTION: COPIED_PREDICTION, STRUCTURE: COPIED_STRUCTURE}[source]
         quoted = offer.branch is not None and self.copier.is_request_source(offer.branch)
         return COPIED_QUOTED if quoted else COPIED_TEXT
 
@@ -217,12 +237,13 @@ class AutoDrafter(Drafter):
 
 
 
-def evidence(branch: Branch, source: str) -> CopyEvidence:
+def evidence(branch: Branch, source: str, roles: tuple = ()) -> CopyEvidence:
     """What prices a copy offer from `branch` of a `source` kind: its match, whether it was
-    re-found near the last copy's place, and whether the source's other occurrences of the
-    context agreed on its first token."""
+    re-found near the last copy's place, whether the source's other occurrences of the context
+    agreed on its first token, and what its tokens held where they were written (`roles`: a
+    structure-aligned offer's)."""
     if branch.occurrences > branch.agreeing:
         agreement = SPLIT
     else:
         agreement = AGREE if branch.agreeing > 1 else SINGLE
-    return CopyEvidence(branch.match, branch.anchored, agreement, source)
+    return CopyEvidence(branch.match, branch.anchored, agreement, source, roles)

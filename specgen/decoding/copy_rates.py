@@ -30,6 +30,8 @@ import math
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from specgen.decoding.drafters.structure import Role
+
 # lower edges of the match-length bins; a match re-found near where the last copy left off
 # ("anchored") is told apart while it is shorter than ANCHORED_BELOW
 EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
@@ -46,7 +48,8 @@ _BIN_PRIOR = 16.0  # pseudo-observations of the mixture behind a bin's own count
 _TOKEN_PRIOR = 1.0  # pseudo-observations of "kept" behind a token's own counts
 TOKENS_MAX = 4096  # copied tokens whose own record is kept; the least recently judged go first
 
-TEXT, PATTERN, PREDICTION = "text", "pattern", "prediction"  # copy sources, each priced from its own record
+# copy sources, each priced from its own record (`STRUCTURE`: by `StructureRates`)
+TEXT, PATTERN, PREDICTION, STRUCTURE = "text", "pattern", "prediction", "structure"
 # the prior log-odds that the output reprints a prediction the user gave (0.95 grounded): who
 # sends a prediction expects the output to follow it; the record's own evidence takes over
 PREDICTION_ODDS = 3.0
@@ -69,6 +72,7 @@ class CopyEvidence:
     anchored: bool = False
     agreement: str = SINGLE
     source: str = TEXT
+    roles: tuple[Role, ...] = ()  # a structure-aligned offer's: what each token held where it was written
 
 
 @dataclass(frozen=True)
@@ -166,3 +170,62 @@ def _with_odds(rate: float, factor: float) -> float:
     """`rate` with its odds multiplied by `factor`."""
     odds = min(rate, 1.0 - 1e-9) / max(1.0 - rate, 1e-9) * factor
     return odds / (1.0 + odds)
+
+
+# a structure-aligned copy's prior keep rates: of a key or punctuation after a skeleton match
+# shorter than STRUCTURE_MATCH (a few symbols that close any value alike) or longer, of the first
+# token of a value, of a value's later tokens once its first was kept; and the pseudo-observations
+# behind each
+_STRUCTURE_PRIOR = {"weak": (0.5, 4.0), "punctuation": (0.9, 4.0), "first": (0.3, 2.0), "rest": (0.8, 4.0)}
+STRUCTURE_MATCH = 6
+_KEY_PRIOR = 2.0  # pseudo-observations of the pooled rate behind a key's own
+
+
+class StructureRates:
+    """A structure-aligned copy source's record (`drafters.structure`). Such a copy is kept
+    through keys and punctuation, which the records share, and breaks at the values that differ;
+    whether a value repeats depends on its key (a status, a unit, a list of weekdays repeat; a
+    name does not). So a copied token is priced by what it held where it was written: a key or
+    punctuation at one rate, the first token of a value at its key's rate, a value's later tokens
+    at the key's rate for those; each key's rates start from the pooled ones. Counts fade by
+    `_COPY_FORGET` a round."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str | None], list[float]] = {}  # (class, key or None) -> [kept, judged]
+
+    def rates(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
+        """Keep rate of each copied token of `offer`, once all before it were kept."""
+        return [self._rate(role, evidence.match) for role in evidence.roles[: len(offer)]]
+
+    def learn(self, judgement: CopyJudgement) -> None:
+        roles = judgement.evidence.roles if judgement.evidence is not None else ()
+        for i in range(judgement.start, min(judgement.judged, len(roles))):
+            for cell in self._cells(roles[i], judgement.evidence.match):
+                cell[0] += i < judgement.kept
+                cell[1] += 1.0
+
+    def forget(self) -> None:
+        for cell in self.counts.values():
+            cell[0] *= _COPY_FORGET
+            cell[1] *= _COPY_FORGET
+
+    def _rate(self, role: Role, match: int) -> float:
+        kind = _kind(role, match)
+        prior, weight = _STRUCTURE_PRIOR[kind]
+        kept, judged = self.counts.get((kind, None), (0.0, 0.0))
+        pooled = (kept + weight * prior) / (judged + weight)
+        if role.key is None:
+            return pooled
+        kept, judged = self.counts.get((kind, role.key), (0.0, 0.0))
+        return (kept + _KEY_PRIOR * pooled) / (judged + _KEY_PRIOR)
+
+    def _cells(self, role: Role, match: int) -> list[list[float]]:
+        kind = _kind(role, match)
+        keys = (None,) if role.key is None else (None, role.key)
+        return [self.counts.setdefault((kind, key), [0.0, 0.0]) for key in keys]
+
+
+def _kind(role: Role, match: int) -> str:
+    if role.key is None:
+        return "punctuation" if match >= STRUCTURE_MATCH else "weak"
+    return "first" if role.first else "rest"

@@ -64,7 +64,8 @@ class SourceCount:
 def drafted_by(event: Round) -> str:
     """Which kind of drafter proposed a round's tokens: "model", "copy" (from the text written so
     far), "pattern" (the output's record pattern), "prediction" (the prediction the user gave),
-    "quoted" (the prompt as a JSON string escapes it), or "" for a round that drafted nothing."""
+    "quoted" (the prompt as a JSON string escapes it), "structure" (an earlier record of a JSON
+    reply, found by its keys), or "" for a round that drafted nothing."""
     if not event.drafted:
         return ""
     if event.source == MODEL:
@@ -167,7 +168,7 @@ class Summary:
     rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
     pattern_rounds: int = 0  # of lookup_rounds: those whose copy was the output's record pattern's prediction
     constraint_s: float = 0.0  # of python_s: the output's grammar (masking verify rows, following the output)
-    # by kind of drafter ("model", "copy", "pattern", "prediction", "quoted"): drafted, kept, rounds,
+    # by kind of drafter ("model", "copy", "pattern", "prediction", "quoted", "structure"): drafted, kept, rounds,
     # missed (first token refused)
     by_source: dict[str, SourceCount] = field(default_factory=dict)
     missed_copy_rounds: int = 0  # copy rounds whose first token was refused: their verify bought one token

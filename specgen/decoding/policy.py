@@ -17,7 +17,8 @@ while its predicted cost stays under 3% of the time spent so far and only when i
 
 A copy is priced by its source's `CopyRates` (the chance of each copied token, from the match
 behind it, how the source's other occurrences of the context went on, the kind of text seen so
-far and the tokens that broke copies before); the k with the most tokens per second over the
+far and the tokens that broke copies before), a JSON reply's copy of an earlier record by
+`StructureRates` (from what each copied token held: a key, a value of some key); the k with the most tokens per second over the
 measured verify costs wins, so a long exact match drafts to a batch size the machine verifies
 cheaply, and a weak one drafts nothing.
 
@@ -41,7 +42,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from specgen.decoding.copy_rates import PATTERN, PREDICTION, PREDICTION_ODDS, TEXT, CopyEvidence, CopyJudgement, CopyRates
+from specgen.decoding.copy_rates import (
+    PATTERN,
+    PREDICTION,
+    PREDICTION_ODDS,
+    STRUCTURE,
+    TEXT,
+    CopyEvidence,
+    CopyJudgement,
+    CopyRates,
+    StructureRates,
+)
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
 
@@ -148,7 +159,8 @@ class Policy:
         """`risk`: the most of a reply's plain-decoding time that copies not yet paid for may lose."""
         self.costs, self.k_max, self.timed, self.risk = costs, k_max, timed, risk
         self.model = Acceptance(k_max)
-        self.copies = {TEXT: CopyRates(), PATTERN: CopyRates()}  # each copy source's own record
+        # each copy source's own record
+        self.copies: dict[str, CopyRates | StructureRates] = {TEXT: CopyRates(), PATTERN: CopyRates()}
         self._evidence: CopyEvidence | None = None  # this round's copy offer: what is known of it
         self._offer: tuple[int, ...] = ()  # this round's copy offer: its tokens
         self.saved = 0.0  # predicted seconds this reply's copies saved over plain decoding (< 0: lost)
@@ -213,9 +225,11 @@ class Policy:
 
     def _record(self, source: str) -> CopyRates:
         """The copy record of a source, made on first use: with even prior odds, a prediction's
-        with the odds that the output reprints it."""
+        with the odds that the output reprints it, a structure-aligned source's by what its
+        tokens held."""
         if source not in self.copies:
-            self.copies[source] = CopyRates(PREDICTION_ODDS if source == PREDICTION else 0.0)
+            self.copies[source] = StructureRates() if source == STRUCTURE else \
+                CopyRates(PREDICTION_ODDS if source == PREDICTION else 0.0)
         return self.copies[source]
 
     def model_can_pay(self) -> bool:

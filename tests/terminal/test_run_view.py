@@ -35,13 +35,14 @@ def test_the_summary_line_tells_when_copies_followed_the_record_pattern():
 
 
 def test_chat_status_lines_tell_when_copies_followed_the_record_pattern():
-    from specgen.decoding.drafters.base import COPIED_PATTERN, COPIED_QUOTED, LOOKUP
+    from specgen.decoding.drafters.base import COPIED_PATTERN, COPIED_QUOTED, COPIED_STRUCTURE, LOOKUP
     from specgen.decoding.events import Round
     from specgen.terminal.live import Reply, drafting, final_status
 
     copied = Round((5, 6, 7), 3, 8, "abc", "d", "", LOOKUP, copied_from=COPIED_PATTERN)
     assert drafting(copied) == "lookup K 3 by the record pattern"
     assert drafting(replace(copied, copied_from=COPIED_QUOTED)) == "lookup K 3 from the prompt as JSON"
+    assert drafting(replace(copied, copied_from=COPIED_STRUCTURE)) == "lookup K 3 from an earlier record by its keys"
     assert "pattern" not in final_status(Reply("x", (1,), SUMMARY, 0.1))
     status = final_status(Reply("x", (1,), replace(SUMMARY, pattern_rounds=4), 0.1))
     assert "· 4 copies followed the output's record pattern ·" in status

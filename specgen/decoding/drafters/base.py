@@ -24,8 +24,10 @@ from specgen.decoding.sampling import Dist, SamplingParams, one_hot
 Gate = Callable[[int, float], bool]
 PLAIN, MODEL, LOOKUP = "plain", "model", "lookup"  # who drafted a round: nobody, the draft model, a copy
 # what a copy was copied from: the text so far, the output's record pattern, the prediction the
-# user gave, the prompt as a JSON string escapes it (`drafters.quoted`)
+# user gave, the prompt as a JSON string escapes it (`drafters.quoted`), an earlier record of a JSON
+# reply found by its keys (`drafters.structure`)
 COPIED_TEXT, COPIED_PATTERN, COPIED_PREDICTION, COPIED_QUOTED = "copy", "pattern", "prediction", "quoted"
+COPIED_STRUCTURE = "structure"
 
 
 @dataclass(frozen=True)

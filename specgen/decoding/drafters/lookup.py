@@ -36,6 +36,7 @@ class Offer:
     tokens: list[int]
     branch: Branch | None = None
     rewrites: tuple[int, ...] = ()  # where in `tokens` a learnt rewrite (`Rewrites`) begins
+    roles: tuple = ()  # a structure-aligned offer's: what each token held where it was written (`structure.Role`)
 
 
 @dataclass(frozen=True)
