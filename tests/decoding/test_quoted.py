@@ -12,8 +12,8 @@ import math
 import random
 from collections import Counter
 
-import numpy as np
 import pytest
+from scripted import WritesBack
 from stathelp import PeeksAtTheAcceptTest, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
@@ -46,36 +46,6 @@ def test_the_source_holds_the_prompts_text_escaped_and_none_where_nothing_is_esc
     prompt = [ord(c) for c in 'say "hi"\nthen go']
     assert quoted_source(prompt, CHARS).tokens.tolist() == [ord(c) for c in 'say \\"hi\\"\\nthen go']
     assert quoted_source([ord(c) for c in "nothing to escape"], CHARS) is None
-
-
-class WritesBack:
-    """A stand-in target whose greedy choice after the prompt and i output tokens is token i of
-    `output`; it counts its passes."""
-
-    def __init__(self, prompt: list[int], output: list[int]):
-        self.truth, self.tokens, self.passes = [*prompt, *output, 0], [], 0
-        self.vocabulary, self.n_ctx = max(self.truth) + 1, len(self.truth) + 64
-
-    def sync(self, tokens):
-        self.tokens = list(tokens)
-        return len(tokens)
-
-    def truncate(self, n_keep):
-        del self.tokens[n_keep:]
-
-    def forward(self, tokens, all_logits):
-        start, self.passes = len(self.tokens), self.passes + 1
-        self.tokens.extend(tokens)
-        rows = np.zeros((len(tokens), self.vocabulary), dtype=np.float32)
-        for i in range(len(tokens)):
-            rows[i, self.truth[min(start + i + 1, len(self.truth) - 1)]] = 1.0
-        return rows
-
-    def is_eog(self, token):
-        return False
-
-    def piece(self, token):
-        return chr(token).encode()
 
 
 WORDS = random.Random(7).sample(["alpha", "brick", "cider", "delta", "ember", "fjord", "gusto", "heron", "ivory",

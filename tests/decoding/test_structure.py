@@ -1,8 +1,8 @@
 """A JSON reply copies its next record's keys from its last record's, found by the skeleton past
 the values that changed: what each token of a JSON text holds (hand-read expectations), the offer
 after a changed value (the earlier record's keys, where the text's own match is only `",`), no
-offer inside a value or outside the JSON, fewer target passes on records with changing values,
-and the output stays the target's: greedy token for token, sampled in distribution on the real
+offer inside a value or outside the JSON, a key whose values repeated priced above one whose
+values never did, fewer target passes on records with changing values, and the output stays the target's: greedy token for token, sampled in distribution on the real
 tiny model under a grammar, where a copier that peeks at the accept test (a planted bias) fails.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import random
 
-import numpy as np
 import pytest
+from scripted import WritesBack
 from stathelp import PeeksAtTheAcceptTest, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
@@ -78,36 +78,6 @@ def test_a_key_whose_values_repeated_is_priced_above_one_whose_values_never_did(
     keys = (Role(),) * 3  # keys and punctuation: a long skeleton match prices them above a short one
     long, short = (rates.rates(CopyEvidence(match, source=STRUCTURE, roles=keys), (1, 2, 3)) for match in (12, 2))
     assert min(long) > max(short), (long, short)
-
-
-class WritesBack:
-    """A stand-in target whose greedy choice after the prompt and i output tokens is token i of
-    `output`; it counts its passes."""
-
-    def __init__(self, prompt: list[int], output: list[int]):
-        self.truth, self.tokens, self.passes = [*prompt, *output, 0], [], 0
-        self.vocabulary, self.n_ctx = max(self.truth) + 1, len(self.truth) + 64
-
-    def sync(self, tokens):
-        self.tokens = list(tokens)
-        return len(tokens)
-
-    def truncate(self, n_keep):
-        del self.tokens[n_keep:]
-
-    def forward(self, tokens, all_logits):
-        start, self.passes = len(self.tokens), self.passes + 1
-        self.tokens.extend(tokens)
-        rows = np.zeros((len(tokens), self.vocabulary), dtype=np.float32)
-        for i in range(len(tokens)):
-            rows[i, self.truth[min(start + i + 1, len(self.truth) - 1)]] = 1.0
-        return rows
-
-    def is_eog(self, token):
-        return False
-
-    def piece(self, token):
-        return chr(token).encode()
 
 
 def staff(count: int) -> str:
