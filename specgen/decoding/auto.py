@@ -190,14 +190,15 @@ class AutoDrafter(Drafter):
         passed over (None where none was). Of the copier's and the record pattern's offers, the
         one the output has followed longer; then the prediction's, where the other begins as it
         does (one offer: the prediction's, with the longer of their matches) or where the output
-        has followed it as long (the prediction first among equals)."""
+        has followed it as long (the prediction first among equals). A JSON reply's structure
+        offer takes the place of the first where its skeleton match is the longer."""
         offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
         source = TEXT
         pattern_source = self.pattern_source
         pattern = pattern_source.offer([*history, last], LOOKUP_MAX) if pattern_source is not None else Offer([])
         if pattern.tokens and (offer.branch is None or pattern.branch.match >= offer.branch.match):
             offer, source = pattern, PATTERN
-        structured = self.structure.offer([*history, last], LOOKUP_MAX) if self.structure is not None else Offer([])
+        structured = self.structure.offer(history, last, LOOKUP_MAX) if self.structure is not None else Offer([])
         if structured.tokens and (offer.branch is None or structured.branch.match > offer.branch.match):
             offer, source = structured, STRUCTURE
         predicted = self.prediction.offer(history, last, LOOKUP_MAX) if self.prediction is not None else Offer([])

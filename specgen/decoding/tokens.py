@@ -18,6 +18,11 @@ def common_prefix(have: Sequence[int], want: Sequence[int]) -> int:
     return common
 
 
+def token_at(history: Sequence[int], last: int, i: int) -> int:
+    """Token i of history + [last], without building that list (drafters are handed the two apart)."""
+    return history[i] if i < len(history) else last
+
+
 class Utf8Stream:
     """Turns token bytes into text without ever splitting a multi-byte character."""
 

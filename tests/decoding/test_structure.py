@@ -45,7 +45,8 @@ def test_the_shape_tells_keys_and_punctuation_from_values_and_each_values_key():
 def offer_after(text: str) -> str | None:
     """What the structure source offers after `text` as the reply (one character a token)."""
     source = StructureSource(CHARS, 0)
-    offer = source.offer([ord(c) for c in text], 64)
+    tokens = [ord(c) for c in text]
+    offer = source.offer(tokens[:-1], tokens[-1], 64)
     return "".join(map(chr, offer.tokens)) if offer.tokens else None
 
 
@@ -55,7 +56,8 @@ RECORDS = '[{"name": "Ann", "role": "cook", "days": [1, 2]}, {"name": "Bartholom
 def test_the_offer_after_a_changed_value_is_the_earlier_records_keys_by_the_whole_record_before_it():
     assert offer_after(RECORDS) == ' "role": "cook", "days": [1, 2]}, {"name": "Bartholomew",'
     source = StructureSource(CHARS, 0)
-    match = source.offer([ord(c) for c in RECORDS], 64).branch.match
+    tokens = [ord(c) for c in RECORDS]
+    match = source.offer(tokens[:-1], tokens[-1], 64).branch.match
     # back to where the records differ ("[" before the first, " " before the second): the keys and
     # punctuation one symbol a character, the name one symbol
     assert match == len('{"name": "') + 1 + len('",')
@@ -130,7 +132,7 @@ class Aligning(AutoDrafter):
         self.aligned = 0
 
     def _offers(self, history, last):
-        return (self.structure.offer([*history, last], LOOKUP_MAX), STRUCTURE), None
+        return (self.structure.offer(history, last, LOOKUP_MAX), STRUCTURE), None
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)

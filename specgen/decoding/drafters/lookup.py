@@ -22,7 +22,7 @@ from specgen.decoding.drafters.base import Draft, Drafter, Gate, copied
 from specgen.decoding.drafters.rewrites import SPAN_MAX, Rewrites, Rewritten
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.sampling import SamplingParams
-from specgen.decoding.tokens import common_prefix
+from specgen.decoding.tokens import common_prefix, token_at
 
 _RESYNC_BELOW = 6  # a global match shorter than this yields to one near the last copy's source
 _RESYNC_WIDTH = 16  # how far from the expected source position a re-found place may be
@@ -77,7 +77,7 @@ class Copier:
     def sync(self, history: list[int], last: int) -> None:
         """Hold history + [last], which normally extends what the index holds: O(new tokens)."""
         held = len(self.index)
-        if held > len(history) + 1 or (held and self.index.tokens[held - 1] != _item(history, last, held - 1)):
+        if held > len(history) + 1 or (held and self.index.tokens[held - 1] != token_at(history, last, held - 1)):
             self.reset([*history, last])
             return
         self.index.extend(history[held:])
@@ -164,10 +164,6 @@ class Copier:
         if found is None or (best is not None and found.match < min(best.match, 2)):
             return None
         return found
-
-
-def _item(history: list[int], last: int, i: int) -> int:
-    return history[i] if i < len(history) else last
 
 
 class PromptLookupDrafter(Drafter):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.drafters.lookup import Offer
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
-from specgen.decoding.tokens import Utf8Stream
+from specgen.decoding.tokens import Utf8Stream, token_at
 
 VALUE = 1 << 30  # the skeleton's symbol for a run of tokens inside one value; never a token id
 _BARE = frozenset("0123456789+-.eEtrufalsn")  # the characters of numbers and true/false/null
@@ -133,14 +133,15 @@ class StructureSource:
         self.roles: list[Role] = []  # of each reply token
         self.ends: list[int] = []  # skeleton symbol i ends before reply token ends[i]
 
-    def offer(self, tokens: list[int], k: int) -> Offer:
-        """Up to k tokens after `tokens` (the prompt, then the accepted reply) by the skeleton's
-        longest earlier match; nothing inside a value or without a match."""
-        held = len(self.tokens)
-        if len(tokens) < self.start + held or (held and tokens[self.start + held - 1] != self.tokens[-1]):
+    def offer(self, history: list[int], last: int, k: int) -> Offer:
+        """Up to k tokens after history + [last] (the prompt, then the accepted reply) by the
+        skeleton's longest earlier match; nothing inside a value or without a match. Reading the
+        new tokens costs O(new tokens), as the copier's does."""
+        size, held = len(history) + 1, len(self.tokens)
+        if size < self.start + held or (held and token_at(history, last, self.start + held - 1) != self.tokens[-1]):
             self._reset()  # not a continuation of the reply held (a rewound history)
-        for token in tokens[self.start + len(self.tokens):]:
-            self._add(token)
+        for i in range(self.start + len(self.tokens), size):
+            self._add(token_at(history, last, i))
         if not self.shape.containers or self.roles[-1].inside or self.stream.pending:
             return Offer([])
         branches = self.skeleton.find(self.skeleton)
