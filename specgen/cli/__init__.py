@@ -44,15 +44,50 @@ ERRORS = [
 ]
 
 
+class OutputClosed(SpecgenError):
+    """stdout's reader quit before the output ended (`specgen run ... | head`)."""
+
+
+class _GuardedStdout:
+    """sys.stdout, except that a reader that quit ends the command with `OutputClosed` (one line
+    on stderr) where Click would exit silently; later writes go nowhere."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._closed()
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._closed()
+
+    def _closed(self):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())  # what is still buffered goes nowhere
+        raise OutputClosed("stdout was closed before the output ended (its reader quit early); the output is cut short")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; turn any exception into one line on stderr and an exit code."""
     command = typer.main.get_command(app)
+    stdout = sys.stdout
+    sys.stdout = _GuardedStdout(stdout) if not isinstance(stdout, _GuardedStdout) else stdout
     try:
         result = command.main(args=argv, prog_name="specgen", standalone_mode=False)
     except Exception as error:  # noqa: BLE001 - every error becomes one line
         sys.exit(_report(error))
     except KeyboardInterrupt as error:
         sys.exit(_report(error))
+    finally:
+        sys.stdout = stdout
     sys.exit(result if isinstance(result, int) else 0)
 
 

@@ -100,6 +100,17 @@ def test_early_closed_pipe_ends_cleanly(pair):
     assert b"Traceback" not in result.stderr and b"Exception" not in result.stderr
 
 
+def test_an_early_closed_pipe_is_one_line_on_stderr_and_a_nonzero_exit(pair):
+    command = " ".join([*SPECGEN, "run", "'def add(a, b):'", *pair, "--raw", "-n", "2000", "--ctx", "2048"])
+    result = subprocess.run(["bash", "-c", f"{command} | head -c 5; exit ${{PIPESTATUS[0]}}"], stdin=subprocess.DEVNULL,
+                            capture_output=True, timeout=120)
+    assert result.returncode == 1 and len(result.stdout) == 5
+    said = [line for line in result.stderr.decode().splitlines() if line.startswith("specgen")]
+    assert said == ["specgen: error: stdout was closed before the output ended (its reader quit early); "
+                    "the output is cut short"], result.stderr.decode()[-2000:]
+    assert b"Traceback" not in result.stderr and b"Exception ignored" not in result.stderr
+
+
 def test_ctrl_c_keeps_the_text_prints_the_summary_and_exits_130(tiny_models):
     endless = ["--target", str(tiny_models["target_endless"]), "--draft", str(tiny_models["draft"])]
     process = subprocess.Popen([*SPECGEN, "run", "x = 1\nfor i in", *endless, "--raw", "-n", "100000",
