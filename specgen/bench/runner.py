@@ -309,15 +309,13 @@ def prompt_grammar(prompt: BenchPrompt) -> str | None:
 def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
              texts: list[tuple[str, bool, tuple[tuple[str, str], ...]]] = (),
              asks: list[Asked] = ()) -> list[RunRecord]:
-    """All runs, interleaved per prompt, the configurations in turn and in reverse order every
-    other repeat, so that neither always runs first (a host that slows down or warms up within
-    a prompt's runs favours none); `started(index, prompt, config, repeat)` before each.
+    """All runs, interleaved per prompt; `started(index, prompt, config, repeat)` before each.
     Endpoints are sent `texts[p]`: the prompt's text, whether it is raw, and its conversation;
     every run is asked what `asks[p]` asks."""
     records, index = [], 0
     for p, tokens in enumerate(prompts):
         for repeat in range(-plan.warmup, plan.repeats):
-            for config in plan.configs if repeat % 2 == 0 else plan.configs[::-1]:
+            for config in plan.configs:
                 if started is not None:
                     started(index, p, config, repeat)
                 index += 1
