@@ -2,7 +2,8 @@
 
 For each prompt every configuration (the target alone, the draft model at each K, prompt lookup
 at each K, and any OpenAI-compatible endpoint given, see `endpoint`) runs once per repeat, in
-turn (A B C A B C ...), so slow drift of the machine (heat, other load) hits all of them alike;
+turn and in reverse every other repeat (A B C C B A ...), so slow drift of the machine (heat,
+other load) hits all of them alike and none always runs first;
 warm-up repeats run the same way and are dropped. Every run
 starts from an empty KV cache, so prefill is measured alike too. At temperature 0 an audit
 checks that each output equals the target alone's token for token and, where it does not,
@@ -309,13 +310,15 @@ def prompt_grammar(prompt: BenchPrompt) -> str | None:
 def run_plan(target, draft, prompts: list[list[int]], plan: Plan, started=None,
              texts: list[tuple[str, bool, tuple[tuple[str, str], ...]]] = (),
              asks: list[Asked] = ()) -> list[RunRecord]:
-    """All runs, interleaved per prompt; `started(index, prompt, config, repeat)` before each.
+    """All runs, interleaved per prompt, the configurations in turn and in reverse order every
+    other repeat, so that neither always runs first (a host that slows down or warms up within
+    a prompt's runs favours none); `started(index, prompt, config, repeat)` before each.
     Endpoints are sent `texts[p]`: the prompt's text, whether it is raw, and its conversation;
     every run is asked what `asks[p]` asks."""
     records, index = [], 0
     for p, tokens in enumerate(prompts):
         for repeat in range(-plan.warmup, plan.repeats):
-            for config in plan.configs:
+            for config in plan.configs if repeat % 2 == 0 else plan.configs[::-1]:
                 if started is not None:
                     started(index, p, config, repeat)
                 index += 1

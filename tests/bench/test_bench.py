@@ -27,6 +27,7 @@ from specgen.bench.runner import (
     encode_all,
     parse_draft_tokens,
     run_once,
+    run_plan,
 )
 from specgen.bench.stats import (
     Interval,
@@ -220,6 +221,21 @@ def test_audit_flags_a_planted_divergence(pair, monkeypatch):
     render(result, shown)
     assert f"first at token {first.position}" in shown.getvalue() and "[bold]" in shown.getvalue()
     assert "WARNING" in verdict_line(result)
+
+
+def test_every_other_repeat_runs_the_configurations_in_reverse_order(pair):
+    target_model, draft_model = pair
+    prompt = target_model.tokenize("x = 1\nfor i in", True, False)
+    plan = Plan(configurations((2,), False, True), 3, 3, 1, SamplingParams())
+    order = []
+    records = run_plan(target_model, draft_model, [prompt], plan,
+                       lambda index, p, config, repeat: order.append((repeat, config.name)))
+    names = [c.name for c in plan.configs]
+    assert len(names) == 2
+    first, second = names
+    assert order == [(-1, second), (-1, first), (0, first), (0, second), (1, second), (1, first),
+                     (2, first), (2, second)]  # the warm-up (repeat -1) is an odd one too
+    assert [(r.repeat, r.config) for r in records] == order[2:]
 
 
 def test_audit_locates_an_altered_sequence(pair):

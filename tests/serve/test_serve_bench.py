@@ -42,7 +42,8 @@ def test_bench_runs_the_prompts_on_a_live_server_as_one_more_row(server, tiny_mo
     assert {"name": name, "drafter": "endpoint", "k": 0, "adaptive": False, "url": server.url + "/v1",
             "model": "tiny-target"} in report["configs"]
     order = [run["config"] for run in report["runs"]]
-    assert order == ["target", "draft-k3", name] * 4  # interleaved: A B C A B C, per repeat and prompt
+    # interleaved per prompt, every other repeat in reverse: A B C C B A, for each of the two prompts
+    assert order == ["target", "draft-k3", name, name, "draft-k3", "target"] * 2
 
     mine = [run for run in report["runs"] if run["config"] == name]
     alone = [run for run in report["runs"] if run["config"] == "target"]
