@@ -33,6 +33,7 @@ from specgen.bench.audit import DistributionAudit, distribution_audit
 from specgen.bench.prompts import BenchPrompt
 from specgen.bench.stats import BASELINE, ENDPOINT, Stats, Verdict, summarize, verdict
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
+from specgen.decoding.drafters.structure import schema_example
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, PredictionReport, report
 from specgen.decoding.events import Summary, consume
@@ -96,6 +97,7 @@ class Asked:
     prediction: str | None = None
     predicted_tokens: tuple[int, ...] | None = None
     quoted: bool = False
+    example: str = ""  # of the schema's shape, for auto's structure copies (`schema_example`)
 
 
 NOTHING_ASKED = Asked()
@@ -213,7 +215,8 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
     tokens = encode_all(target, prompts, raw)
     asks = [Asked(p.json_schema, prompt_grammar(p), p.prediction,
                   tuple(target.continuation(p.prediction)) if p.prediction else None,
-                  quoted=p.json_schema is not None or bool(p.tools)) for p in prompts]
+                  quoted=p.json_schema is not None or bool(p.tools),
+                  example=schema_example(p.json_schema) if p.json_schema is not None else "") for p in prompts]
     records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts], asks)
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
@@ -383,7 +386,7 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan, asked
     with ExitStack() as owned:
         constraint = owned.enter_context(Grammar(target, asked.grammar)) if asked.grammar is not None else None
         events = generate(target, drafter_for(target, drafter, settings, config.adaptive, prediction=predicted,
-                                              quoted=asked.quoted), prompt, settings, constraint)
+                                              quoted=asked.quoted, example=asked.example), prompt, settings, constraint)
         _, summary = consume(events, keep)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt

@@ -79,7 +79,7 @@ def run(
     text = read_prompt(prompt, files or [])
     predicted = read_text(predict, f"--predict {predict}", "give the one file the output should resemble") \
         if predict is not None else None
-    gbnf = schema_file_grammar(json_schema) if json_schema else None
+    gbnf, example = schema_file_grammar(json_schema) if json_schema else (None, "")
     selection = select_models(models, draft_tokens)
     paths = selection.paths
     config, auto = generation_config(sampling, draft_tokens, selection.draft_tokens)
@@ -100,7 +100,7 @@ def run(
         shared = (memory.index,) if memory is not None else ()
         grammar = owned.enter_context(Grammar(target_model, gbnf)) if gbnf else None
         events = generate(target_model, drafter_for(target_model, drafter, config, auto, shared, prediction=prediction,
-                                                    quoted=grammar is not None), tokens, config, grammar)
+                                                    quoted=grammar is not None, example=example), tokens, config, grammar)
         answer, summary = consume(events, on_round)
         kernels, mapped = target_model.kernels, target_model.mapped
         layers = (target_model.layers, draft_model.layers if draft_model else {})
@@ -123,8 +123,10 @@ def run(
         raise typer.Exit(130)
 
 
-def schema_file_grammar(path: Path) -> str:
-    """The grammar of the JSON schema in `path`; one UsageError line when it cannot be had."""
+def schema_file_grammar(path: Path) -> tuple[str, str]:
+    """The grammar of the JSON schema in `path`, and a document of its shape for auto's structure
+    copies (`schema_example`); one UsageError line when they cannot be had."""
+    from specgen.decoding.drafters.structure import schema_example
     from specgen.llama.grammar import GrammarError, schema_grammar
 
     where = f"--json-schema {path}"
@@ -137,7 +139,7 @@ def schema_file_grammar(path: Path) -> str:
     except ValueError as error:
         raise UsageError(f"{where}: not valid JSON ({error}); write the schema as one JSON object") from None
     try:
-        return schema_grammar(schema)
+        return schema_grammar(schema), schema_example(schema)
     except GrammarError as error:
         raise UsageError(f"{where}: {error}") from None
 

@@ -131,17 +131,20 @@ class AutoDrafter(Drafter):
     K, or a copy; `observe` feeds it what the round showed and how long it took."""
 
     def __init__(self, model: ModelDrafter | None, policy: Policy, shared: tuple[SuffixIndex, ...] = (),
-                 vocabulary: Vocabulary | None = None, prediction: Prediction | None = None, quoted: bool = False):
+                 vocabulary: Vocabulary | None = None, prediction: Prediction | None = None, quoted: bool = False,
+                 example: str = ""):
         """`shared`: copy sources searched after this request (a conversation, a `LookupMemory`'s
         index); `vocabulary`: the target's, for offers by the output's record pattern;
         `prediction`: the text the user expects the output to resemble (also searched by the
         copier, after this request); `quoted`: the reply is written in JSON, so the prompt's
-        text escaped as JSON is searched too, after the prompt (needs `vocabulary`)."""
+        text escaped as JSON is searched too, after the prompt (needs `vocabulary`); `example`:
+        a document of the reply's JSON shape (`structure.schema_example` of its schema), whose
+        keys the structure source offers in the reply's first record."""
         self.model, self.policy = model, policy
         self.prediction = prediction
         self.copier = Copier((prediction.index, *shared) if prediction is not None else shared)
         self.vocabulary = vocabulary
-        self.quoted = quoted
+        self.quoted, self.example = quoted, example
         self.pattern_source: PatternSource | None = None
         self.structure: StructureSource | None = None
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
@@ -159,7 +162,10 @@ class AutoDrafter(Drafter):
         self.copier.request_sources = (quoted,) if quoted is not None else ()
         self._open = []
         self.pattern_source = PatternSource(self.vocabulary, prefix) if self.vocabulary is not None else None
-        self.structure = StructureSource(self.vocabulary, len(prefix) + 1) if self.quoted and self.vocabulary else None
+        self.structure = None
+        if self.quoted and self.vocabulary is not None:
+            example = self.vocabulary.tokenize(self.example) if self.example else []
+            self.structure = StructureSource(self.vocabulary, len(prefix) + 1, example)
         if self.prediction is not None:
             self.prediction.prepare(len(prefix) + 1)
             self.policy.foresee(len(self.prediction))

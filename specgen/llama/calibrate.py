@@ -146,7 +146,8 @@ def base_drafter(draft_model):
 
 
 def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: tuple[SuffixIndex, ...] = (),
-                costs: StepCosts | None = None, prediction: Prediction | None = None, quoted: bool = False):
+                costs: StepCosts | None = None, prediction: Prediction | None = None, quoted: bool = False,
+                example: str = ""):
     """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or
     with `auto` the auto policy over it, starting from this machine's step costs and
     copying also from `shared` (a conversation's index, a `LookupMemory`'s) and from prompt
@@ -154,7 +155,9 @@ def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: t
     target's vocabulary. With a `prediction` (the text the output is expected to resemble, in
     the target's tokens) auto offers it too, and a fixed K drafts from it where it knows its
     place, `drafter` elsewhere. `quoted`: the reply is written in JSON (a schema, tool calls), so
-    auto copies also from the prompt's text as JSON escapes it.
+    auto copies also from the prompt's text as JSON escapes it; `example`: a document of the
+    reply's JSON shape (`structure.schema_example` of its schema), whose keys auto copies in the
+    reply's first record.
 
     A seeded run decides from cached costs alone (or a fixed profile), not from live timings,
     so that the same seed gives the same draft lengths and so the same text. `costs`: the step
@@ -171,4 +174,4 @@ def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: t
     costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
     vocabulary = Vocabulary(target.piece, target.continuation)
     return AutoDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary, prediction,
-                       quoted)
+                       quoted, example)

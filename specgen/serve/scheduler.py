@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, report
+from specgen.decoding.drafters.structure import schema_example
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.events import consume
 from specgen.decoding.loop import GenerationConfig, generate
@@ -377,6 +378,14 @@ class User:
     memory: LookupMemory
 
 
+def reply_example(request: GenRequest) -> str:
+    """A document of the shape the reply's JSON schema gives, for auto's structure copies; ""
+    for a tool call (the prompt's tool definitions hold its keys) and for `json_object`."""
+    fmt = request.response_format
+    forced = request.tool_choice in ("required", "function")
+    return schema_example(fmt.schema) if fmt is not None and fmt.kind == "json_schema" and not forced else ""
+
+
 class Scheduler:
     """The thread that runs jobs one at a time, and the bounded queue in front of it."""
 
@@ -555,7 +564,8 @@ class Scheduler:
         prediction = Prediction(encoded.prediction) if encoded.prediction is not None else None
         fmt = user.prompts.template().format if job.request.tools and job.request.tool_choice != "none" else None
         drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
-                              None if seeded else self.costs, prediction, quoted=grammar is not None or fmt is not None)
+                              None if seeded else self.costs, prediction, quoted=grammar is not None or fmt is not None,
+                              example=reply_example(job.request))
         events = generate(self.target, drafter, tokens, config, grammar)
         cut = ReplyCut(job.request, time.perf_counter())
         pipe = ReplyPipe(cut, fmt, self.target.piece, self._prompt_chars(job.request, tokens))

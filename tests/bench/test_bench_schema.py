@@ -1,6 +1,7 @@
 """`specgen bench` with a JSON schema per prompt (a JSONL "json_schema" object): every
 configuration replies with the same JSON under the schema's grammar, the grammar's share of the
-Python time is reported, and a schema that cannot be used is one line naming the prompt."""
+Python time is reported, auto copies a single record's keys from the schema, and a schema that
+cannot be used is one line naming the prompt."""
 
 from __future__ import annotations
 
@@ -43,3 +44,15 @@ def test_a_schema_that_is_not_an_object_or_cannot_be_a_grammar_is_one_line(tmp_p
     [prompt] = read_prompt_files([str(path)], None)
     with pytest.raises(UsageError, match="prompt odd: json_schema: the JSON schema cannot be turned into a grammar"):
         prompt_grammar(prompt)
+
+
+def test_auto_copies_a_single_records_keys_from_the_schema(target_model):
+    keys = [f"the_{n}_long_key_of_the_record" for n in ("first", "second", "third", "fourth")]
+    schema = {"type": "object", "properties": {key: {"type": "boolean"} for key in keys}, "required": keys}
+    lines = json.dumps({"prompt": "the print of self", "name": "one", "json_schema": schema}) + "\n"
+    plan = Plan(configurations(("auto",), False, True), 300, 1, 0, SamplingParams())
+    result = benchmark(target_model, None, read_prompt_files(["-"], io.StringIO(lines)), plan, raw=True)
+    auto = next(r for r in result.runs if r.config == "lookup-auto")
+    assert list(json.loads(b"".join(map(target_model.piece, auto.output)).decode())) == keys
+    # no earlier record and no key in the prompt: only the schema's example gives keys to copy
+    assert auto.summary.by_source["structure"].kept > 0, auto.summary.by_source

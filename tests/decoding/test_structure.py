@@ -4,6 +4,8 @@ after a changed value (the earlier record's keys, where the text's own match is 
 offer inside a value or outside the JSON, a key whose values repeated priced above one whose
 values never did, fewer target passes on records with changing values, and the output stays the target's: greedy token for token, sampled in distribution on the real
 tiny model under a grammar, where a copier that peeks at the accept test (a planted bias) fails.
+A schema's example document (keys in the order llama.cpp's grammar of the schema accepts, checked
+by that grammar) has the first record's keys offered before the reply has a record of its own.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pytest
 from scripted import WritesBack
 from stathelp import PeeksAtTheAcceptTest, position_pvalues
@@ -19,11 +22,12 @@ from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.copy_rates import STRUCTURE, CopyEvidence, CopyJudgement, StructureRates
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import COPIED_STRUCTURE, Vocabulary
-from specgen.decoding.drafters.structure import JsonShape, Role, StructureSource
+from specgen.decoding.drafters.structure import JsonShape, Role, StructureSource, schema_example
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import LOOKUP_MAX, Policy
 from specgen.decoding.sampling import SamplingParams
-from specgen.llama.grammar import Grammar
+from specgen.llama.grammar import Grammar, schema_grammar
+from specgen.llama.library import llama
 
 CHARS = Vocabulary(piece=lambda t: chr(t).encode(), tokenize=lambda text: [ord(c) for c in text])
 CHEAP = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 64: 1.5}, {})  # copies pay at any length
@@ -42,9 +46,9 @@ def test_the_shape_tells_keys_and_punctuation_from_values_and_each_values_key():
     assert [shape.feed(piece) for piece in pieces] == expected
 
 
-def offer_after(text: str) -> str | None:
+def offer_after(text: str, example: str = "") -> str | None:
     """What the structure source offers after `text` as the reply (one character a token)."""
-    source = StructureSource(CHARS, 0)
+    source = StructureSource(CHARS, 0, CHARS.tokenize(example))
     tokens = [ord(c) for c in text]
     offer = source.offer(tokens[:-1], tokens[-1], 64)
     return "".join(map(chr, offer.tokens)) if offer.tokens else None
@@ -69,6 +73,45 @@ def test_nothing_is_offered_inside_a_value_or_outside_the_json():
     assert offer_after(RECORDS + ' "role": "cook", "days": [1, 2]}]\nand then, name') is None  # after the JSON
 
 
+SCHEMA = {"type": "object", "required": ["shop", "staff"], "$defs": {"day": {"enum": ["Mon", "Tue"]}},
+          "properties": {"staff": {"type": "array", "items": {"type": "object", "required": ["role", "name"],
+                                                                "properties": {"name": {"type": "string"},
+                                                                               "days": {"type": "array", "items": {"$ref": "#/$defs/day"}},
+                                                                               "role": {"type": "string"}}}},
+                         "shop": {"type": ["string", "null"]}}}
+
+
+def test_the_schema_example_has_its_keys_in_the_grammars_order_two_elements_an_array_spaced_both_ways():
+    record = '{"name": "A", "role": "A", "days": ["Mon", "Mon"]}'  # required first, in the properties' order
+    compact = '{"staff": [' + record + ", " + record + '], "shop": "A"}'
+    spaced = compact.replace("{", "{ ").replace("}", " }").replace("[", "[ ").replace("]", " ]")
+    assert schema_example(SCHEMA) == compact + "\n" + spaced
+    assert schema_example({"type": "string"}) == ""  # no keys to offer
+    chain = {f"d{i}": {"type": "object", "properties": {f"p{j}": {"$ref": f"#/$defs/d{i + 1}"} for j in range(9)}}
+             for i in range(30)}
+    assert len(schema_example({"$ref": "#/$defs/d0", "$defs": chain})) < 30_000  # 9**30 values described
+
+
+@pytest.mark.parametrize("spaced", [False, True], ids=["compact", "spaced"])
+def test_the_schema_example_is_text_the_schemas_own_grammar_accepts(target_model, spaced):
+    # llama.cpp's grammar has no space after an enum's value, so " ]" after one is not its text
+    schema = {**SCHEMA, "$defs": {"day": {"type": "string"}}} if spaced else SCHEMA
+    document = schema_example(schema).split("\n")[spaced]
+    with Grammar(target_model, schema_grammar(schema)) as grammar:
+        grammar.accept(target_model.continuation(document))  # raises at a token it forbids
+        end = llama().llama_vocab_eos(target_model.vocab_handle)
+        assert grammar.allowed(grammar.state, np.array([end]))[0]  # and the document may end there
+
+
+def test_the_first_records_keys_are_offered_from_the_example_but_no_placeholder():
+    example = schema_example(SCHEMA)
+    first = '{"staff": [{"name": "Ann",'
+    assert offer_after(first) is None  # no earlier record to align with
+    assert offer_after(first, example) == ' "role": "'  # and not the example's "A"
+    assert offer_after(first.replace("{", "{ ").replace("[", "[ "), example) == ' "role": "'  # spaced
+    assert offer_after(first + ' "role": "cook", "days": ["Tue",', example) == ' "'  # not "Mon"
+
+
 def test_a_key_whose_values_repeated_is_priced_above_one_whose_values_never_did():
     rates = StructureRates()
     for key, kept in (("days", 1), ("name", 0)) * 6:  # each a value's first token, judged alone
@@ -90,13 +133,19 @@ def staff(count: int) -> str:
                            f'"days": ["Mon", "Tue", "Wed"], "wage": {rng.randint(10, 99)}}}' for name in names) + "]"
 
 
-def written(structure: bool) -> tuple[int, dict]:
+STAFF = {"type": "array", "items": {"type": "object", "required": ["name", "team", "days", "wage"], "properties": {
+    "name": {"type": "string"}, "team": {"enum": ["north", "south"]}, "days": {"type": "array", "items": {"type": "string"}},
+    "wage": {"type": "integer"}}}}
+
+
+def written(structure: bool, records: int = 12, example: str = "") -> tuple[int, dict]:
     """The records written greedily with auto on a CPU's costs, the text copier alone or with the
-    structure source: the target's passes and the summary's counts by source."""
+    structure source (and its `example`): the target's passes and the summary's counts by source."""
     prompt = [ord(c) for c in "list the staff as JSON:\n"]
-    output = [ord(c) for c in staff(12)]
+    output = [ord(c) for c in staff(records)]
     target = WritesBack(prompt, output)
-    drafter = AutoDrafter(None, Policy(STEEP, 8, timed=False, risk=math.inf), vocabulary=CHARS, quoted=True)
+    drafter = AutoDrafter(None, Policy(STEEP, 8, timed=False, risk=math.inf), vocabulary=CHARS, quoted=True,
+                          example=example)
     if not structure:
         drafter.prepare = lambda prefix, prepare=drafter.prepare: (prepare(prefix), setattr(drafter, "structure", None))
     *rounds, summary = generate(target, drafter, prompt, GenerationConfig(max_tokens=len(output), draft_tokens=8))
@@ -110,6 +159,13 @@ def test_records_with_changing_values_take_fewer_passes_with_the_structure_sourc
     assert COPIED_STRUCTURE not in sources_alone
     assert sources[COPIED_STRUCTURE].kept > len(staff(12)) / 3, sources
     assert aligned < 0.75 * alone, (aligned, alone)  # measured: 261 against 411
+
+
+def test_the_first_record_takes_fewer_passes_with_the_schemas_example():
+    alone, _ = written(True, records=1)
+    seeded, sources = written(True, records=1, example=schema_example(STAFF))
+    assert sources[COPIED_STRUCTURE].kept >= len('{"name": "", "team": "", "days": [""], "wage": }') / 2, sources
+    assert seeded < 0.8 * alone, (seeded, alone)  # measured: 42 against 74
 
 
 # -- sampled, on the real tiny model, under a grammar that writes records --------------------------

@@ -1,6 +1,7 @@
 """Structured output through the official `openai` client: `response_format` json_object and
 json_schema replies are what the constrained target alone writes, and JSON that fits; a schema
-that cannot be a grammar is a 400 naming it.
+that cannot be a grammar is a 400 naming it; auto is given the schema's example document (for
+the structure source) for a json_schema reply only.
 
 A real server on the tiny models whose target carries Qwen2.5's chat template (the tool tests
 use it too)."""
@@ -13,8 +14,11 @@ import openai
 import pytest
 from test_serve import Server
 
+from specgen.decoding.drafters.structure import schema_example
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar, json_grammar, schema_grammar
+from specgen.serve.scheduler import reply_example
+from specgen.serve.wire import parse_request
 
 MODEL = "tiny-target_tools"
 RECORD = {"type": "object", "properties": {"id": {"type": "integer"}, "ok": {"type": "boolean"},
@@ -81,3 +85,14 @@ def test_a_response_format_that_cannot_be_followed_is_a_400_naming_it(server, fm
                                                response_format=fmt)
     assert error.value.body["param"] == param
     assert client(server).models.list().data, "the server still answers"
+
+
+@pytest.mark.parametrize("extra, example", [
+    ({"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": RECORD}}}, True),
+    ({"response_format": {"type": "json_object"}}, False),  # no keys known
+    ({"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": RECORD}},
+      "tools": [{"type": "function", "function": {"name": "f", "parameters": RECORD}}], "tool_choice": "required"}, False),
+])
+def test_auto_is_given_the_schemas_example_only_for_a_json_schema_reply(extra, example):
+    request = parse_request({"messages": [{"role": "user", "content": "a record"}], **extra}, "chat", (MODEL,))
+    assert reply_example(request) == (schema_example(RECORD) if example else "")
