@@ -122,11 +122,13 @@ def compact(prompt: list[int], output: list[int], prediction: list[int] | None =
 
 
 def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: dict[int, float],
-           vocabulary: Vocabulary | None = None, prediction: list[int] | None = None, quoted: bool = False) -> Replay:
+           vocabulary: Vocabulary | None = None, prediction: list[int] | None = None, quoted: bool = False,
+           example: str = "") -> Replay:
     """`vocabulary`: the recorded tokens' own, for offers by the output's record pattern (the
     ids stay as recorded); without one, patterns are not in play. `prediction`: tokens given
     as the prediction (`--predict`). `quoted`: the output is JSON, so auto copies also from the
-    prompt as JSON escapes it (needs `vocabulary`)."""
+    prompt as JSON escapes it (needs `vocabulary`); `example`: the document of its schema's shape
+    that auto is given (`structure.schema_example`)."""
     if vocabulary is None and prediction is None:
         prompt, output = compact(prompt, output)
     elif vocabulary is None:
@@ -134,7 +136,8 @@ def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: di
     costs = StepCosts(curve, {})
     target = RecordedTarget(prompt, output, costs)
     predicted = Prediction(prediction) if prediction is not None else None
-    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, prediction=predicted, quoted=quoted)
+    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, prediction=predicted, quoted=quoted,
+                          example=example)
     config = GenerationConfig(max_tokens=len(output), draft_tokens=8)
     rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]
     emitted = [t for r in rounds for t in r.tokens]
@@ -143,11 +146,11 @@ def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: di
 
 
 def hindsight(prompt: list[int], output: list[int], curve: dict[int, float], vocabulary: Vocabulary,
-              quoted: bool = False) -> float:
+              quoted: bool = False, example: str = "") -> float:
     """The speedup of a drafter that knows, at every position, how many tokens of auto's offer
     there the output keeps, and drafts the length that makes the whole output cheapest."""
     costs = StepCosts(curve, {})
-    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, quoted=quoted)
+    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, quoted=quoted, example=example)
     drafter.prepare(prompt)
     offered, kept = [], []
     for i in range(len(output)):
@@ -170,8 +173,8 @@ def ceiling(curve: dict[int, float]) -> float:
 
 def replay_all(curve: dict[int, float], outputs: Path = OUTPUTS, vocabulary: Vocabulary | None = None) -> list[Replay]:
     recorded = json.loads(outputs.read_text())["outputs"]
-    return [replay(name, r["kind"], r["prompt"], r["output"], curve, vocabulary, quoted=r.get("quoted", False))
-            for name, r in recorded.items()]
+    return [replay(name, r["kind"], r["prompt"], r["output"], curve, vocabulary, quoted=r.get("quoted", False),
+                   example=r.get("example", "")) for name, r in recorded.items()]
 
 
 EDITS = ("deleted", "inserted", "renamed")
@@ -259,9 +262,9 @@ def print_hindsight(curve: str, table: dict[int, float], outputs: Path, vocabula
     recorded = json.loads(outputs.read_text())["outputs"]
     kinds: dict[str, list[tuple[float, float]]] = {}
     for name, r in recorded.items():
-        quoted = r.get("quoted", False)
-        auto = replay(name, r["kind"], r["prompt"], r["output"], table, vocabulary, quoted=quoted).speedup
-        best = hindsight(r["prompt"], r["output"], table, vocabulary, quoted)
+        quoted, example = r.get("quoted", False), r.get("example", "")
+        auto = replay(name, r["kind"], r["prompt"], r["output"], table, vocabulary, quoted=quoted, example=example).speedup
+        best = hindsight(r["prompt"], r["output"], table, vocabulary, quoted, example)
         kinds.setdefault(r["kind"], []).append((auto, best))
         print(f"{curve:12s} {name:22s} auto {auto:5.2f}x  hindsight {best:5.2f}x  ({len(r['output'])} tokens)")
     for kind, pairs in sorted(kinds.items()):

@@ -11,7 +11,8 @@ A prompt with "next_turns" (a multi-turn chat) is played on: each later turn is 
 model's own greedy reply, recorded as NAME/2, NAME/3, ...; with `--turns-out FILE` those later
 turns are also written as bench prompts (their "messages" hold the recorded replies). A prompt
 with a "json_schema" is decoded under its grammar, and one with "tools" is rendered with the
-model's tool prompt, as `specgen bench` does; both are marked `"quoted": true`, so the replay
+model's tool prompt, as `specgen bench` does; both are marked `"quoted": true` (and a schema's
+prompt carries the `"example"` document auto is given, `structure.schema_example`), so the replay
 copies from the prompt as JSON escapes it, as auto does for a reply written in JSON.
 """
 
@@ -25,6 +26,7 @@ from contextlib import ExitStack
 
 from specgen.bench.prompts import read_prompt_files
 from specgen.bench.runner import encode_all, prompt_grammar
+from specgen.decoding.drafters.structure import schema_example
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar
@@ -75,7 +77,9 @@ def main() -> None:
                     output, text = greedy(model, tokens, args.max_tokens, prompt_grammar(prompt) if first else None)
                     name = prompt.name if turn == 1 else f"{prompt.name}/{turn}"
                     outputs[name] = {"kind": prompt.kind, "prompt": tokens, "output": output, "text": text,
-                                     "quoted": first and (prompt.json_schema is not None or bool(prompt.tools))}
+                                     "quoted": first and (prompt.json_schema is not None or bool(prompt.tools)),
+                                     "example": schema_example(prompt.json_schema)
+                                     if first and prompt.json_schema is not None else ""}
                     print(f"{name}: {len(tokens)} prompt tokens, {len(output)} out", flush=True)
                     messages += [("assistant", text)]
     about = (f"Greedy outputs of {args.target.name} ({args.threads} threads, this project's engine, "
