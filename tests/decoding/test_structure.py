@@ -87,6 +87,7 @@ def test_the_schema_example_has_its_keys_in_the_grammars_order_two_elements_an_a
     spaced = compact.replace("{", "{ ").replace("}", " }").replace("[", "[ ").replace("]", " ]")
     assert schema_example(SCHEMA) == compact + "\n" + spaced
     assert schema_example({"type": "string"}) == ""  # no keys to offer
+    assert schema_example({"type": "object", "properties": {"tags": {"type": "object"}}}) == '{"tags": {}}\n{ "tags": {} }'
     chain = {f"d{i}": {"type": "object", "properties": {f"p{j}": {"$ref": f"#/$defs/d{i + 1}"} for j in range(9)}}
              for i in range(30)}
     assert len(schema_example({"$ref": "#/$defs/d0", "$defs": chain})) < 30_000  # 9**30 values described

@@ -198,12 +198,12 @@ def schema_example(schema) -> str:
 
 def _written(value, inner: str) -> str:
     """`value` as JSON with `", "` and `": "` between items, and `inner` inside brackets."""
-    if isinstance(value, dict):
+    if isinstance(value, dict) and value:
         items = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {_written(item, inner)}" for key, item in value.items())
         return "{" + inner + items + inner + "}"
-    if isinstance(value, list):
+    if isinstance(value, list) and value:
         return "[" + inner + ", ".join(_written(item, inner) for item in value) + inner + "]"
-    return json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False)  # a placeholder, {} or []
 
 
 def _example(schema, root, depth: int, budget: list[int]):
