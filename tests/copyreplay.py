@@ -128,7 +128,7 @@ def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: di
     ids stay as recorded); without one, patterns are not in play. `prediction`: tokens given
     as the prediction (`--predict`). `quoted`: the output is JSON, so auto copies also from the
     prompt as JSON escapes it (needs `vocabulary`); `example`: the document of its schema's shape
-    that auto is given (`structure.schema_example`)."""
+    that auto is given (`grammar.schema_example`)."""
     if vocabulary is None and prediction is None:
         prompt, output = compact(prompt, output)
     elif vocabulary is None:

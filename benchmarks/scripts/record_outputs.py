@@ -12,7 +12,7 @@ model's own greedy reply, recorded as NAME/2, NAME/3, ...; with `--turns-out FIL
 turns are also written as bench prompts (their "messages" hold the recorded replies). A prompt
 with a "json_schema" is decoded under its grammar, and one with "tools" is rendered with the
 model's tool prompt, as `specgen bench` does; both are marked `"quoted": true` (and a schema's
-prompt carries the `"example"` document auto is given, `structure.schema_example`), so the replay
+prompt carries the `"example"` document auto is given, `grammar.schema_example`), so the replay
 copies from the prompt as JSON escapes it, as auto does for a reply written in JSON.
 """
 
@@ -26,7 +26,7 @@ from contextlib import ExitStack
 
 from specgen.bench.prompts import read_prompt_files
 from specgen.bench.runner import encode_all, prompt_grammar
-from specgen.decoding.drafters.structure import schema_example
+from specgen.llama.grammar import schema_example
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar

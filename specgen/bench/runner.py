@@ -33,7 +33,6 @@ from specgen.bench.audit import DistributionAudit, distribution_audit
 from specgen.bench.prompts import BenchPrompt
 from specgen.bench.stats import BASELINE, ENDPOINT, Stats, Verdict, summarize, verdict
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
-from specgen.decoding.drafters.structure import schema_example
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, PredictionReport, report
 from specgen.decoding.events import Summary, consume
@@ -43,7 +42,7 @@ from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import UsageError
 from specgen.llama.calibrate import calibrate, drafter_for
-from specgen.llama.grammar import Grammar, GrammarError, schema_grammar
+from specgen.llama.grammar import Grammar, GrammarError, schema_example, schema_grammar
 from specgen.llama.pair import encode_messages, encode_prompt, encode_tool_chat
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 

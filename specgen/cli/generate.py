@@ -126,8 +126,7 @@ def run(
 def schema_file_grammar(path: Path) -> tuple[str, str]:
     """The grammar of the JSON schema in `path`, and a document of its shape for auto's structure
     copies (`schema_example`); one UsageError line when they cannot be had."""
-    from specgen.decoding.drafters.structure import schema_example
-    from specgen.llama.grammar import GrammarError, schema_grammar
+    from specgen.llama.grammar import GrammarError, schema_example, schema_grammar
 
     where = f"--json-schema {path}"
     try:

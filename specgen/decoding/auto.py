@@ -138,7 +138,7 @@ class AutoDrafter(Drafter):
         `prediction`: the text the user expects the output to resemble (also searched by the
         copier, after this request); `quoted`: the reply is written in JSON, so the prompt's
         text escaped as JSON is searched too, after the prompt (needs `vocabulary`); `example`:
-        a document of the reply's JSON shape (`structure.schema_example` of its schema), whose
+        a document of the reply's JSON shape (`grammar.schema_example` of its schema), whose
         keys the structure source offers in the reply's first record."""
         self.model, self.policy = model, policy
         self.prediction = prediction

@@ -156,7 +156,7 @@ def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: t
     the target's tokens) auto offers it too, and a fixed K drafts from it where it knows its
     place, `drafter` elsewhere. `quoted`: the reply is written in JSON (a schema, tool calls), so
     auto copies also from the prompt's text as JSON escapes it; `example`: a document of the
-    reply's JSON shape (`structure.schema_example` of its schema), whose keys auto copies in the
+    reply's JSON shape (`grammar.schema_example` of its schema), whose keys auto copies in the
     reply's first record.
 
     A seeded run decides from cached costs alone (or a fixed profile), not from live timings,

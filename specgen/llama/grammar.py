@@ -9,7 +9,8 @@ over a one-element array, which is what greedy decoding needs where the row's ow
 allowed.
 
 JSON schemas become grammars through llama.cpp's own converter (`llama_cpp.llama_grammar`, as
-`library.llama()` loads it).
+`library.llama()` loads it), and example documents of their shape for auto's structure copies
+(`schema_example`), whose keys are in the order that converter has the grammar write them.
 A token the grammar forbids is never handed to llama.cpp's `accept`, which would abort the
 process: each is checked first.
 """
@@ -30,6 +31,9 @@ from specgen.llama.library import llama
 _LOOSE_CHAR = r'char ::= [^"\\] |'
 _JSON_CHAR = r'char ::= [^"\\\x7F\x00-\x1F] |'
 MAX_NESTING = 2000  # llama.cpp rejects most grammars this deep anyway; at about 20,000 its parser crashes
+_EXAMPLE_DEPTH = 12  # a schema nested deeper (or recursive by $ref) is written as a placeholder there
+_EXAMPLE_VALUES = 500  # the most values an example holds; the rest are placeholders
+_PLACEHOLDERS = {"string": "A", "integer": 0, "number": 0, "boolean": True, "null": None}
 _CANDIDATE = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)], align=True)
 
 
@@ -51,6 +55,67 @@ def schema_grammar(schema) -> str:
     except Exception as error:  # noqa: BLE001 - any failure of the converter is the schema's (untrusted input)
         raise GrammarError(f"the JSON schema cannot be turned into a grammar ({type(error).__name__}: "
                            f"{error}); simplify it") from None
+
+
+def schema_example(schema) -> str:
+    """Documents of the shape `schema` describes, for the structure source to align a reply's
+    first record with: its keys in the order llama.cpp's converter has the grammar write them
+    (required properties in the schema's order, then the others), two elements per array (so
+    that it shows what comes between them), each value a placeholder. The grammar lets a model
+    put a space inside brackets or not, so the document is written both ways (`{"a": 1}`, then
+    `{ "a": 1 }`), a line apart. "" for a schema that describes no object or array."""
+    example = _example(schema, schema, 0, [_EXAMPLE_VALUES])
+    if not isinstance(example, (dict, list)):
+        return ""
+    return _written(example, "") + "\n" + _written(example, " ")
+
+
+def _written(value, inner: str) -> str:
+    """`value` as JSON with `", "` and `": "` between items, and `inner` inside brackets."""
+    if isinstance(value, dict) and value:
+        items = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {_written(item, inner)}" for key, item in value.items())
+        return "{" + inner + items + inner + "}"
+    if isinstance(value, list) and value:
+        return "[" + inner + ", ".join(_written(item, inner) for item in value) + inner + "]"
+    return json.dumps(value, ensure_ascii=False)  # a placeholder, {} or []
+
+
+def _example(schema, root, depth: int, budget: list[int]):
+    """A placeholder value of `schema` (refs resolved in `root`); `budget`: how many more values
+    may be written (references can make a small schema describe a vast document)."""
+    budget[0] -= 1
+    if not isinstance(schema, dict) or depth > _EXAMPLE_DEPTH or budget[0] < 0:
+        return "A"
+    if isinstance(schema.get("$ref"), str):
+        return _example(_resolve(root, schema["$ref"]), root, depth + 1, budget)
+    if "const" in schema:
+        return schema["const"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    for combined in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(combined), list) and schema[combined]:
+            return _example(schema[combined][0], root, depth + 1, budget)
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
+    if kind == "object" or isinstance(schema.get("properties"), dict):
+        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        order = [k for k in properties if k in required] + [k for k in properties if k not in required]
+        return {key: _example(properties[key], root, depth + 1, budget) for key in order}
+    if kind == "array" or "items" in schema:
+        items = schema.get("items")
+        return [_example(items, root, depth + 1, budget) for _ in range(2)] if isinstance(items, dict) else []
+    return _PLACEHOLDERS.get(kind, "A")
+
+
+def _resolve(root, ref: str):
+    """The schema a local `#/...` reference names; None where it names none."""
+    if not ref.startswith("#"):
+        return None
+    found = root
+    for part in ref.lstrip("#").strip("/").split("/") if ref.strip("#/") else ():
+        found = found.get(part) if isinstance(found, dict) else None
+    return found
 
 
 def nesting(gbnf: str) -> int:

@@ -23,7 +23,6 @@ from dataclasses import dataclass, replace
 
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, report
-from specgen.decoding.drafters.structure import schema_example
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.events import consume
 from specgen.decoding.loop import GenerationConfig, generate
@@ -32,7 +31,7 @@ from specgen.decoding.tokens import common_prefix
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import cached_costs, drafter_for
 from specgen.llama.conversation import Conversation, Prompt
-from specgen.llama.grammar import Grammar, GrammarError, json_grammar, schema_grammar
+from specgen.llama.grammar import Grammar, GrammarError, json_grammar, schema_example, schema_grammar
 from specgen.llama.templates import ChatTemplate, TemplateError, call_grammar, model_template
 from specgen.llama.lookup_cache import MAX_TOKENS
 from specgen.llama.model import ContextFull

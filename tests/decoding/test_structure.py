@@ -22,11 +22,11 @@ from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.copy_rates import STRUCTURE, CopyEvidence, CopyJudgement, StructureRates
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import COPIED_STRUCTURE, Vocabulary
-from specgen.decoding.drafters.structure import JsonShape, Role, StructureSource, schema_example
+from specgen.decoding.drafters.structure import JsonShape, Role, StructureSource
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import LOOKUP_MAX, Policy
 from specgen.decoding.sampling import SamplingParams
-from specgen.llama.grammar import Grammar, schema_grammar
+from specgen.llama.grammar import Grammar, schema_example, schema_grammar
 from specgen.llama.library import llama
 
 CHARS = Vocabulary(piece=lambda t: chr(t).encode(), tokenize=lambda text: [ord(c) for c in text])

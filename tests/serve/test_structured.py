@@ -14,7 +14,7 @@ import openai
 import pytest
 from test_serve import Server
 
-from specgen.decoding.drafters.structure import schema_example
+from specgen.llama.grammar import schema_example
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar, json_grammar, schema_grammar
 from specgen.serve.scheduler import reply_example

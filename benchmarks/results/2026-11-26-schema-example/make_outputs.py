@@ -1,5 +1,5 @@
 """The recorded JSON-schema outputs this folder replays, in one file, each with the example
-document auto is now given (`structure.schema_example` of its prompt's schema); run from the
+document auto is now given (`grammar.schema_example` of its prompt's schema); run from the
 repository root:
 
     python benchmarks/results/2026-11-26-schema-example/make_outputs.py \
@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from specgen.decoding.drafters.structure import schema_example
+from specgen.llama.grammar import schema_example
 
 schemas = {}
 for path in Path("benchmarks/prompts/dev/structured").glob("*.jsonl"):

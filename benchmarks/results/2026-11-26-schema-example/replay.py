@@ -1,5 +1,5 @@
 """Auto's replay of recorded JSON-schema outputs without and with the schema's example document
-(`structure.schema_example`), on four verify curves: one line per curve and output, then the
+(`grammar.schema_example`), on four verify curves: one line per curve and output, then the
 geometric means; run from the repository root:
 
     python benchmarks/results/2026-11-26-schema-example/replay.py QWEN-0.5B.gguf \

@@ -5,7 +5,7 @@ import json, sys
 sys.path.insert(0, "tests")
 from pathlib import Path
 from copyreplay import CURVES, geometric_mean, qwen_vocabulary, replay
-from specgen.decoding.drafters import structure as S
+from specgen.llama import grammar as S
 CURVES = {**CURVES, "epyc-2611c": {1: .065, 2: .108, 4: .126, 8: .322, 16: .527, 32: 1.232, 64: 2.505}}
 vocabulary = qwen_vocabulary(Path(sys.argv[1]))
 outputs = json.loads(Path("benchmarks/results/2026-11-26-schema-example/json-outputs.json").read_text())["outputs"]

@@ -18,7 +18,6 @@ value, where the text's own copy is the better guess, nor outside the JSON. Pure
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from specgen.decoding.drafters.base import Vocabulary
@@ -26,9 +25,6 @@ from specgen.decoding.drafters.lookup import Offer
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.tokens import Utf8Stream, token_at
 
-_EXAMPLE_DEPTH = 12  # a schema nested deeper (or recursive by $ref) is written as a placeholder there
-_EXAMPLE_VALUES = 500  # the most values an example holds; the rest are placeholders
-_PLACEHOLDERS = {"string": "A", "integer": 0, "number": 0, "boolean": True, "null": None}
 VALUE = 1 << 30  # the skeleton's symbol for a run of tokens inside one value; never a token id
 _BARE = frozenset("0123456789+-.eEtrufalsn")  # the characters of numbers and true/false/null
 
@@ -127,7 +123,7 @@ class StructureSource:
 
     def __init__(self, vocabulary: Vocabulary, start: int, example: list[int] = ()):
         """`start`: where the reply begins in the histories `offer` is given; `example`: the
-        tokens of a document of the reply's shape (`schema_example`), whose keys and
+        tokens of a document of the reply's shape (`grammar.schema_example`), whose keys and
         punctuation are offered until the reply has records of its own to align with."""
         self.vocabulary, self.start, self.example = vocabulary, start, list(example)
         self._reset()
@@ -182,63 +178,3 @@ class StructureSource:
             self.ends.append(len(self.tokens))
         self.roles.append(role)
 
-
-def schema_example(schema) -> str:
-    """Documents of the shape `schema` describes, for the structure source to align a reply's
-    first record with: its keys in the order llama.cpp's converter has the grammar write them
-    (required properties in the schema's order, then the others), two elements per array (so
-    that it shows what comes between them), each value a placeholder. The grammar lets a model
-    put a space inside brackets or not, so the document is written both ways (`{"a": 1}`, then
-    `{ "a": 1 }`), a line apart. "" for a schema that describes no object or array."""
-    example = _example(schema, schema, 0, [_EXAMPLE_VALUES])
-    if not isinstance(example, (dict, list)):
-        return ""
-    return _written(example, "") + "\n" + _written(example, " ")
-
-
-def _written(value, inner: str) -> str:
-    """`value` as JSON with `", "` and `": "` between items, and `inner` inside brackets."""
-    if isinstance(value, dict) and value:
-        items = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {_written(item, inner)}" for key, item in value.items())
-        return "{" + inner + items + inner + "}"
-    if isinstance(value, list) and value:
-        return "[" + inner + ", ".join(_written(item, inner) for item in value) + inner + "]"
-    return json.dumps(value, ensure_ascii=False)  # a placeholder, {} or []
-
-
-def _example(schema, root, depth: int, budget: list[int]):
-    """A placeholder value of `schema` (refs resolved in `root`); `budget`: how many more values
-    may be written (references can make a small schema describe a vast document)."""
-    budget[0] -= 1
-    if not isinstance(schema, dict) or depth > _EXAMPLE_DEPTH or budget[0] < 0:
-        return "A"
-    if isinstance(schema.get("$ref"), str):
-        return _example(_resolve(root, schema["$ref"]), root, depth + 1, budget)
-    if "const" in schema:
-        return schema["const"]
-    if isinstance(schema.get("enum"), list) and schema["enum"]:
-        return schema["enum"][0]
-    for combined in ("anyOf", "oneOf", "allOf"):
-        if isinstance(schema.get(combined), list) and schema[combined]:
-            return _example(schema[combined][0], root, depth + 1, budget)
-    kind = schema.get("type")
-    kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
-    if kind == "object" or isinstance(schema.get("properties"), dict):
-        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
-        order = [k for k in properties if k in required] + [k for k in properties if k not in required]
-        return {key: _example(properties[key], root, depth + 1, budget) for key in order}
-    if kind == "array" or "items" in schema:
-        items = schema.get("items")
-        return [_example(items, root, depth + 1, budget) for _ in range(2)] if isinstance(items, dict) else []
-    return _PLACEHOLDERS.get(kind, "A")
-
-
-def _resolve(root, ref: str):
-    """The schema a local `#/...` reference names; None where it names none."""
-    if not ref.startswith("#"):
-        return None
-    found = root
-    for part in ref.lstrip("#").strip("/").split("/") if ref.strip("#/") else ():
-        found = found.get(part) if isinstance(found, dict) else None
-    return found
