@@ -13,7 +13,10 @@ inside a value (a string's characters, a number, true/false/null). `StructureSou
 reply's skeleton, each token its own symbol but a run of tokens inside one value a single
 `VALUE`, in a `SuffixIndex`, and offers the reply's own tokens from after the longest earlier
 match of the skeleton, with that match as the offer's evidence. It offers nothing inside a
-value, where the text's own copy is the better guess, nor outside the JSON. Pure Python.
+value, where the text's own copy is the better guess, nor outside the JSON. The first record has
+no record before it, so where the reply has a schema the skeleton starts with an example document
+of it (`llama.grammar.schema_example`), whose keys and punctuation, never its placeholder values,
+are offered. Pure Python.
 """
 
 from __future__ import annotations
@@ -159,7 +162,7 @@ class StructureSource:
         if not copy:
             return Offer([])
         return Offer(copy, Branch(0, at, branch.match, agreeing=branch.agreeing, occurrences=branch.occurrences),
-                     roles=tuple(self.roles[at: at + k]))
+                     roles=tuple(self.roles[at: at + len(copy)]))
 
     def _copyable(self, at: int) -> int:
         """Where a copy from `at` must end: the reply's end, or in the example, before its
@@ -177,4 +180,3 @@ class StructureSource:
             self.skeleton.extend((VALUE if role.inside else token,))
             self.ends.append(len(self.tokens))
         self.roles.append(role)
-
