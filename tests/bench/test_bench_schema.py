@@ -47,7 +47,8 @@ def test_a_schema_that_is_not_an_object_or_cannot_be_a_grammar_is_one_line(tmp_p
 
 
 def test_auto_copies_a_single_records_keys_from_the_schema(target_model):
-    keys = ["the_only_long_key_of_the_record"]  # one: see tests/cli/test_json_schema.py
+    # one key (see tests/cli/test_json_schema.py), long enough that the loss bound lets copies in
+    keys = ["the_only_key_of_this_record_" + "_".join(["written_long_enough_for_copies_to_be_affordable"] * 3)]
     schema = {"type": "object", "properties": {key: {"type": "boolean"} for key in keys}, "required": keys}
     lines = json.dumps({"prompt": "the print of self", "name": "one", "json_schema": schema}) + "\n"
     plan = Plan(configurations(("auto",), False, True), 300, 1, 0, SamplingParams())
