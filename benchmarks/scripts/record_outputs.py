@@ -78,8 +78,7 @@ def main() -> None:
                     name = prompt.name if turn == 1 else f"{prompt.name}/{turn}"
                     outputs[name] = {"kind": prompt.kind, "prompt": tokens, "output": output, "text": text,
                                      "quoted": first and (prompt.json_schema is not None or bool(prompt.tools)),
-                                     "example": schema_example(prompt.json_schema)
-                                     if first and prompt.json_schema is not None else ""}
+                                     "example": schema_example(prompt.json_schema) if first else ""}
                     print(f"{name}: {len(tokens)} prompt tokens, {len(output)} out", flush=True)
                     messages += [("assistant", text)]
     about = (f"Greedy outputs of {args.target.name} ({args.threads} threads, this project's engine, "

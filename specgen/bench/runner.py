@@ -215,7 +215,7 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
     asks = [Asked(p.json_schema, prompt_grammar(p), p.prediction,
                   tuple(target.continuation(p.prediction)) if p.prediction else None,
                   quoted=p.json_schema is not None or bool(p.tools),
-                  example=schema_example(p.json_schema) if p.json_schema is not None else "") for p in prompts]
+                  example=schema_example(p.json_schema)) for p in prompts]
     records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts], asks)
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]

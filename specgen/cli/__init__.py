@@ -71,7 +71,9 @@ class _GuardedStdout:
             self._closed()
 
     def _closed(self):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())  # what is still buffered goes nowhere
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, self.stream.fileno())  # what is still buffered goes nowhere
+        os.close(null)
         raise OutputClosed("stdout was closed before the output ended (its reader quit early); the output is cut short")
 
 

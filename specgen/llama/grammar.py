@@ -63,7 +63,7 @@ def schema_example(schema) -> str:
     (required properties in the schema's order, then the others), two elements per array (so
     that it shows what comes between them), each value a placeholder. The grammar lets a model
     put a space inside brackets or not, so the document is written both ways (`{"a": 1}`, then
-    `{ "a": 1 }`), a line apart. "" for a schema that describes no object or array."""
+    `{ "a": 1 }`), a line apart. "" for a schema that describes no object or array (or None)."""
     example = _example(schema, schema, 0, [_EXAMPLE_VALUES])
     if not isinstance(example, (dict, list)):
         return ""
