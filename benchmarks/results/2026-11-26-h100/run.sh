@@ -11,6 +11,7 @@
 #                   without its CPU libraries, gguf, typer, rich, ...)
 #   .gpu/skel       the real GGUFs' keys and tensor shapes, no weights (random_model.py skeleton)
 #   .gpu/quant      a CPU build of llama-quantize and its libraries
+#   .gpu/whl        wheels for Python 3.12 of what typer needs and that machine lacks (pydantic)
 set -u
 R=benchmarks/results/2026-11-26-h100
 G=$PWD/.gpu
@@ -19,13 +20,14 @@ LIMIT=${LIMIT:-560}  # seconds this script may take; later steps are skipped pas
 mkdir -p "$O" /tmp/m
 start=$(date +%s)
 elapsed() { echo $(( $(date +%s) - start )); }
-log() { echo "[$(elapsed) s] $*" | tee -a "$O/steps.txt"; }
+log() { echo "[$(elapsed) s] $*" | tee -a "$O/log.txt"; }
 left() { [ $(( LIMIT - $(elapsed) )) -gt "$1" ]; }
-export PYTHONPATH=$G/site:$PWD PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$G"/whl/*.whl || exit 1
+export PYTHONPATH=$G/site:/tmp/site:$PWD PYTHONUNBUFFERED=1
 
 log "machine"
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm --format=csv
-  nvcc --version | tail -1; nproc; lscpu | grep -m1 "Model name"; python3 --version; } 2>&1 | tee "$O/machine.txt"
+  nvcc --version | tail -1; nproc; lscpu | grep -m1 "Model name"; python3 --version; } 2>&1 | tee -a "$O/log.txt"
 
 log "random models, in the background while llama.cpp builds"
 (
@@ -39,7 +41,7 @@ log "random models, in the background while llama.cpp builds"
     fi
   done
   ls -la /tmp/m
-) > "$O/models.log" 2>&1 &
+) > /tmp/models.log 2>&1 &
 models=$!
 
 log "build"
@@ -47,41 +49,41 @@ if [ ! -x /tmp/b/bin/llama-bench ]; then
   cmake -S "$G/llama.cpp" -B /tmp/b -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
     -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90-real -DGGML_CUDA_FA=OFF -DGGML_RPC=ON \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > "$O/cmake.log" 2>&1 || { tail -20 "$O/cmake.log"; exit 1; }
+    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > /tmp/cmake.log 2>&1 || { tail -20 /tmp/cmake.log; exit 1; }
 fi
 if [ ! -x /tmp/b/bin/llama-bench ]; then  # a second call on the same warm machine resumes here
   timeout $(( LIMIT - $(elapsed) - 20 )) cmake --build /tmp/b -j"$(nproc)" --target llama llama-bench >> /tmp/build.log 2>&1
-  status=$?; tail -40 /tmp/build.log > "$O/build-tail.log"
+  status=$?; tail -40 /tmp/build.log > /tmp/build-tail.log
   [ $status -eq 0 ] || { log "build stopped ($status)"; tail -5 /tmp/build.log; exit 1; }
 fi
 log "built"; ls /tmp/b/bin
 export LLAMA_CPP_LIB_PATH=/tmp/b/bin
 
-wait $models; cat "$O/models.log"
+wait $models; tee -a "$O/log.txt" < /tmp/models.log
 log "models ready"
 T=/tmp/m/target.gguf D=/tmp/m/draft.gguf
 
 log "llama-bench: batch sizes 1-64 and 128-token decoding, all layers on the GPU"
-/tmp/b/bin/llama-bench -m $T -m $D -ngl 99 -p 1,2,3,4,6,8,12,16,24,32,48,64 -n 128 -r 5 -o md 2>&1 | tee "$O/llama-bench.md"
+/tmp/b/bin/llama-bench -m $T -m $D -ngl 99 -p 1,2,3,4,6,8,12,16,24,32,48,64 -n 128 -r 5 -o md 2>&1 | tee -a "$O/log.txt"
 
 log "specgen doctor"
-python3 -m specgen doctor 2>&1 | tee "$O/doctor.txt"
+python3 -m specgen doctor 2>&1 | tee -a "$O/log.txt"
 
 H=benchmarks/prompts/heldout
 if left 150; then
   log "specgen bench: the random pair on two JSON-schema prompts"
-  python3 -m specgen bench $H/json-library.jsonl $H/json-csv.jsonl --target $T --draft $D -k auto,2,4 \
-    -r 3 --warmup 1 -n 256 --json "$O/bench-pair.json" 2>&1 | tee "$O/bench-pair.txt"
+  python3 -m specgen bench $H/json-library.jsonl $H/json-csv.jsonl --target $T --draft $D -k auto,3 \
+    -r 3 --warmup 1 -n 256 --json "$O/bench-pair.json" 2>&1 | tee -a "$O/log.txt"
 fi
 if left 100; then
   log "specgen bench: copies only"
   python3 -m specgen bench $H/json-library.jsonl $H/json-csv.jsonl --target $T --no-draft -k auto \
-    -r 3 --warmup 1 -n 256 --json "$O/bench-copies.json" 2>&1 | tee "$O/bench-copies.txt"
+    -r 3 --warmup 1 -n 256 --json "$O/bench-copies.json" 2>&1 | tee -a "$O/log.txt"
 fi
 if left 40; then
   log "exactness tests with every layer on the GPU"
   timeout $(( LIMIT - $(elapsed) - 10 )) python3 -m pytest -q -p no:cacheprovider \
     tests/decoding/test_exactness.py tests/decoding/test_constraint_exactness.py tests/decoding/test_logprobs.py \
-    tests/decoding/test_loop.py 2>&1 | tail -40 | tee "$O/pytest.txt"
+    tests/decoding/test_loop.py 2>&1 | tail -40 | tee -a "$O/log.txt"
 fi
 log "done"
