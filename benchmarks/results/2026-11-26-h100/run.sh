@@ -3,7 +3,9 @@
 #   builds llama.cpp with CUDA from the source llama-cpp-python 0.3.36 vendors, makes random-weight
 #   stand-ins of the 1.5B:0.5B pair (random_model.py; the real files cannot reach that machine),
 #   measures the verify curve with llama-bench, runs `specgen bench` on two JSON-schema prompts and
-#   the exactness tests on the GPU. Everything it prints also lands in $OUT.
+#   the exactness tests on the GPU. Everything it prints also lands in $OUT. Before them it checks
+#   whether specgen's model load survives there, with numpy or llama_cpp imported first
+#   (load_order.py: the crash of 2026-11-26, README.md).
 #
 # It reads .gpu/ (ignored by git, carried with the call; made as this folder's README says):
 #   .gpu/llama.cpp  the vendored llama.cpp, trimmed to what these targets need
@@ -63,26 +65,38 @@ wait $models; tee -a "$O/log.txt" < /tmp/models.log
 log "models ready"
 T=/tmp/m/target.gguf D=/tmp/m/draft.gguf
 
+log "load order: numpy or llama_cpp first, raw and through specgen's Model (README.md, the lead)"
+for variant in numpy-first llama-first model-llama-first model; do
+  SPECGEN_CACHE_DIR=/tmp/sgcache timeout 60 python3 $R/load_order.py $variant $T > /tmp/order.out 2>&1
+  echo "$variant: exit $? $(grep -v Device /tmp/order.out | tail -1)" | tee -a "$O/log.txt"
+done
+SG=(python3 -m specgen) PYTEST=(python3 -m pytest)
+if ! grep -q "^model: exit 0" "$O/log.txt" && grep -q "^model-llama-first: exit 0" "$O/log.txt"; then
+  log "specgen's load dies unless llama_cpp comes first: the runs below import it first"
+  SG=(python3 -c "import llama_cpp, runpy; runpy.run_module('specgen', run_name='__main__', alter_sys=True)")
+  PYTEST=(python3 -c "import llama_cpp, sys, pytest; sys.exit(pytest.main(sys.argv[1:]))")
+fi
+
 log "llama-bench: batch sizes 1-64 and 128-token decoding, all layers on the GPU"
 /tmp/b/bin/llama-bench -m $T -m $D -ngl 99 -p 1,2,3,4,6,8,12,16,24,32,48,64 -n 128 -r 5 -o md 2>&1 | tee -a "$O/log.txt"
 
 log "specgen doctor"
-python3 -m specgen doctor 2>&1 | tee -a "$O/log.txt"
+"${SG[@]}" doctor 2>&1 | tee -a "$O/log.txt"
 
 H=benchmarks/prompts/heldout
 if left 150; then
   log "specgen bench: the random pair on two JSON-schema prompts"
-  python3 -m specgen bench $H/json-library.jsonl $H/json-csv.jsonl --target $T --draft $D -k auto,3 \
+  "${SG[@]}" bench $H/json-library.jsonl $H/json-csv.jsonl --target $T --draft $D -k auto,3 \
     -r 3 --warmup 1 -n 256 --json "$O/bench-pair.json" 2>&1 | tee -a "$O/log.txt"
 fi
 if left 100; then
   log "specgen bench: copies only"
-  python3 -m specgen bench $H/json-library.jsonl $H/json-csv.jsonl --target $T --no-draft -k auto \
+  "${SG[@]}" bench $H/json-library.jsonl $H/json-csv.jsonl --target $T --no-draft -k auto \
     -r 3 --warmup 1 -n 256 --json "$O/bench-copies.json" 2>&1 | tee -a "$O/log.txt"
 fi
 if left 40; then
   log "exactness tests with every layer on the GPU"
-  timeout $(( LIMIT - $(elapsed) - 10 )) python3 -m pytest -q -p no:cacheprovider \
+  timeout $(( LIMIT - $(elapsed) - 10 )) "${PYTEST[@]}" -q -p no:cacheprovider \
     tests/decoding/test_exactness.py tests/decoding/test_constraint_exactness.py tests/decoding/test_logprobs.py \
     tests/decoding/test_loop.py 2>&1 | tail -40 | tee -a "$O/log.txt"
 fi
