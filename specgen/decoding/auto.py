@@ -12,7 +12,10 @@ and the loss bound allows for the reply the prediction foresees from the start. 
 in JSON (`quoted`) also copies from the prompt's text as JSON escapes it (`drafters.quoted`),
 and from its own earlier records, found by their keys past the values that changed
 (`drafters.structure`), where that match is the longer; those copies are priced by what each
-token held (a key, a value's first token) and reported as "structure".
+token held (a key, a value's first token) and reported as "structure". With a JSON schema the
+reply is foreseen to be at least about as long as the compact spelling of the schema's example
+(`example`'s first line), and the loss bound allows for that reply from the start, as for a
+prediction.
 """
 
 from __future__ import annotations
@@ -166,6 +169,8 @@ class AutoDrafter(Drafter):
         if self.quoted and self.vocabulary is not None:
             example = self.vocabulary.tokenize(self.example) if self.example else []
             self.structure = StructureSource(self.vocabulary, len(prefix) + 1, example)
+            if self.example:  # the schema's grammar foresees a reply of its shape: its compact spelling's length
+                self.policy.foresee(len(self.vocabulary.tokenize(self.example.split("\n", 1)[0])))
         if self.prediction is not None:
             self.prediction.prepare(len(prefix) + 1)
             self.policy.foresee(len(self.prediction))

@@ -30,9 +30,11 @@ far. So a reply is never slower than plain decoding by more than `RISK` of its t
 measured costs), however its copies go: a short answer drafts only once its own copies have
 paid, and a text that reprints its source grows its copies as they pay (on a GPU, where a
 longer verify costs almost nothing more, the bound hardly binds). Where the user gave a
-prediction, the reply is foreseen to be about as long as it, and the bound allows `RISK` of
-that reply's plain time from the start (`foresee`): a good prediction drafts long at once, a bad
-one loses at most that.
+prediction, the reply is foreseen to be about as long as it, and the bound allows `FORESEEN_RISK`
+of that reply's plain time from the start (`foresee`): a good prediction drafts long at once, a
+bad one loses at most that. A reply held to a JSON schema is foreseen the same way, to be about
+as long as the schema's example document (two elements an array, one-character values): the
+first record's keys, which only the example can offer, are copied whole from the start.
 Pure Python: no llama.cpp here, so the decisions are testable on given numbers
 (tests/policysim.py replays cost profiles and acceptance traces through this code).
 """
@@ -66,7 +68,7 @@ _FACTOR_CLIP = (0.5, 3.0)  # one round's measured/predicted ratio is clipped to 
 _CONFIDENCE_BINS = 10  # the gate's calibration: bins of the draft's top probability
 _GOOD_PAIR = 0.9  # per-token keep rate of a very well-matched draft model, the bound model_can_pay assumes
 RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet paid for may lose
-FORESEEN_RISK = 0.06  # the most of the plain-decoding time of the reply a prediction foresees that copies may lose
+FORESEEN_RISK = 0.06  # the most of the plain-decoding time of a foreseen reply (a prediction's, a schema's) copies may lose
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ class Policy:
         self._offer: tuple[int, ...] = ()  # this round's copy offer: its tokens
         self.saved = 0.0  # predicted seconds this reply's copies saved over plain decoding (< 0: lost)
         self.plain = 0.0  # predicted seconds plain decoding would have taken for this reply's tokens
-        self.foreseen = 0.0  # predicted seconds of plain decoding for the reply a prediction foresees
+        self.foreseen = 0.0  # predicted seconds of plain decoding for the reply a prediction or schema foresees
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
@@ -208,13 +210,14 @@ class Policy:
 
     def affordable(self) -> float:
         """The most predicted seconds a round may lose to a refused copy now: what this reply's
-        copies saved, plus `risk` of its plain-decoding time (or, while shorter, of the reply's
-        that a prediction foresees)."""
+        copies saved, plus `risk` of its plain-decoding time (or, while that is less,
+        `FORESEEN_RISK` of the plain time of the reply a prediction or a schema foresees)."""
         return self.saved + max(self.risk * self.plain, FORESEEN_RISK * self.foreseen)
 
     def foresee(self, tokens: int) -> None:
-        """The user foresees a reply of about `tokens` tokens (a prediction of that length): the
-        loss bound allows `risk` of their plain-decoding time from the first round."""
+        """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
+        example): the loss bound allows `FORESEEN_RISK` of their plain-decoding time from the
+        first round."""
         self.foreseen = tokens * self.costs.verify_cost(1)
 
     def _copy_rates(self, length: int) -> list[float]:

@@ -26,7 +26,7 @@ from specgen.decoding.costs import StepCosts
 from specgen.decoding.auto import OpenOffer, evidence
 from specgen.decoding.drafters.base import LOOKUP, PLAIN
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
-from specgen.decoding.policy import Choice, Outcome, Policy
+from specgen.decoding.policy import FORESEEN_RISK, Choice, Outcome, Policy
 
 # a 2-core CPU's verify curve (ms): 16 tokens cost less per token than anything shorter
 COSTS = StepCosts({1: 0.030, 2: 0.051, 4: 0.085, 8: 0.212, 12: 0.273, 16: 0.268, 32: 0.428, 64: 0.804}, {})
@@ -113,31 +113,48 @@ def test_an_offer_is_judged_over_the_rounds_that_emit_its_tokens():
     assert whole.judge([1, 2, 3]) == CopyJudgement(None, (1, 2), 0, 2, 2) and whole.settled
 
 
-def test_a_reply_never_loses_more_than_its_risk_to_copies_however_they_go():
+def worst_case(risk: float, foreseen: int = 0) -> tuple[list[float], list[int]]:
     """Hindsight says every offer would have been kept, yet every drafted copy is refused at its
-    first token (the worst case). In the measured costs the reply stays within RISK of plain
-    decoding at every round; without the bound the same reply loses far more."""
+    first token: the seconds lost against plain decoding after each round, and each round's draft
+    length, for a reply of 300 tokens (`foreseen`: the tokens a prediction or a schema foresees)."""
+    policy = Policy(COSTS, 8, risk=risk)
+    if foreseen:
+        policy.foresee(foreseen)
+    one, spent, plain, lost, lengths = COSTS.verify_cost(1), 0.0, 0.0, [], []
+    for n in range(300):
+        offer = tuple(range(1000 * n, 1000 * n + 16))
+        choice = policy.choose(64, len(offer), 0, CopyEvidence(12), offer)
+        k = choice.k if choice.source == LOOKUP else 0
+        spent += COSTS.verify_cost(k + 1)  # the round's pass; it yields one token either way
+        plain += one  # one token a round: a refused copy, or plain decoding
+        hindsight = (CopyJudgement(CopyEvidence(12), offer, 0, 1, 1),) if not k else ()
+        policy.observe(Outcome(choice, k, 0, copies=hindsight))
+        lost.append(spent - plain)
+        lengths.append(k)
+    return lost, lengths
 
-    def worst_case(risk: float) -> tuple[float, int]:
-        policy = Policy(COSTS, 8, risk=risk)
-        one, spent, plain, drafted, worst = COSTS.verify_cost(1), 0.0, 0.0, 0, 0.0
-        for n in range(300):
-            offer = tuple(range(1000 * n, 1000 * n + 16))
-            choice = policy.choose(64, len(offer), 0, CopyEvidence(12), offer)
-            k = choice.k if choice.source == LOOKUP else 0
-            spent += COSTS.verify_cost(k + 1)  # the round's pass; it yields one token either way
-            plain += one  # one token a round: a refused copy, or plain decoding
-            drafted += k
-            hindsight = (CopyJudgement(CopyEvidence(12), offer, 0, 1, 1),) if not k else ()
-            policy.observe(Outcome(choice, k, 0, copies=hindsight))
-            worst = max(worst, spent / plain)
-        return worst, drafted
 
-    bounded, drafted = worst_case(Policy(COSTS).risk)
-    assert drafted > 0, "the bound must be exercised: copies are drafted once affordable"
-    assert bounded <= 1 + Policy(COSTS).risk + 1e-9
+def test_a_reply_never_loses_more_than_its_risk_to_copies_however_they_go():
+    """In the measured costs a reply whose copies all fail stays within RISK of plain decoding at
+    every round; without the bound the same reply loses far more."""
+    one, risk = COSTS.verify_cost(1), Policy(COSTS).risk
+    lost, lengths = worst_case(risk)
+    assert sum(lengths) > 0, "the bound must be exercised: copies are drafted once affordable"
+    assert all(loss <= risk * one * (n + 1) + 1e-9 for n, loss in enumerate(lost))
     unbounded, _ = worst_case(math.inf)
-    assert unbounded > 1.5
+    assert unbounded[-1] > 0.5 * one * 300
+
+
+def test_a_foreseen_reply_drafts_from_its_first_round_and_loses_at_most_its_foreseen_share():
+    """A reply foreseen at 200 tokens (a prediction of that length, a schema's example) may lose
+    FORESEEN_RISK of their plain time from the first round: with every copy refused it drafts at
+    once, where the bound alone drafts nothing yet, and its loss stays within that share (or
+    within RISK of its own plain time, once that is the larger)."""
+    one, risk = COSTS.verify_cost(1), Policy(COSTS).risk
+    lost, lengths = worst_case(risk, foreseen=200)
+    assert lengths[0] > 0 == worst_case(risk)[1][0]
+    assert all(loss <= max(risk * one * (n + 1), FORESEEN_RISK * one * 200) + 1e-9 for n, loss in enumerate(lost))
+    assert max(lost) > 0.5 * FORESEEN_RISK * one * 200  # the share is used, not merely allowed
 
 
 def test_copies_grow_as_they_pay():
