@@ -1,0 +1,41 @@
+"""The six prompts' speedups of this folder's live runs, each prompt benched on its own (new
+commit, then a165e1d), pooled as `specgen bench` pools prompts of one run: the ratio of median
+rates over repeats, with bench's bootstrap interval over prompts and repeats. Run from the
+repository root:
+
+    python benchmarks/results/2026-11-26-schema-foresight/combine.py
+"""
+
+import json
+import statistics
+from pathlib import Path
+from types import SimpleNamespace
+
+from specgen.bench.stats import _rates_by_repeat, speedup_interval
+
+R = Path("benchmarks/results/2026-11-26-schema-foresight")
+NAMES = ("library", "csv", "meals", "fleet", "courses", "orders")
+
+
+def runs(tree: str, config: str, names=NAMES) -> list[SimpleNamespace]:
+    found = []
+    for name in names:
+        for run in json.loads((R / f"live-{tree}-{name}.json").read_text())["runs"]:
+            if run["config"] == config:
+                summary = SimpleNamespace(tokens=run["tokens"], decode_s=run["decode_s"])
+                found.append(SimpleNamespace(prompt=name, repeat=run["repeat"], summary=summary))
+    return found
+
+
+def speedup(tree: str, names=NAMES) -> str:
+    auto, plain = runs(tree, "draft-auto", names), runs(tree, "target", names)
+    ratio = statistics.median(_rates_by_repeat(auto)) / statistics.median(_rates_by_repeat(plain))
+    interval = speedup_interval(auto, plain)
+    low, high = (interval.low, interval.high) if interval else (float("nan"),) * 2
+    return f"{ratio:.2f}× ({low:.2f}–{high:.2f}), plain {statistics.median(_rates_by_repeat(plain)):.1f} tok/s"
+
+
+done = [n for n in NAMES if all((R / f"live-{t}-{n}.json").exists() for t in ("new", "old"))]
+for name in done:
+    print(f"json-{name:8s} new {speedup('new', [name])}   old {speedup('old', [name])}")
+print(f"{'all ' + str(len(done)):13s} new {speedup('new', done)}   old {speedup('old', done)}")
