@@ -7,7 +7,7 @@
 #   whether specgen's model load survives there, with numpy or llama_cpp imported first
 #   (load_order.py: the crash of 2026-11-26, README.md).
 #
-# It reads .gpu/ (ignored by git, carried with the call; made as this folder's README says):
+# It reads .gpu/ (ignored by git, carried with the call; made by prepare.sh):
 #   .gpu/llama.cpp  the vendored llama.cpp, trimmed to what these targets need
 #   .gpu/site       pure-Python packages in the versions this repository's venv has (llama_cpp
 #                   without its CPU libraries, gguf, typer, rich, ...)
