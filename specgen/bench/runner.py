@@ -518,16 +518,15 @@ def memory_mib(status: str = "/proc/self/status") -> dict:
 
 
 def machine(target) -> dict:
-    """What the numbers were measured on."""
-    from importlib.metadata import version
-
-    from specgen.llama.library import backend_name
+    """What the numbers were measured on (the binding's version from the module itself: a copy
+    without package metadata, as on the H100 of 2026-11-26, has one too)."""
+    from specgen.llama.library import backend_name, build_info
 
     return {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
         "python": platform.python_version(),
-        "llama_cpp_python": version("llama-cpp-python"),
+        "llama_cpp_python": build_info()[0],
         "specgen": __version__,
         "backend": backend_name(),
         "threads": target.threads,

@@ -77,12 +77,29 @@ class _GuardedStdout:
         raise OutputClosed("stdout was closed before the output ended (its reader quit early); the output is cut short")
 
 
+# The commands that load models. They load llama.cpp's library before anything imports numpy:
+# with numpy first, a CUDA build of llama.cpp dies by SIGSEGV inside its first model load (seen on
+# an H100, 2026-11-26: benchmarks/results/2026-11-26-h100-2), as llama-cpp-python's users have
+# reported since 2024 ("import llama_cpp first", abetlen/llama-cpp-python#1581).
+LOADS_MODELS = frozenset({"run", "chat", "bench", "serve", "doctor", "worker"})
+
+
+def _load_llama_first(args: list[str]) -> None:
+    """Load llama.cpp now if the command given loads models (not for its --help)."""
+    command = next((arg for arg in args if arg in LOADS_MODELS), None)
+    if command is not None and not {"--help", "-h"} & set(args):
+        from specgen.llama.library import llama
+
+        llama()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app; turn any exception into one line on stderr and an exit code."""
     command = typer.main.get_command(app)
     stdout = sys.stdout
     sys.stdout = _GuardedStdout(stdout) if not isinstance(stdout, _GuardedStdout) else stdout
     try:
+        _load_llama_first(sys.argv[1:] if argv is None else argv)
         result = command.main(args=argv, prog_name="specgen", standalone_mode=False)
     except Exception as error:  # noqa: BLE001 - every error becomes one line
         sys.exit(_report(error))

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import sys
 
-from specgen.llama.library import drop_amx_buffer_type
-from specgen.llama.model import LoadOptions, Model
+from specgen.llama.library import drop_amx_buffer_type, llama
+
+llama()  # before numpy (which model.py imports): a CUDA build of llama.cpp dies at load otherwise
+
+from specgen.llama.model import LoadOptions, Model  # noqa: E402
 
 
 def _probe_main(model_path: str) -> None:

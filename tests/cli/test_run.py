@@ -168,6 +168,34 @@ def test_help_is_instant_and_does_not_import_llama_cpp():
     assert result.stdout.strip().splitlines()[-1] == "False False False"
 
 
+# Records, in a child running specgen, whether llama.cpp's library (ctypes.dlopen of libllama)
+# or numpy came first: a CUDA build of llama.cpp dies at model load when numpy does.
+LOAD_ORDER = """
+import sys
+order = []
+def hook(event, args):
+    if event == "ctypes.dlopen" and "llama" in str(args[0]) and "llama" not in order:
+        order.append("llama")
+    elif event == "import" and args[0] == "numpy" and "numpy" not in order:
+        order.append("numpy")
+sys.addaudithook(hook)
+from specgen.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write("load order: " + " ".join(order) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "doctor"])
+def test_commands_that_load_models_load_llama_cpp_before_numpy(command, tiny_models):
+    args = {"run": ["run", "hi", "--target", str(tiny_models["target"]), "-k", "0", "--raw", "-n", "2"],
+            "doctor": ["doctor"]}[command]
+    result = subprocess.run([sys.executable, "-c", LOAD_ORDER, *args], capture_output=True, text=True)
+    assert result.stderr.strip().splitlines()[-1] == "load order: llama numpy", result.stderr[-2000:]
+
+
 @pytest.fixture(scope="module")
 def plain(tiny_models) -> list[str]:
     """The target alone, greedy, raw: the same prompt tokens always give the same text."""
