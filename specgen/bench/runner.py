@@ -219,7 +219,7 @@ def benchmark(target, draft, prompts: list[BenchPrompt], plan: Plan, raw: bool, 
     records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts], asks)
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
-    audits = tuple(audit(target, tokens, local)) if plan.sampling.greedy else None
+    audits = tuple(audit(target, tokens, local, [a.grammar for a in asks])) if plan.sampling.greedy else None
     sampled = sampled_audit(target, draft, tokens, plan, started, [a.predicted_tokens for a in asks])
     stats = summarize(records, plan.configs, prompts, costs)
     return BenchResult(plan, tuple(prompts), tuple(len(t) for t in tokens), tuple(records), tuple(stats),
@@ -402,8 +402,10 @@ def make_drafter(config: Config, target, draft):
     return None
 
 
-def audit(target, prompts: list[list[int]], records: list[RunRecord]) -> list[Audit]:
-    """Compare every run with the target alone's first run on the same prompt (greedy runs only)."""
+def audit(target, prompts: list[list[int]], records: list[RunRecord],
+          grammars: list[str | None] | None = None) -> list[Audit]:
+    """Compare every run with the target alone's first run on the same prompt (greedy runs only);
+    `grammars`: each prompt's GBNF where its output was constrained."""
     reference = {r.prompt: r for r in records if r.config == BASELINE and r.repeat == 0}
     groups: dict[tuple[int, str], list[RunRecord]] = {}
     for record in records:
@@ -412,7 +414,9 @@ def audit(target, prompts: list[list[int]], records: list[RunRecord]) -> list[Au
     for (p, config), runs in groups.items():
         base = reference[p]
         bad = [r for r in runs if r.output != base.output]
-        first = divergence(target, prompts[p], base.output, bad[0].output, bad[0].rounds, base.rounds) if bad else None
+        gbnf = grammars[p] if grammars else None
+        first = (divergence(target, prompts[p], base.output, bad[0].output, bad[0].rounds, base.rounds, gbnf)
+                 if bad else None)
         audits.append(Audit(p, config, len(runs), len(bad), first))
     return audits
 
@@ -421,36 +425,51 @@ Rounds = tuple[tuple[tuple[int, ...], int], ...]  # per round: (drafted ids, how
 
 
 def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...],
-               rounds: Rounds = (), expected_rounds: Rounds = ()) -> Divergence:
+               rounds: Rounds = (), expected_rounds: Rounds = (), gbnf: str | None = None) -> Divergence:
     """The first position where `got` leaves `expected`, the target's top-2 margin there, and
     whether the target's own batched passes pick `got`'s token there. Where the runs' rounds are
     known their passes are replayed (the logits of both then are exactly those the runs saw);
     else the target alone's logits come one token at a time and the last 2..16 tokens are tried
-    as one batch."""
+    as one batch. A near-tie: both tokens within NEAR_TIE of the best. Under a grammar (`gbnf`)
+    only the tokens it allows there compete, as they did in the runs: the margin, the best and
+    the batched choice are taken among them."""
     position = next((i for i, (a, b) in enumerate(zip(expected, got)) if a != b), min(len(expected), len(got)))
     prefix = [*prompt, *expected[:position]]
+    mask = allowed_mask(target, gbnf, expected[:position]) if gbnf is not None else None
     replayed = replayed_logits(target, prompt, expected, expected_rounds, position) if expected_rounds else None
-    logits = replayed if replayed is not None else logits_after(target, prefix)
+    logits = _masked(replayed if replayed is not None else logits_after(target, prefix), mask)
     second, first = np.partition(logits, -2)[-2:]
     base, other = _token_at(target, expected, position, logits), _token_at(target, got, position, logits)
-    top2 = set(np.argsort(logits)[-2:].tolist())
-    near = float(first - second) <= NEAR_TIE and {base, other} <= top2
+    near = None not in (base, other) and max(first - logits[base], first - logits[other]) <= NEAR_TIE  # ties of 3+ too
     if rounds:
         row = replayed_logits(target, prompt, got, rounds, position) if other is not None else None
-        flip = row is not None and int(np.argmax(row)) == other
+        flip = row is not None and int(np.argmax(_masked(row, mask))) == other
     else:
-        flip = other is not None and other in batched_choices(target, prefix)
+        flip = other is not None and other in batched_choices(target, prefix, mask)
     return Divergence(position, base, other, _piece(target, base), _piece(target, other), float(first - second),
                       near or flip, flip)
 
 
-def batched_choices(target, tokens: list[int], sizes: tuple[int, ...] = (2, 4, 8, 16)) -> set[int]:
-    """The target's greedy choices after `tokens` when the last 2, 4, 8 or 16 of them are decoded
-    as one batch, as a verify pass does: batched kernels round differently from one-token ones."""
+def allowed_mask(target, gbnf: str, output: tuple[int, ...]) -> np.ndarray:
+    """Which tokens the grammar allows after `output` (a bool per vocabulary id)."""
+    with Grammar(target, gbnf) as grammar:
+        grammar.accept(output)
+        return grammar.round(()).allowed(0, np.arange(target.n_vocab))
+
+
+def _masked(logits: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    return logits if mask is None else np.where(mask, logits, -np.inf)
+
+
+def batched_choices(target, tokens: list[int], mask: np.ndarray | None = None,
+                    sizes: tuple[int, ...] = (2, 4, 8, 16)) -> set[int]:
+    """The target's greedy choices (among `mask`'s tokens) after `tokens` when the last 2, 4, 8 or
+    16 of them are decoded as one batch, as a verify pass does: batched kernels round differently
+    from one-token ones."""
     choices = set()
     for size in (n for n in sizes if n < len(tokens)):
         target.sync(tokens[:-size])
-        choices.add(int(np.argmax(target.forward(tokens[-size:], all_logits=True)[-1])))
+        choices.add(int(np.argmax(_masked(target.forward(tokens[-size:], all_logits=True)[-1], mask))))
     return choices
 
 

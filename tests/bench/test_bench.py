@@ -265,6 +265,54 @@ def test_replaying_a_runs_own_batches_gives_every_token_it_emitted(pair):
     assert found.position == 9 and not found.batched_flip
 
 
+ALTERNATING = "root ::= ([a-m] [n-z])+"  # letters from a-m and n-z in turn
+
+
+def alternation_allows(target, output: tuple[int, ...]) -> np.ndarray:
+    """Which tokens may follow `output` under ALTERNATING, from each token's text and a regular
+    expression (not llama.cpp's grammar): the text so far plus the token's must alternate, and an
+    end token needs a complete pair."""
+    import re
+
+    so_far = b"".join(target.piece(t) for t in output)
+    allowed = np.zeros(target.n_vocab, dtype=bool)
+    for token in range(target.n_vocab):
+        if target.is_eog(token):
+            allowed[token] = re.fullmatch(rb"([a-m][n-z])+", so_far) is not None
+        else:
+            text = so_far + target.piece(token)
+            allowed[token] = len(text) > len(so_far) and re.fullmatch(rb"([a-m][n-z])*[a-m]?", text) is not None
+    return allowed
+
+
+def test_under_a_grammar_the_audit_weighs_only_the_tokens_it_allows(pair):
+    """Where a grammar held the runs, the unconstrained leader can be a token it forbids: the
+    audit's margin, top two and baseline token are those among the allowed tokens."""
+    from specgen.decoding.loop import GenerationConfig, generate
+    from specgen.llama.grammar import Grammar
+
+    target = pair[0]
+    prompt = target.tokenize("the print of self", True, False)
+    with Grammar(target, ALTERNATING) as grammar:
+        events = list(generate(target, None, prompt, GenerationConfig(24), grammar))
+    expected = tuple(t for e in events[:-1] for t in e.tokens)
+    checked = 0
+    for position in range(1, len(expected)):
+        logits = bench_mod.logits_after(target, [*prompt, *expected[:position]])
+        allowed = alternation_allows(target, expected[:position])
+        if allowed[int(np.argmax(logits))] or allowed.sum() < 2:
+            continue  # only places where a forbidden token leads tell the two audits apart
+        masked = np.where(allowed, logits, -np.inf)
+        best, second = np.argsort(masked)[-1], np.argsort(masked)[-2]
+        got = (*expected[:position], int(second))
+        found = divergence(target, prompt, expected, got, gbnf=ALTERNATING)
+        assert (found.position, found.baseline_token, found.other_token) == (position, expected[position], second)
+        assert best == expected[position]
+        assert found.top2_margin == pytest.approx(float(masked[best] - masked[second]), abs=1e-4)
+        checked += 1
+    assert checked >= 3, checked
+
+
 class _TiedTarget:
     """Logits with a near-tie between tokens 1 and 2, and token 3 far behind."""
 
@@ -286,6 +334,22 @@ def test_near_tie_is_told_apart_from_a_bug():
     assert tie.position == 1 and tie.near_tie and tie.top2_margin == pytest.approx(0.01, abs=1e-5)
     assert not divergence(_TiedTarget(), [9], (1,), (3,)).near_tie
     assert divergence(_TiedTarget(), [9], (1,), (1, 4)).baseline_token is None
+
+
+class _ThreeTiedTarget(_TiedTarget):
+    """Tokens 1, 2 and 3 within 0.02 of each other; token 0 far behind."""
+
+    def forward(self, tokens, all_logits):
+        return np.array([[0.0, 5.0, 4.99, 4.98]] * (len(tokens) if all_logits else 1), dtype=np.float32)
+
+    def is_eog(self, token):
+        return False
+
+
+def test_a_tie_of_three_is_a_near_tie_even_for_the_third():
+    third = divergence(_ThreeTiedTarget(), [9], (1,), (3,))
+    assert third.near_tie and third.top2_margin == pytest.approx(0.01, abs=1e-5)
+    assert not divergence(_ThreeTiedTarget(), [9], (1,), (0,)).near_tie
 
 
 class _EndingTarget(_TiedTarget):
