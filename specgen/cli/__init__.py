@@ -86,8 +86,7 @@ LOADS_MODELS = frozenset({"run", "chat", "bench", "serve", "doctor", "worker"})
 
 def _load_llama_first(args: list[str]) -> None:
     """Load llama.cpp now if the command given loads models (not for its --help)."""
-    command = next((arg for arg in args if arg in LOADS_MODELS), None)
-    if command is not None and not {"--help", "-h"} & set(args):
+    if LOADS_MODELS & set(args) and "--help" not in args:
         from specgen.llama.library import llama
 
         llama()
