@@ -6,8 +6,13 @@ position j is kept once every earlier one was; Leviathan et al. 2023). Seconds: 
 measured by `costs.calibrate` (k draft steps, the draft model's catch-up on tokens it skipped,
 one target pass over k + 1 tokens), times a factor per choice learnt from the wall time its
 rounds really took, so in-loop slowdowns, rollbacks and catch-ups are charged to the choice
-that caused them. Every estimate forgets at a fixed rate per round, so the policy follows text
-that changes character; a one-off slow round moves a factor only a little.
+that caused them. A copy's factor is learnt per verify size too: the calibration keeps the
+fastest of a few isolated passes, and on a few shared CPU cores a batch pass can take much
+longer than that while a one-token pass does not (on the 2-vCPU EPYC, the median 4-token pass
+1.48 times the calibrated time, the one-token pass 0.98 times), so a copy is priced by what
+passes of its size took in this reply, or by all copies' factor until one was timed.
+Every estimate forgets at a fixed rate per round, so the policy follows text that changes
+character; a one-off slow round moves a factor only a little.
 
 Prompt lookup is judged every round for free: what it would have proposed is compared with the
 tokens the target then emitted, which has the same expectation as verifying it (a copied token
@@ -24,12 +29,13 @@ cheaply, and a weak one drafts nothing.
 
 A reply never bets more than it can lose: a copy of k tokens whose first token the target
 refuses costs one pass over k + 1 tokens for one token, on this machine's curve `verify(k+1) -
-verify(1)` more than plain decoding. Such a copy is drafted only where that loss is covered by
-what copies have already saved in this reply plus `RISK` of the reply's plain-decoding time so
-far. So a reply is never slower than plain decoding by more than `RISK` of its time (in the
-measured costs), however its copies go: a short answer drafts only once its own copies have
-paid, and a text that reprints its source grows its copies as they pay (on a GPU, where a
-longer verify costs almost nothing more, the bound hardly binds). Where the user gave a
+verify(1)` more than plain decoding (each times its learnt factor). Such a copy is drafted only
+where that loss is covered by what copies have already saved in this reply (by the time their
+rounds took) plus `RISK` of the reply's plain-decoding time so far. So a reply is never slower
+than plain decoding by more than `RISK` of its time, in the time its rounds took, however its
+copies go (give or take the first refused copy of a size not yet timed): a short answer drafts
+only once its own copies have paid, and a text that reprints its source grows its copies as
+they pay (on a GPU, where a longer verify costs almost nothing more, the bound hardly binds). Where the user gave a
 prediction, the reply is foreseen to be about as long as it, and the bound allows `FORESEEN_RISK`
 of that reply's plain time from the start (`foresee`): a good prediction drafts long at once, a
 bad one loses at most that. A reply held to a JSON schema is foreseen the same way, to be about
@@ -165,10 +171,11 @@ class Policy:
         self.copies: dict[str, CopyRates | StructureRates] = {TEXT: CopyRates(), PATTERN: CopyRates()}
         self._evidence: CopyEvidence | None = None  # this round's copy offer: what is known of it
         self._offer: tuple[int, ...] = ()  # this round's copy offer: its tokens
-        self.saved = 0.0  # predicted seconds this reply's copies saved over plain decoding (< 0: lost)
-        self.plain = 0.0  # predicted seconds plain decoding would have taken for this reply's tokens
+        self.saved = 0.0  # seconds this reply's copies saved over plain decoding, as timed where timed (< 0: lost)
+        self.plain = 0.0  # seconds plain decoding would have taken for this reply's tokens (times its factor)
         self.foreseen = 0.0  # predicted seconds of plain decoding for the reply a prediction or schema foresees
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
+        self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else LOOKUP's)
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
         self._round: tuple[float, float, float] = (1.0, 1.0, 0.0)  # gate state: reach, tokens, seconds
@@ -188,25 +195,32 @@ class Policy:
         else:
             rates = self.model.rates(optimistic) if choice.source == MODEL else self._copy_rates(choice.k)
             tokens = expected_tokens(rates, choice.k)
-        return tokens / (self.round_cost(choice, lag) * self.factor[choice.source])
+        return tokens / (self.round_cost(choice, lag) * self._factor(choice))
 
     def best_copy(self, offer: int) -> Choice | None:
         """The copy length with the most expected tokens per second, among the 1..offer whose
         loss, should its first token be refused, this reply can bear (`affordable`)."""
         best, best_speed, tokens, reach = None, 0.0, 1.0, 1.0
-        factor, one = self.factor[LOOKUP], self.costs.verify_cost(1)
+        one = self.costs.verify_cost(1) * self.factor[PLAIN]
         bearable = self.affordable()
         for k, rate in enumerate(self._copy_rates(offer), start=1):
             reach *= rate
             if reach < 1e-3:  # the longer drafts add under 0.064 tokens: not worth pricing
                 break
             tokens += reach
-            if self.costs.verify_cost(k + 1) - one > bearable:
+            seconds = self.costs.verify_cost(k + 1) * self._factor(Choice(LOOKUP, k))
+            if seconds - one > bearable:
                 continue
-            speed = tokens / (self.costs.verify_cost(k + 1) * factor)
+            speed = tokens / seconds
             if speed > best_speed:
                 best, best_speed = Choice(LOOKUP, k), speed
         return best
+
+    def _factor(self, choice: Choice) -> float:
+        """The learnt time factor of a choice: a copy's by its verify size, where that size was timed."""
+        if choice.source == LOOKUP:
+            return self.copy_factor.get(choice.k + 1, self.factor[LOOKUP])
+        return self.factor[choice.source]
 
     def affordable(self) -> float:
         """The most predicted seconds a round may lose to a refused copy now: what this reply's
@@ -306,13 +320,19 @@ class Policy:
                 self._record(judgement.evidence.source).learn(judgement)
         self._evidence, self._offer = None, ()
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
-        one = self.costs.verify_cost(1) * (outcome.accepted + 1)
+        made = Choice(choice.source, outcome.drafted)
+        one = self.costs.verify_cost(1) * (outcome.accepted + 1) * self.factor[PLAIN]
         self.plain += one
-        self.saved += one - predicted if choice.source == LOOKUP else 0.0
-        if self.timed and outcome.seconds is not None:
+        measured = self.timed and outcome.seconds is not None
+        cost = outcome.seconds if measured else predicted * self._factor(made)
+        self.saved += one - cost if choice.source == LOOKUP else 0.0
+        if measured:
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
+            if choice.source == LOOKUP:
+                size = self.copy_factor.setdefault(outcome.drafted + 1, self.factor[LOOKUP])
+                self.copy_factor[outcome.drafted + 1] = size + _FACTOR_STEP * (ratio - size)
             self.factor[choice.source] += _FACTOR_STEP * (ratio - self.factor[choice.source])
-        charged = predicted * self.factor[choice.source]
+        charged = predicted * self._factor(made)
         self.spent += charged
         self.explored += charged if choice.explore else 0.0
 
