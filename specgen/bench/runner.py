@@ -440,7 +440,7 @@ def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[
     logits = _masked(replayed if replayed is not None else logits_after(target, prefix), mask)
     second, first = np.partition(logits, -2)[-2:]
     base, other = _token_at(target, expected, position, logits), _token_at(target, got, position, logits)
-    near = None not in (base, other) and max(first - logits[base], first - logits[other]) <= NEAR_TIE  # ties of 3+ too
+    near = None not in (base, other) and bool(max(first - logits[base], first - logits[other]) <= NEAR_TIE)  # ties of 3+ too
     if rounds:
         row = replayed_logits(target, prompt, got, rounds, position) if other is not None else None
         flip = row is not None and int(np.argmax(_masked(row, mask))) == other

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import importlib.util
 import io
 import json
@@ -350,6 +351,13 @@ def test_a_tie_of_three_is_a_near_tie_even_for_the_third():
     third = divergence(_ThreeTiedTarget(), [9], (1,), (3,))
     assert third.near_tie and third.top2_margin == pytest.approx(0.01, abs=1e-5)
     assert not divergence(_ThreeTiedTarget(), [9], (1,), (0,)).near_tie
+
+
+def test_a_divergence_is_written_to_bench_json():
+    """bench --json writes each divergence: its verdicts are plain bools, not numpy's (a near-tie
+    read from float32 logits once made the whole bench fail at the end)."""
+    third = divergence(_ThreeTiedTarget(), [9], (1,), (3,))
+    assert json.loads(json.dumps(dataclasses.asdict(third)))["near_tie"] is True
 
 
 class _EndingTarget(_TiedTarget):
