@@ -29,13 +29,12 @@ cheaply, and a weak one drafts nothing.
 
 A reply never bets more than it can lose: a copy of k tokens whose first token the target
 refuses costs one pass over k + 1 tokens for one token, on this machine's curve `verify(k+1) -
-verify(1)` more than plain decoding (each times its learnt factor). Such a copy is drafted only
-where that loss is covered by what copies have already saved in this reply (by the time their
-rounds took) plus `RISK` of the reply's plain-decoding time so far. So a reply is never slower
-than plain decoding by more than `RISK` of its time, in the time its rounds took, however its
-copies go (give or take the first refused copy of a size not yet timed): a short answer drafts
-only once its own copies have paid, and a text that reprints its source grows its copies as
-they pay (on a GPU, where a longer verify costs almost nothing more, the bound hardly binds). Where the user gave a
+verify(1)` more than plain decoding. Such a copy is drafted only where that loss is covered by
+what copies have already saved in this reply plus `RISK` of the reply's plain-decoding time so
+far. So a reply is never slower than plain decoding by more than `RISK` of its time (in the
+measured costs), however its copies go: a short answer drafts only once its own copies have
+paid, and a text that reprints its source grows its copies as they pay (on a GPU, where a
+longer verify costs almost nothing more, the bound hardly binds). Where the user gave a
 prediction, the reply is foreseen to be about as long as it, and the bound allows `FORESEEN_RISK`
 of that reply's plain time from the start (`foresee`): a good prediction drafts long at once, a
 bad one loses at most that. A reply held to a JSON schema is foreseen the same way, to be about
@@ -171,8 +170,8 @@ class Policy:
         self.copies: dict[str, CopyRates | StructureRates] = {TEXT: CopyRates(), PATTERN: CopyRates()}
         self._evidence: CopyEvidence | None = None  # this round's copy offer: what is known of it
         self._offer: tuple[int, ...] = ()  # this round's copy offer: its tokens
-        self.saved = 0.0  # seconds this reply's copies saved over plain decoding, as timed where timed (< 0: lost)
-        self.plain = 0.0  # seconds plain decoding would have taken for this reply's tokens (times its factor)
+        self.saved = 0.0  # predicted seconds this reply's copies saved over plain decoding (< 0: lost)
+        self.plain = 0.0  # predicted seconds plain decoding would have taken for this reply's tokens
         self.foreseen = 0.0  # predicted seconds of plain decoding for the reply a prediction or schema foresees
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
         self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else LOOKUP's)
@@ -201,17 +200,16 @@ class Policy:
         """The copy length with the most expected tokens per second, among the 1..offer whose
         loss, should its first token be refused, this reply can bear (`affordable`)."""
         best, best_speed, tokens, reach = None, 0.0, 1.0, 1.0
-        one = self.costs.verify_cost(1) * self.factor[PLAIN]
+        one = self.costs.verify_cost(1)
         bearable = self.affordable()
         for k, rate in enumerate(self._copy_rates(offer), start=1):
             reach *= rate
             if reach < 1e-3:  # the longer drafts add under 0.064 tokens: not worth pricing
                 break
             tokens += reach
-            seconds = self.costs.verify_cost(k + 1) * self._factor(Choice(LOOKUP, k))
-            if seconds - one > bearable:
+            if self.costs.verify_cost(k + 1) - one > bearable:
                 continue
-            speed = tokens / seconds
+            speed = tokens / (self.costs.verify_cost(k + 1) * self._factor(Choice(LOOKUP, k)))
             if speed > best_speed:
                 best, best_speed = Choice(LOOKUP, k), speed
         return best
@@ -321,12 +319,10 @@ class Policy:
         self._evidence, self._offer = None, ()
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
         made = Choice(choice.source, outcome.drafted)
-        one = self.costs.verify_cost(1) * (outcome.accepted + 1) * self.factor[PLAIN]
+        one = self.costs.verify_cost(1) * (outcome.accepted + 1)
         self.plain += one
-        measured = self.timed and outcome.seconds is not None
-        cost = outcome.seconds if measured else predicted * self._factor(made)
-        self.saved += one - cost if choice.source == LOOKUP else 0.0
-        if measured:
+        self.saved += one - predicted if choice.source == LOOKUP else 0.0
+        if self.timed and outcome.seconds is not None:
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
             if choice.source == LOOKUP:
                 size = self.copy_factor.setdefault(outcome.drafted + 1, self.factor[LOOKUP])
