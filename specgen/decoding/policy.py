@@ -194,7 +194,7 @@ class Policy:
         else:
             rates = self.model.rates(optimistic) if choice.source == MODEL else self._copy_rates(choice.k)
             tokens = expected_tokens(rates, choice.k)
-        return tokens / (self.round_cost(choice, lag) * self._factor(choice))
+        return tokens / (self.round_cost(choice, lag) * self._factor(choice.source, choice.k))
 
     def best_copy(self, offer: int) -> Choice | None:
         """The copy length with the most expected tokens per second, among the 1..offer whose
@@ -209,16 +209,17 @@ class Policy:
             tokens += reach
             if self.costs.verify_cost(k + 1) - one > bearable:
                 continue
-            speed = tokens / (self.costs.verify_cost(k + 1) * self._factor(Choice(LOOKUP, k)))
+            speed = tokens / (self.costs.verify_cost(k + 1) * self._factor(LOOKUP, k))
             if speed > best_speed:
                 best, best_speed = Choice(LOOKUP, k), speed
         return best
 
-    def _factor(self, choice: Choice) -> float:
-        """The learnt time factor of a choice: a copy's by its verify size, where that size was timed."""
-        if choice.source == LOOKUP:
-            return self.copy_factor.get(choice.k + 1, self.factor[LOOKUP])
-        return self.factor[choice.source]
+    def _factor(self, source: str, k: int) -> float:
+        """The learnt time factor of a choice of `source` drafting k: a copy's by its verify size,
+        where that size was timed."""
+        if source == LOOKUP:
+            return self.copy_factor.get(k + 1, self.factor[LOOKUP])
+        return self.factor[source]
 
     def affordable(self) -> float:
         """The most predicted seconds a round may lose to a refused copy now: what this reply's
@@ -318,7 +319,6 @@ class Policy:
                 self._record(judgement.evidence.source).learn(judgement)
         self._evidence, self._offer = None, ()
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
-        made = Choice(choice.source, outcome.drafted)
         one = self.costs.verify_cost(1) * (outcome.accepted + 1)
         self.plain += one
         self.saved += one - predicted if choice.source == LOOKUP else 0.0
@@ -328,7 +328,7 @@ class Policy:
                 size = self.copy_factor.setdefault(outcome.drafted + 1, self.factor[LOOKUP])
                 self.copy_factor[outcome.drafted + 1] = size + _FACTOR_STEP * (ratio - size)
             self.factor[choice.source] += _FACTOR_STEP * (ratio - self.factor[choice.source])
-        charged = predicted * self._factor(made)
+        charged = predicted * self._factor(choice.source, outcome.drafted)
         self.spent += charged
         self.explored += charged if choice.explore else 0.0
 
