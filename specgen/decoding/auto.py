@@ -153,6 +153,7 @@ class AutoDrafter(Drafter):
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
         self._choice = Choice(PLAIN)  # this round's, which `observe` reports to the policy
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
+        self._weighed = True  # whether this round weighed drafts (else it decodes plainly, unweighed)
 
     def reach(self, k: int) -> int:
         """The policy holds the draft model to k; a long copy may go further."""
@@ -179,6 +180,9 @@ class AutoDrafter(Drafter):
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
                 draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
+        self._weighed = self.policy.worth_looking()
+        if not self._weighed:  # weighing drafts would cost more than drafts have earned
+            return NO_DRAFT
         (offer, source), other = self._offers(history, last)
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
@@ -232,15 +236,19 @@ class AutoDrafter(Drafter):
         quoted = offer.branch is not None and self.copier.is_request_source(offer.branch)
         return COPIED_QUOTED if quoted else COPIED_TEXT
 
-    def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
+    def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:
         copies = tuple(offer.judge(emitted) for offer in self._open)
         self._open = [offer for offer in self._open if not offer.settled]
+        if not self._weighed:
+            self.policy.decoded_plainly(Outcome(Choice(PLAIN), 0, len(emitted) - 1, seconds=seconds, copies=copies,
+                                                looked=looked))
+            return
         dropped = None
         if draft.dropped is not None and draft.dropped[1] >= 0 and len(emitted) > len(draft.tokens):
             dropped = (draft.dropped[0], emitted[len(draft.tokens)] == draft.dropped[1])
         self.policy.observe(Outcome(
             self._choice, len(draft.tokens), len(emitted) - 1, tuple(draft.confidences),
-            draft.lag, dropped, seconds, copies))
+            draft.lag, dropped, seconds, copies, looked))
 
     def rollback(self, history: list[int]) -> None:
         """The copy index holds accepted tokens only; the draft model forgets its drafted ones."""

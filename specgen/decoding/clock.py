@@ -1,8 +1,9 @@
 """The loop's own timing: where one round's wall time went, kept apart from the algorithm.
 
-A round is timed at three marks, after the drafter proposed, after the target's forward pass
-and after the verdict was applied; its `Round` gets the drafting and verifying seconds and the
-time spent outside the models' passes. This is the only clock in `decoding`.
+A round is timed at four marks, after the drafter proposed, after the target's forward pass,
+after the verdict was applied and after the drafter learnt from it; its `Round` gets the
+drafting and verifying seconds and the time spent outside the models' passes, and the drafter
+the seconds it spent choosing and learning. This is the only clock in `decoding`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class RoundClock:
     drafted_at: float = 0.0
     forward_s: float = 0.0  # the target's pass alone
     verified_at: float = 0.0
+    observed_at: float = 0.0
 
     def drafted(self) -> None:
         self.drafted_at = time.perf_counter()
@@ -30,6 +32,17 @@ class RoundClock:
 
     def verified(self) -> None:
         self.verified_at = time.perf_counter()
+
+    def observed(self) -> None:
+        self.observed_at = time.perf_counter()
+
+    @property
+    def proposing_s(self) -> float:
+        return self.drafted_at - self.start
+
+    @property
+    def observing_s(self) -> float:
+        return self.observed_at - self.verified_at if self.observed_at else 0.0
 
     @property
     def round_s(self) -> float:

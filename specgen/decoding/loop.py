@@ -76,6 +76,7 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
     params = config.sampling
     seed = params.seed if params.seed is not None else secrets.randbits(63)
     text = Utf8Stream()
+    learnt_s = 0.0  # the drafter's learning from the round before, which this round's choice rests on
     while True:
         clock = RoundClock()
         room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - len(target.tokens) - 1)
@@ -98,7 +99,10 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
             drafter.rollback(target.tokens)
         clock.verified()
         if proposing:
-            drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], clock.round_s)
+            looked_s = learnt_s + (0.0 if draft.source == MODEL else clock.proposing_s)
+            drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], clock.round_s, looked_s)
+            clock.observed()
+            learnt_s = clock.observing_s
         event, ended = _round_event(target, draft, verdict, text)
         if constraint is not None and not ended:
             constrained_at = time.perf_counter()

@@ -4,6 +4,8 @@ forgets what the target refused (directly, and after every round of a whole gene
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from specgen.decoding.auto import AutoDrafter
@@ -72,7 +74,7 @@ class Scripted(Drafter):
         at = len(history) + 1
         return copied(self.script[at : at + min(k, 2)], params) if at < len(self.script) else NO_DRAFT
 
-    def observe(self, draft, emitted, seconds):
+    def observe(self, draft, emitted, seconds, looked=0.0):
         self.calls.append(("observe", list(draft.tokens), list(emitted)))
 
     def rollback(self, history):
@@ -98,6 +100,32 @@ def test_the_loop_drives_a_drafter_through_the_interface(target_model):
             expected.append(rollback)
     assert drafter.calls == expected
     assert any(r.accepted < len(r.drafted) for r in rounds) and any(r.accepted == 2 for r in rounds)
+
+
+class Slow(Drafter):
+    """Drafts nothing; takes 4 ms to propose and 3 ms to observe, and notes what it is told it spent."""
+
+    name = "slow"
+
+    def __init__(self):
+        self.looked: list[float] = []
+
+    def propose(self, history, last, k, params, draws, keep=None) -> Draft:
+        time.sleep(0.004)
+        return NO_DRAFT
+
+    def observe(self, draft, emitted, seconds, looked=0.0):
+        self.looked.append(looked)
+        time.sleep(0.003)
+
+
+def test_the_loop_tells_the_drafter_what_its_propose_and_its_last_observe_took(target_model):
+    drafter = Slow()
+    list(generate(target_model, drafter, encode(target_model, "x = 1"), GenerationConfig(max_tokens=6, draft_tokens=3)))
+    first, *later = drafter.looked
+    assert first >= 0.004  # its propose; no observe before it
+    assert later and all(0.007 <= looked < 0.03 for looked in later)  # a propose and the observe before it
+    assert min(later) - first >= 0.002
 
 
 def test_the_auto_drafter_lets_a_copy_run_past_k():

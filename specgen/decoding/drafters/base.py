@@ -84,8 +84,10 @@ class Drafter(ABC):
         position i (sampling only), new to this round; `keep(position, top probability)` may end
         the draft before a token is drawn."""
 
-    def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
-        """The round's draft, the tokens the target emitted after it, and the seconds it took."""
+    def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:
+        """The round's draft, the tokens the target emitted after it, the seconds it took, and
+        `looked`: the seconds this drafter spent choosing it and learning from the round before
+        (its propose where no draft model ran in it, and its last observe)."""
 
     def rollback(self, history: list[int]) -> None:
         """The target kept `history`: forget any drafted position beyond it."""

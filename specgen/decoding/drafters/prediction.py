@@ -269,9 +269,9 @@ class PredictionDrafter(Drafter):
             return copied(offer.tokens[:k], params, len(offer.rewrites), COPIED_PREDICTION)
         return self.fallback.propose(history, last, k, params, draws, keep)
 
-    def observe(self, draft: Draft, emitted: list[int], seconds: float) -> None:
+    def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:
         if self.fallback is not None and draft.copied_from != COPIED_PREDICTION:
-            self.fallback.observe(draft, emitted, seconds)
+            self.fallback.observe(draft, emitted, seconds, looked)
 
     def rollback(self, history: list[int]) -> None:
         if self.fallback is not None:
