@@ -45,8 +45,10 @@ the round): about 0.2 ms on a 2-core EPYC or a 16-core Xeon. Against a 60 ms CPU
 nothing; against a 2 ms GPU pass of a small model it is a tenth of the time, so a reply that
 drafts nothing would come out a tenth slower than plain decoding. So the policy weighs drafts
 only while the time spent weighing them (measured) stays within what drafted rounds have saved
-(predicted) plus `LOOK_SHARE` of the reply's plain-decoding time (or of a foreseen reply's);
-other rounds decode plainly without looking. On a CPU the share covers every round; on a fast
+(predicted) plus `LOOK_SHARE` of the reply's plain-decoding time, after its first `FIRST_LOOKS`
+rounds and through a reply a prediction or a schema foresees, which are always weighed (a reply
+that opens by reprinting its source must find its first copy, and a foreseen one is expected to
+copy); other rounds decode plainly without looking. On a CPU the share covers every round; on a fast
 GPU a reply that finds nothing to draft looks about every tenth round, and one whose drafts pay
 looks every round.
 Pure Python: no llama.cpp here, so the decisions are testable on given numbers
@@ -84,6 +86,7 @@ _GOOD_PAIR = 0.9  # per-token keep rate of a very well-matched draft model, the 
 RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet paid for may lose
 FORESEEN_RISK = 0.06  # the most of the plain-decoding time of a foreseen reply (a prediction's, a schema's) copies may lose
 LOOK_SHARE = 0.01  # the most of a reply's plain-decoding time that weighing drafts may take beyond what drafts saved
+FIRST_LOOKS = 16  # rounds a reply always weighs, so that one that opens by reprinting its source finds its first copy
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,7 @@ class Policy:
         self.foreseen = 0.0  # predicted seconds of plain decoding for the reply a prediction or schema foresees
         self.earned = 0.0  # predicted seconds this reply's drafted rounds (copies and the model) saved
         self.looked = 0.0  # measured seconds this reply spent weighing drafts and learning from rounds
+        self.weighed = 0  # rounds that weighed drafts
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
         self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else LOOKUP's)
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
@@ -241,12 +245,13 @@ class Policy:
         return self.saved + max(self.risk * self.plain, FORESEEN_RISK * self.foreseen)
 
     def worth_looking(self) -> bool:
-        """Whether to weigh drafts this round: while the time spent weighing them stays within
-        what drafted rounds saved plus `LOOK_SHARE` of the plain-decoding time of this reply
-        (or, while that is less, of the reply a prediction or a schema foresees)."""
-        if not self.timed:  # a seeded run decides the same way every time: never from timings
-            return True
-        return self.looked <= max(self.earned, 0.0) + LOOK_SHARE * max(self.plain, self.foreseen)
+        """Whether to weigh drafts this round: in a reply's first `FIRST_LOOKS` rounds, and
+        through the reply a prediction or a schema foresees (it is expected to copy), and after
+        them while the time spent weighing drafts stays within what drafted rounds saved plus
+        `LOOK_SHARE` of the reply's plain-decoding time."""
+        if not self.timed or self.weighed < FIRST_LOOKS or self.plain < self.foreseen:
+            return True  # (a seeded run decides the same way every time: never from timings)
+        return self.looked <= max(self.earned, 0.0) + LOOK_SHARE * self.plain
 
     def foresee(self, tokens: int) -> None:
         """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
@@ -343,6 +348,7 @@ class Policy:
         self.saved += one - predicted if choice.source == LOOKUP else 0.0
         self.earned += one - predicted
         self.looked += outcome.looked
+        self.weighed += 1
         if self.timed and outcome.seconds is not None:
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
             if choice.source == LOOKUP:
