@@ -46,9 +46,10 @@ nothing; against a 2 ms GPU pass of a small model it is a tenth of the time, so 
 drafts nothing would come out a tenth slower than plain decoding. So the policy weighs drafts
 only while the time spent weighing them (measured) stays within what drafted rounds have saved
 (predicted) plus `LOOK_SHARE` of the reply's plain-decoding time, after its first `FIRST_LOOKS`
-rounds and through a reply a prediction or a schema foresees, which are always weighed (a reply
-that opens by reprinting its source must find its first copy, and a foreseen one is expected to
-copy); other rounds decode plainly without looking. On a CPU the share covers every round; on a fast
+rounds, through a reply a prediction or a schema foresees, after a round whose drafts were kept
+and after one whose copy only the loss bound held back, which are always weighed (a reply that
+opens by reprinting its source must find its first copy, a foreseen one is expected to copy, and
+a copy grows as it pays); other rounds decode plainly without looking. On a CPU the share covers every round; on a fast
 GPU a reply that finds nothing to draft looks about every tenth round, and one whose drafts pay
 looks every round.
 Pure Python: no llama.cpp here, so the decisions are testable on given numbers
@@ -190,6 +191,8 @@ class Policy:
         self.earned = 0.0  # predicted seconds this reply's drafted rounds (copies and the model) saved
         self.looked = 0.0  # measured seconds this reply spent weighing drafts and learning from rounds
         self.weighed = 0  # rounds that weighed drafts
+        self.kept_last = False  # whether the last weighed round drafted tokens the target kept
+        self.held_back = False  # whether the last copy priced would have paid but for the loss bound
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
         self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else LOOKUP's)
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
@@ -215,18 +218,21 @@ class Policy:
 
     def best_copy(self, offer: int) -> Choice | None:
         """The copy length with the most expected tokens per second, among the 1..offer whose
-        loss, should its first token be refused, this reply can bear (`affordable`)."""
+        loss, should its first token be refused, this reply can bear (`affordable`). Notes in
+        `held_back` whether a length that would beat plain decoding was left out for its loss."""
         best, best_speed, tokens, reach = None, 0.0, 1.0, 1.0
         one = self.costs.verify_cost(1)
         bearable = self.affordable()
+        self.held_back = False
         for k, rate in enumerate(self._copy_rates(offer), start=1):
             reach *= rate
             if reach < 1e-3:  # the longer drafts add under 0.064 tokens: not worth pricing
                 break
             tokens += reach
-            if self.costs.verify_cost(k + 1) - one > bearable:
-                continue
             speed = tokens / (self.costs.verify_cost(k + 1) * self._factor(LOOKUP, k))
+            if self.costs.verify_cost(k + 1) - one > bearable:
+                self.held_back = self.held_back or speed > 1.0 / (one * self.factor[PLAIN])
+                continue
             if speed > best_speed:
                 best, best_speed = Choice(LOOKUP, k), speed
         return best
@@ -245,11 +251,14 @@ class Policy:
         return self.saved + max(self.risk * self.plain, FORESEEN_RISK * self.foreseen)
 
     def worth_looking(self) -> bool:
-        """Whether to weigh drafts this round: in a reply's first `FIRST_LOOKS` rounds, and
-        through the reply a prediction or a schema foresees (it is expected to copy), and after
-        them while the time spent weighing drafts stays within what drafted rounds saved plus
-        `LOOK_SHARE` of the reply's plain-decoding time."""
-        if not self.timed or self.weighed < FIRST_LOOKS or self.plain < self.foreseen:
+        """Whether to weigh drafts this round: in a reply's first `FIRST_LOOKS` rounds, through
+        the reply a prediction or a schema foresees (it is expected to copy), after a round whose
+        drafted tokens were kept (drafting is under way: a copy grows as it pays) or whose copy
+        offer would have paid but for the loss bound (it will be drafted once the reply can bear
+        its loss), and else while the time spent weighing drafts stays within what drafted
+        rounds saved plus `LOOK_SHARE` of the reply's plain-decoding time."""
+        if not self.timed or self.weighed < FIRST_LOOKS or self.plain < self.foreseen or self.kept_last \
+                or self.held_back:
             return True  # (a seeded run decides the same way every time: never from timings)
         return self.looked <= max(self.earned, 0.0) + LOOK_SHARE * self.plain
 
@@ -349,6 +358,7 @@ class Policy:
         self.earned += one - predicted
         self.looked += outcome.looked
         self.weighed += 1
+        self.kept_last = outcome.drafted > 0 and outcome.accepted > 0
         if self.timed and outcome.seconds is not None:
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
             if choice.source == LOOKUP:

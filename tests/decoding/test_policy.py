@@ -19,7 +19,7 @@ from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.auto import evidence
-from specgen.decoding.copy_rates import TEXT, CopyEvidence
+from specgen.decoding.copy_rates import AGREE, TEXT, CopyEvidence
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
 import specgen.llama.calibrate as calibrate_module
 from specgen.llama.calibrate import cached_costs, calibrate
@@ -307,3 +307,24 @@ def test_auto_on_a_fast_machine_keeps_its_weighing_time_within_bounds_and_stays_
     assert policy.looked > 0, "the loop hands the drafter the time it spent"
     one_round = max(e.python_s for e in events[:-1])
     assert policy.looked <= max(policy.earned, 0.0) + SHARE_OF_PLAIN * policy.plain + one_round
+
+
+def test_a_round_after_kept_drafts_is_weighed_whatever_weighing_cost_so_far():
+    _, policy = weigh(FAST, 2000)
+    assert not policy.worth_looking()
+    policy.observe(Outcome(Choice(LOOKUP, 2), 2, 2, seconds=FAST.verify_cost(3), looked=1.0))  # a second's weighing
+    assert policy.worth_looking(), "a copy was kept: it grows as it pays"
+    policy.observe(Outcome(Choice(PLAIN), 0, 0, seconds=FAST.verify_cost(1), looked=1.0))
+    assert not policy.worth_looking()
+
+
+def test_a_copy_only_the_loss_bound_held_back_keeps_the_reply_weighing():
+    _, policy = weigh(FAST, 2000)
+    assert not policy.worth_looking()
+    offer = tuple(range(100, 108))
+    strong = CopyEvidence(40, False, AGREE, TEXT)  # a 40-token match the source agrees on: it would pay
+    policy.saved, policy.plain = 0.0, 0.0  # nothing saved, no plain time: no copy's loss can be borne yet
+    assert policy.choose(8, len(offer), 0, strong, offer) == Choice(PLAIN)
+    assert policy.held_back and policy.worth_looking()
+    policy.choose(8, 0, 0)  # nothing on offer
+    assert not policy.held_back and not policy.worth_looking()
