@@ -46,7 +46,7 @@ nothing; against a 2 ms GPU pass of a small model it is a tenth of the time, so 
 drafts nothing would come out a tenth slower than plain decoding. So the policy weighs drafts
 only while the time spent weighing them (measured) stays within what drafted rounds have saved
 (predicted) plus `LOOK_SHARE` of the reply's plain-decoding time, after its first `FIRST_LOOKS`
-rounds, through a reply a prediction or a schema foresees, after a round whose drafts were kept
+rounds, in a reply a prediction or a schema foresees, after a round whose drafts were kept
 and after one whose copy only the loss bound held back, which are always weighed (a reply that
 opens by reprinting its source must find its first copy, a foreseen one is expected to copy, and
 a copy grows as it pays); other rounds decode plainly without looking. On a CPU the share covers every round; on a fast
@@ -251,13 +251,13 @@ class Policy:
         return self.saved + max(self.risk * self.plain, FORESEEN_RISK * self.foreseen)
 
     def worth_looking(self) -> bool:
-        """Whether to weigh drafts this round: in a reply's first `FIRST_LOOKS` rounds, through
-        the reply a prediction or a schema foresees (it is expected to copy), after a round whose
+        """Whether to weigh drafts this round: in a reply's first `FIRST_LOOKS` rounds, in a reply
+        a prediction or a schema foresees (it is expected to copy), after a round whose
         drafted tokens were kept (drafting is under way: a copy grows as it pays) or whose copy
         offer would have paid but for the loss bound (it will be drafted once the reply can bear
         its loss), and else while the time spent weighing drafts stays within what drafted
         rounds saved plus `LOOK_SHARE` of the reply's plain-decoding time."""
-        if not self.timed or self.weighed < FIRST_LOOKS or self.plain < self.foreseen or self.kept_last \
+        if not self.timed or self.weighed < FIRST_LOOKS or self.foreseen or self.kept_last \
                 or self.held_back:
             return True  # (a seeded run decides the same way every time: never from timings)
         return self.looked <= max(self.earned, 0.0) + LOOK_SHARE * self.plain
