@@ -49,9 +49,9 @@ only while the time spent weighing them (measured) stays within what drafted rou
 rounds, in a reply a prediction or a schema foresees, after a round whose drafts were kept
 and after one whose copy only the loss bound held back, which are always weighed (a reply that
 opens by reprinting its source must find its first copy, a foreseen one is expected to copy, and
-a copy grows as it pays); other rounds decode plainly without looking. On a CPU the share covers every round; on a fast
-GPU a reply that finds nothing to draft looks about every tenth round, and one whose drafts pay
-looks every round.
+a copy grows as it pays); other rounds decode plainly without looking. On a CPU the share
+covers every round; on a fast GPU a reply that finds nothing to draft looks about every tenth
+round after its first 16, and one whose drafts pay looks every round.
 Pure Python: no llama.cpp here, so the decisions are testable on given numbers
 (tests/policysim.py replays cost profiles and acceptance traces through this code).
 """

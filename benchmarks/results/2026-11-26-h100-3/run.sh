@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # specgen against llama.cpp on an NVIDIA H100, in one call of the `device` tool, from the repository
 # root (carry .gpu, made by prepare.sh). Builds llama.cpp with CUDA from the source llama-cpp-python
-# vendors, makes random-weight stand-ins (random_model.py; the real files cannot
+# vendors, makes random-weight stand-ins (../2026-11-26-h100/random_model.py; the real files cannot
 # reach that machine):
 #   T     the 1.5B target's shapes, 28 layers, Q4_K_M; layers 8 and on write into the residual
 #         stream at a tenth of the scale (random_model.py --quiet-from 8 --scale 0.1)
@@ -35,7 +35,7 @@ log "random F16 models, in the background while llama.cpp builds"
 ( for spec in "target T --quiet-from 8 --scale 0.1" "target S --layers 8" "draft N"; do
     set -- $spec
     [ -e "/tmp/m/$1-skel.gguf" ] || gunzip -c "$G/skel/$1.gguf.gz" > "/tmp/m/$1-skel.gguf"
-    python3 $R/random_model.py fill "/tmp/m/$1-skel.gguf" "/tmp/m/$2-f16.gguf" "${@:3}" && echo "$2 filled"
+    python3 benchmarks/results/2026-11-26-h100/random_model.py fill "/tmp/m/$1-skel.gguf" "/tmp/m/$2-f16.gguf" "${@:3}" && echo "$2 filled"
   done ) > /tmp/fill.log 2>&1 &
 fill=$!
 

@@ -19,7 +19,7 @@ export PYTHONPATH=$G/site:/tmp/site PYTHONUNBUFFERED=1 SPECGEN_CACHE_DIR=/tmp/sg
 ( for spec in "target T --quiet-from 8 --scale 0.1" "draft N" "target S --layers 8"; do
     set -- $spec
     [ -e "/tmp/m/$1-skel.gguf" ] || gunzip -c "$G/skel/$1.gguf.gz" > "/tmp/m/$1-skel.gguf"
-    python3 $R/random_model.py fill "/tmp/m/$1-skel.gguf" "/tmp/m/$2-f16.gguf" "${@:3}" && echo "$2 filled"
+    python3 benchmarks/results/2026-11-26-h100/random_model.py fill "/tmp/m/$1-skel.gguf" "/tmp/m/$2-f16.gguf" "${@:3}" && echo "$2 filled"
   done ) > /tmp/fill.log 2>&1 &
 fill=$!
 log "build"

@@ -4,7 +4,11 @@ what the real model's cost (the same kernels over the same shapes, once quantize
 way); its text is noise.
 
     python random_model.py skeleton REAL.gguf SKELETON.gguf   # the keys and shapes, no weights (~6 MB)
-    python random_model.py fill SKELETON.gguf OUT.gguf [--layers N]   # random F16 weights of those shapes
+    python random_model.py fill SKELETON.gguf OUT.gguf [--layers N] [--quiet-from L --scale E]
+        # random F16 weights of those shapes: N layers (default all); with --quiet-from, the
+        # projections that write into the residual stream (attn_output, ffn_down) of layers L and
+        # on are scaled by E, so those layers cost what they cost but change the output little,
+        # and the same file cut to L layers (--layers L) is a draft that agrees with it often
 
 `llama-quantize OUT.gguf Q.gguf Q4_K_M` then quantizes it as the real file was.
 """
@@ -47,7 +51,7 @@ def skeleton(real: str, out: str) -> None:
     write(writer)
 
 
-def fill(skeleton_path: str, out: str, layers: int | None) -> None:
+def fill(skeleton_path: str, out: str, layers: int | None, quiet_from: int | None = None, scale: float = 1.0) -> None:
     reader = GGUFReader(skeleton_path)
     arch = architecture(reader)
     writer = GGUFWriter(out, arch)
@@ -61,7 +65,11 @@ def fill(skeleton_path: str, out: str, layers: int | None) -> None:
     for name, shape in shapes.items():
         if layers is not None and name.startswith("blk.") and int(name.split(".")[1]) >= layers:
             continue
-        writer.add_tensor(name, weights(pool, name, shape[::-1]))
+        tensor = weights(pool, name, shape[::-1])
+        if quiet_from is not None and name.startswith("blk.") and int(name.split(".")[1]) >= quiet_from \
+                and name.endswith(("attn_output.weight", "ffn_down.weight")):
+            tensor = (tensor.astype(np.float32) * scale).astype(tensor.dtype)
+        writer.add_tensor(name, tensor)
     write(writer)
 
 
@@ -84,4 +92,6 @@ if __name__ == "__main__":
     if sys.argv[1] == "skeleton":
         skeleton(sys.argv[2], sys.argv[3])
     else:
-        fill(sys.argv[2], sys.argv[3], int(sys.argv[5]) if "--layers" in sys.argv else None)
+        def option(flag, kind):
+            return kind(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else None
+        fill(sys.argv[2], sys.argv[3], option("--layers", int), option("--quiet-from", int), option("--scale", float) or 1.0)
