@@ -251,7 +251,7 @@ def _costs_dict(costs, ceiling: tuple[int, float] | None) -> dict | None:
     if costs is None:
         return None
     return {"verify": {str(n): s for n, s in sorted(costs.verify.items())}, "draft_step": costs.draft_step,
-            "copy_ceiling": {"tokens": ceiling[0], "speedup": ceiling[1]}}
+            "switch": costs.switch, "copy_ceiling": {"tokens": ceiling[0], "speedup": ceiling[1]}}
 
 
 def _plan_dict(plan: Plan) -> dict:

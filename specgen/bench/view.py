@@ -152,7 +152,8 @@ def header(result: BenchResult) -> str:
         verify = ", ".join(f"{n}: {costs.verify_cost(n) * 1000:.0f}" for n in sizes)
         draft = f"; draft step {costs.draft_step * 1000:.1f} ms" if costs.draft_step else ""
         tokens, gain = result.copy_ceiling()
-        line += (f"; isolated target pass by batch size (ms) {verify}{draft}; a copy kept whole gains at most "
+        line += (f"; target pass by batch size (ms, after a pass of its size) {verify}, "
+                 f"+{costs.switch * 1000:.1f} after another size{draft}; a copy kept whole gains at most "
                  f"{gain:.2f}× here ({tokens} tokens a pass)")
     return line
 

@@ -162,6 +162,7 @@ class AutoDrafter(Drafter):
     def prepare(self, prefix: list[int]) -> None:
         """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
         self.copier.reset(prefix)
+        self.policy.prefilled()
         quoted = quoted_source(prefix, self.vocabulary) if self.quoted and self.vocabulary is not None else None
         self.copier.request_sources = (quoted,) if quoted is not None else ()
         self._open = []

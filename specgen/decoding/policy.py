@@ -4,13 +4,16 @@ The policy predicts each choice's tokens per second and takes the best. Tokens: 
 drafts k tokens yields E(k) = 1 + sum_{i<k} prod_{j<=i} a_j (a_j: the chance that draft
 position j is kept once every earlier one was; Leviathan et al. 2023). Seconds: the step costs
 measured by `costs.calibrate` (k draft steps, the draft model's catch-up on tokens it skipped,
-one target pass over k + 1 tokens), times a factor per choice learnt from the wall time its
-rounds really took, so in-loop slowdowns, rollbacks and catch-ups are charged to the choice
-that caused them. A copy's factor is learnt per verify size too: the calibration keeps the
-fastest of a few isolated passes, and on a few shared CPU cores a batch pass can take much
-longer than that while a one-token pass does not (on the 2-vCPU EPYC, the median 4-token pass
-1.48 times the calibrated time, the one-token pass 0.98 times), so a copy is priced by what
-passes of its size took in this reply, or by all copies' factor until one was timed.
+one target pass over k + 1 tokens, plus `costs.switch` where the last pass had another size:
+llama.cpp builds its graph again, and CUDA replays a captured one only after two passes of one
+shape, so on a GPU a pass after one of its size costs far less), times a factor per choice
+learnt from the wall time its rounds really took, so in-loop slowdowns, rollbacks and
+catch-ups are charged to the choice that caused them. A copy's factor is learnt per verify size
+too: the calibration keeps the fastest of a few isolated passes, and on a few shared CPU cores
+a batch pass can take much longer than that while a one-token pass does not (on the 2-vCPU
+EPYC, the median 4-token pass 1.48 times the calibrated time, the one-token pass 0.98 times),
+so a copy is priced by what passes of its size took in this reply, or by all copies' factor
+until one was timed.
 Every estimate forgets at a fixed rate per round, so the policy follows text that changes
 character; a one-off slow round moves a factor only a little.
 
@@ -193,6 +196,7 @@ class Policy:
         self.weighed = 0  # rounds that weighed drafts
         self.kept_last = False  # whether the last weighed round drafted tokens the target kept
         self.held_back = False  # whether the last copy priced would have paid but for the loss bound
+        self.last_size = 0  # tokens in the target's last pass (0: a prefill): another size pays costs.switch
         self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
         self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else LOOKUP's)
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
@@ -203,10 +207,15 @@ class Policy:
 
     def round_cost(self, choice: Choice, lag: int = 0) -> float:
         """Predicted seconds of one round, before the choice's learnt time factor."""
-        verify = self.costs.verify_cost(choice.k + 1)
+        verify = self.pass_cost(choice.k + 1)
         if choice.source != MODEL:
             return verify
         return verify + self.costs.draft_cost(lag + 1) + (choice.k - 1) * self.costs.draft_cost(1)
+
+    def pass_cost(self, size: int) -> float:
+        """Predicted seconds of the target's pass over `size` tokens next: its steady cost, plus
+        the switch cost where the last pass had another size."""
+        return self.costs.verify_cost(size) + (self.costs.switch if size != self.last_size else 0.0)
 
     def speed(self, choice: Choice, lag: int = 0, optimistic: bool = False) -> float:
         if choice.source == PLAIN:
@@ -221,7 +230,7 @@ class Policy:
         loss, should its first token be refused, this reply can bear (`affordable`). Notes in
         `held_back` whether a length that would beat plain decoding was left out for its loss."""
         best, best_speed, tokens, reach = None, 0.0, 1.0, 1.0
-        one = self.costs.verify_cost(1)
+        one = self.pass_cost(1)
         bearable = self.affordable()
         self.held_back = False
         for k, rate in enumerate(self._copy_rates(offer), start=1):
@@ -229,8 +238,8 @@ class Policy:
             if reach < 1e-3:  # the longer drafts add under 0.064 tokens: not worth pricing
                 break
             tokens += reach
-            speed = tokens / (self.costs.verify_cost(k + 1) * self._factor(LOOKUP, k))
-            if self.costs.verify_cost(k + 1) - one > bearable:
+            speed = tokens / (self.pass_cost(k + 1) * self._factor(LOOKUP, k))
+            if self.pass_cost(k + 1) - one > bearable:
                 self.held_back = self.held_back or speed > 1.0 / (one * self.factor[PLAIN])
                 continue
             if speed > best_speed:
@@ -262,6 +271,10 @@ class Policy:
             return True  # (a seeded run decides the same way every time: never from timings)
         return self.looked <= max(self.earned, 0.0) + LOOK_SHARE * self.plain
 
+    def prefilled(self) -> None:
+        """The target's last pass was a prefill: the next pass switches size, whatever it drafts."""
+        self.last_size = 0
+
     def foresee(self, tokens: int) -> None:
         """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
         example): the loss bound allows `FORESEEN_RISK` of their plain-decoding time from the
@@ -287,12 +300,13 @@ class Policy:
         """Could the draft model beat plain decoding by 15% if it were as good as a well-matched
         pair gets (each token kept with chance `_GOOD_PAIR`)? Where not, the model is neither
         prefilled nor kept in step: on a few CPU cores, where a draft step costs half a target
-        pass, that saves a third of the prompt's prefill time on a model that would never run."""
+        pass, that saves a third of the prompt's prefill time on a model that would never run.
+        Priced at steady costs: a model drafting every round keeps its pass size."""
         if not self.costs.draft:
             return False
         plain = 1.0 / self.costs.verify_cost(1)
-        return any(expected_tokens([_GOOD_PAIR] * k, k) / self.round_cost(Choice(MODEL, k)) > 1.15 * plain
-                   for k in range(1, self.k_max + 1))
+        steady = [self.costs.verify_cost(k + 1) + k * self.costs.draft_cost(1) for k in range(1, self.k_max + 1)]
+        return any(expected_tokens([_GOOD_PAIR] * k, k) / seconds > 1.15 * plain for k, seconds in enumerate(steady, 1))
 
     # -- the choice ---------------------------------------------------------------------------
 
@@ -366,6 +380,7 @@ class Policy:
                 self.copy_factor[outcome.drafted + 1] = size + _FACTOR_STEP * (ratio - size)
             self.factor[choice.source] += _FACTOR_STEP * (ratio - self.factor[choice.source])
         charged = predicted * self._factor(choice.source, outcome.drafted)
+        self.last_size = outcome.drafted + 1
         self.spent += charged
         self.explored += charged if choice.explore else 0.0
 
@@ -374,7 +389,8 @@ class Policy:
         time, and judges the copy offers still open; nothing else is learnt or forgotten."""
         cost = self.costs.verify_cost(1)
         self.plain += cost * (outcome.accepted + 1)
-        self.spent += cost * self.factor[PLAIN]
+        self.spent += self.pass_cost(1) * self.factor[PLAIN]
+        self.last_size = 1
         self.looked += outcome.looked
         self._learn_copies(outcome.copies)
 

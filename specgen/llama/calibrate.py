@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import platform
+import statistics
 import time
 from pathlib import Path
 
@@ -32,9 +33,9 @@ from specgen.storage import cache_dir, write_atomically
 
 SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)  # target batch sizes timed; others interpolated
 DRAFT_SIZES = (1, 2, 4, 8, 16)  # a draft model drafts one token a pass, catches up in larger ones
-_REPEATS = 2  # timed passes per cheap size (at most _CHEAP single-token passes); the fastest counts
-_CHEAP = 4
-_VERSION = "2"  # of the cached tables: sizes to 64, dips kept
+_PASSES = 4  # passes in a row at most per size: one after another size, then its steady state
+_STEADY_S = 0.1  # seconds a size's passes in a row may take (a costly size runs once)
+_VERSION = "3"  # of the cached tables: sizes to 64, dips kept, steady costs and the switch cost
 
 # Seconds by batch size for the 1.5B target and 0.5B draft (Qwen2.5-Coder, Q4_K_M, 2 CPU threads,
 # logits for every row). A seeded run that can neither read nor write cached costs decides from
@@ -43,29 +44,62 @@ DEFAULT = StepCosts(
     {1: 0.030, 2: 0.051, 3: 0.069, 4: 0.084, 6: 0.123, 8: 0.200, 12: 0.243, 16: 0.228,
      24: 0.348, 32: 0.414, 48: 0.549, 64: 0.750},
     {1: 0.018, 2: 0.031, 4: 0.046, 8: 0.077, 16: 0.112},
+    0.001,
 )
 
 
-def time_passes(model, sizes: tuple[int, ...] = SIZES, repeats: int = _REPEATS) -> dict[int, float]:
+def time_passes(model, sizes: tuple[int, ...] = SIZES) -> tuple[dict[int, float], float]:
     """Seconds of one pass at each size that fits after the model's current cache (rolled back
-    after each): the fastest of `repeats` where a pass is cheap, else one, after one warm-up."""
+    after each) where the pass before it had the same size, and what a pass costs more after one
+    of another size (`StepCosts.switch`, from `_switch_cost`).
+
+    Each size runs passes in a row, as many as fit in `_STEADY_S` (at most `_PASSES`), after one
+    warm-up pass: the first follows a pass of another size, the fastest of the others is the
+    size's cost (on CUDA the second captures a graph, the third replays it); a costly size that
+    ran once is its pass less the switch cost."""
     base = len(model.tokens)
     filler = model.tokens[-1] if model.tokens else (model.bos if model.bos >= 0 else 0)
     fits = [s for s in sizes if s <= min(model.n_ctx - base, model.n_batch)]
-    out = {}
-    for n in fits[:1] + fits:  # the first size twice: the first pass warms up
-        best = float("inf")
-        for _ in range(repeats if n <= _CHEAP else 1):
-            start = time.perf_counter()
-            model.forward([filler] * n, all_logits=True)
-            best = min(best, time.perf_counter() - start)
-            model.truncate(base)
-        out[n] = best
+    _passes(model, fits[:1], base, filler)  # warm-up
+    switch = _switch_cost(model, base, filler) if 2 in fits else 0.0
+    steady = {}
+    for n in fits:
+        times = [_passes(model, [n], base, filler)[0]]
+        while len(times) < _PASSES and sum(times) < _STEADY_S:
+            times += _passes(model, [n], base, filler)
+        steady[n] = min(times[1:]) if len(times) > 1 else max(times[0] - switch, 0.0)
+    return steady, switch
+
+
+def _switch_cost(model, base: int, filler: int) -> float:
+    """The extra seconds of a pass whose size differs from the pass before it: 1- and 2-token
+    passes alternating against each size's passes in a row (after the first of the row), twice
+    over, medians compared; the lesser of the two sizes' differences, so that a burst of noise
+    in one group does not read as a switch cost."""
+    same: dict[int, list[float]] = {1: [], 2: []}
+    mixed: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(2):
+        for n in (1, 2):
+            same[n] += _passes(model, [n] * 4, base, filler)[1:]
+        for n, seconds in zip([1, 2] * 3, _passes(model, [1, 2] * 3, base, filler)):
+            mixed[n].append(seconds)
+    extra = min(statistics.median(mixed[n]) - statistics.median(same[n]) for n in (1, 2))
+    return max(extra, 0.0)
+
+
+def _passes(model, sizes: list[int], base: int, filler: int) -> list[float]:
+    """Seconds of a pass of each of `sizes` in turn, each rolled back to `base` after it."""
+    out = []
+    for n in sizes:
+        start = time.perf_counter()
+        model.forward([filler] * n, all_logits=True)
+        out.append(time.perf_counter() - start)
+        model.truncate(base)
     return out
 
 
 def calibrate(target, draft=None) -> StepCosts:
-    """Time both models now (about 2.5 s for the 1.5B target and 0.5 s for its 0.5B draft on
+    """Time both models now (about 4 s for the 1.5B target and 1 s for its 0.5B draft on
     two CPU cores). The curve is kept as measured, dips included: on CPUs a 16-token batch can
     cost less than a 12-token one, and the policy sizes long copies to such batches. Where the
     context has no room for a single pass, the `DEFAULT` profile stands in."""
@@ -74,14 +108,15 @@ def calibrate(target, draft=None) -> StepCosts:
 
 def _measure(target, draft) -> tuple[StepCosts, bool]:
     """The costs, and whether every size was measured (none left out for lack of room)."""
-    verify = time_passes(target)
-    drafts = time_passes(draft, DRAFT_SIZES) if draft is not None else {}
+    verify, switch = time_passes(target)
+    drafts = time_passes(draft, DRAFT_SIZES)[0] if draft is not None else {}
     complete = set(verify) == {s for s in SIZES if s <= target.n_batch}
     if draft is not None:
         complete = complete and set(drafts) == {s for s in DRAFT_SIZES if s <= draft.n_batch}
     fallback = _default(draft)
     return StepCosts(verify if 1 in verify else fallback.verify,
-                     drafts if 1 in drafts or draft is None else fallback.draft), complete
+                     drafts if 1 in drafts or draft is None else fallback.draft,
+                     switch if 1 in verify else fallback.switch), complete
 
 
 def cached_costs(target, draft, seeded: bool = False) -> StepCosts:
@@ -97,13 +132,14 @@ def cached_costs(target, draft, seeded: bool = False) -> StepCosts:
     path = cache_dir() / "step-costs" / f"{_key(target, draft)}.json"
     try:
         data = json.loads(path.read_text())
-        return StepCosts(_table(data["verify"]), _table(data["draft"]))
+        return StepCosts(_table(data["verify"]), _table(data["draft"]), float(data["switch"]))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     if seeded and not _writable(path):
         return _default(draft)
     costs, complete = _measure(target, draft)
-    stored = complete and write_atomically(path, json.dumps({"verify": costs.verify, "draft": costs.draft}))
+    stored = complete and write_atomically(path, json.dumps({"verify": costs.verify, "draft": costs.draft,
+                                                               "switch": costs.switch}))
     return costs if stored or not seeded else _default(draft)
 
 
@@ -118,7 +154,7 @@ def _writable(path: Path) -> bool:
 
 
 def _default(draft) -> StepCosts:
-    return StepCosts(dict(DEFAULT.verify), dict(DEFAULT.draft) if draft is not None else {})
+    return StepCosts(dict(DEFAULT.verify), dict(DEFAULT.draft) if draft is not None else {}, DEFAULT.switch)
 
 
 def _table(raw: dict) -> dict[int, float]:

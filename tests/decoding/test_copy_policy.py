@@ -245,3 +245,34 @@ def test_a_token_s_record_fades_and_the_records_are_bounded():
     for token in range(TOKENS_MAX + 500):
         rates.learn(CopyJudgement(evidence_12, (10_000 + token,), 0, 1, 1))
     assert len(rates.tokens) <= TOKENS_MAX
+
+
+# an H100's curve for a 1.5B target (ms, each pass after one of its size), and what a pass of
+# another size costs more there (benchmarks/results/2026-11-27-h100-4)
+GRAPHS = StepCosts({1: 2.2e-3, 2: 2.3e-3, 4: 3.1e-3, 8: 4.0e-3, 16: 5.2e-3, 64: 1e-2}, {}, switch=1.1e-3)
+
+
+class ThirtyPercent(Policy):
+    """The policy with a copy offer whose first token is kept 30% of the time, the rest 5%."""
+
+    def _copy_rates(self, length: int) -> list[float]:
+        return [0.3, *[0.05] * (length - 1)][:length]
+
+
+def after(costs: StepCosts, drafted: int) -> Choice:
+    """The choice for a 30% offer after a round whose pass was `drafted` + 1 tokens."""
+    policy = ThirtyPercent(costs, 8)
+    policy.saved = 1.0  # the loss bound does not bind
+    policy.observe(Outcome(Choice(LOOKUP if drafted else PLAIN, drafted), drafted, 0))
+    offer = tuple(range(7000, 7010))
+    return policy.choose(64, len(offer), 0, evidence(MATCH, TEXT), offer)
+
+
+def test_a_change_of_pass_size_is_charged_so_a_weak_copy_waits_for_a_pass_of_its_size():
+    """On a GPU a pass that repeats the size before it replays a captured graph; another size costs
+    1.1 ms more on a 2.2 ms pass. A copy of one token kept 30% of the time loses after plain
+    rounds (1.3 tokens for 2.3 + 1.1 ms against 2.2 ms a token) and wins after a 2-token pass
+    (plain decoding would switch back: 3.3 ms a token)."""
+    assert after(GRAPHS, 0) == Choice(PLAIN)
+    assert after(GRAPHS, 1) == Choice(LOOKUP, 1)
+    assert after(StepCosts(GRAPHS.verify, {}), 0) == Choice(LOOKUP, 1)  # no switch cost: it pays anyway

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import time
 
 import pytest
 from policysim import CPU, GPU, TRACES, World, oracle, realize, round_seconds, simulate
@@ -22,7 +23,7 @@ from specgen.decoding.auto import evidence
 from specgen.decoding.copy_rates import AGREE, TEXT, CopyEvidence
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
 import specgen.llama.calibrate as calibrate_module
-from specgen.llama.calibrate import cached_costs, calibrate
+from specgen.llama.calibrate import cached_costs, calibrate, time_passes
 
 FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.6}, {1: 0.15, 16: 0.5})
 STEEP = StepCosts({1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0, 16: 16.0}, {1: 0.6, 16: 6.0})
@@ -208,6 +209,32 @@ def test_calibration_measures_every_size_and_is_cached(target_model, draft_model
     assert cached_costs(target_model, draft_model) == first  # the second comes from the cache file
 
 
+class SwitchingModel:
+    """A real model whose pass sleeps `extra` seconds more when its size differs from the pass
+    before it's: a planted switch cost, as CUDA's graph replay and llama.cpp's graph reuse make one."""
+
+    def __init__(self, model, extra: float):
+        self.model, self.extra, self.last = model, extra, 0
+
+    def __getattr__(self, name):
+        return getattr(self.model, name)
+
+    def forward(self, tokens, all_logits):
+        if len(tokens) != self.last:
+            time.sleep(self.extra)
+        self.last = len(tokens)
+        return self.model.forward(tokens, all_logits)
+
+
+def test_calibration_measures_what_a_change_of_pass_size_costs_apart_from_each_size(target_model):
+    target_model.sync(target_model.tokenize("def add(a, b):", add_special=True, parse_special=False))
+    planted = 0.02
+    steady, switch = time_passes(SwitchingModel(target_model, planted), (1, 2, 4, 8))
+    assert 0.7 * planted < switch < 1.5 * planted
+    assert all(seconds < planted / 2 for seconds in steady.values()), steady  # passes after one of their size
+    assert time_passes(target_model, (1, 2, 4, 8))[1] < planted / 4  # the fixture's own: a CPU's, small
+
+
 def test_cached_step_costs_hold_only_for_the_cpu_that_measured_them(target_model, draft_model, monkeypatch, tmp_path):
     """A VM moved to another CPU has another cost curve (a 64-token pass cost 21 single passes on
     one host and 33 on the next): its cached costs are measured again, not reused."""
@@ -215,7 +242,7 @@ def test_cached_step_costs_hold_only_for_the_cpu_that_measured_them(target_model
     monkeypatch.setattr(calibrate_module, "cpu_info", lambda: ("Old Xeon", frozenset({"avx2", "amx_tile"})))
     cached_costs(target_model, draft_model)
     [stored] = (tmp_path / "step-costs").glob("*.json")
-    stored.write_text(json.dumps({"verify": {"1": 123.0}, "draft": {}}))  # planted: no pass takes two minutes
+    stored.write_text(json.dumps({"verify": {"1": 123.0}, "draft": {}, "switch": 0.0}))  # planted: no pass takes two minutes
     assert cached_costs(target_model, draft_model).verify == {1: 123.0}  # the same CPU reads the cache
     for other in [("Old Xeon", frozenset({"avx2"})), ("New EPYC", frozenset({"avx2", "amx_tile"}))]:
         monkeypatch.setattr(calibrate_module, "cpu_info", lambda cpu=other: cpu)

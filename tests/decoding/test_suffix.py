@@ -183,7 +183,7 @@ def test_calibration_on_a_nearly_full_context_times_what_fits(target_model):
     costs = calibrate(target_model, target_model)
     assert set(costs.verify) == {s for s in SIZES if s <= 5} and set(costs.draft) <= {1, 2, 4}
     target_model.sync((prompt * target_model.n_ctx)[: target_model.n_ctx])
-    assert calibrate(target_model) == StepCosts(DEFAULT.verify, {})  # no room at all
+    assert calibrate(target_model) == StepCosts(DEFAULT.verify, {}, DEFAULT.switch)  # no room at all
     assert cached_costs(target_model, None).verify == DEFAULT.verify
     target_model.sync(prompt)
 
@@ -197,7 +197,7 @@ def test_a_seeded_run_decides_the_same_with_an_unwritable_cache(target_model, dr
 
     def text():
         drafter = drafter_for(target_model, ModelDrafter(draft_model), config, auto=True)
-        assert drafter.policy.costs == StepCosts(DEFAULT.verify, DEFAULT.draft)
+        assert drafter.policy.costs == StepCosts(DEFAULT.verify, DEFAULT.draft, DEFAULT.switch)
         return [t for e in list(generate(target_model, drafter, prompt, config))[:-1] for t in e.tokens]
 
     assert text() == text()
