@@ -12,7 +12,7 @@ import string
 import httpx
 import openai
 import pytest
-from test_serve import KEY, Server, client, post, reference
+from test_serve import KEY, Server, client, pinned_costs, post, reference
 
 from specgen.llama.model import FimTokens, LoadOptions, Model
 from specgen.serve.infill import EditorLimits, files_tokens, fim_prompt, picked
@@ -297,15 +297,8 @@ def walk_server(tiny_models, tmp_path_factory):
     so that no request copies from another's reply. Its step costs are made a GPU's (verifying
     many tokens costs what one does): on these CPUs the loss bound rightly holds copies back in a
     reply of 17 tokens, and here the copies themselves are under test."""
-    folder = tmp_path_factory.mktemp("flat-costs")
-    cache = {"SPECGEN_CACHE_DIR": str(folder)}
     args = ("--target", str(tiny_models["target_fim_context_free"]), "--no-draft", "--ctx", "2048", "-t", "1")
-    Server(*args, env=cache).stop()  # measures this machine's costs and caches them
-    costs = list((folder / "step-costs").glob("*.json"))
-    assert len(costs) == 1, costs
-    measured = json.loads(costs[0].read_text())
-    one = measured["verify"]["1"]
-    costs[0].write_text(json.dumps({**measured, "verify": {size: one for size in measured["verify"]}}))
+    cache = pinned_costs(tmp_path_factory.mktemp("flat-costs"), *args, flat=True)
     running = Server(*args, keys="k-none,k-files,k-prefix,k-suffix", env=cache)
     yield running
     running.stop()

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -64,6 +65,23 @@ class Server:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             self.process.wait(timeout=30)
+
+
+def pinned_costs(folder: Path, *args: str, flat: bool = False) -> dict[str, str]:
+    """The environment of a server whose step costs are this machine's (measured by a first start
+    of `specgen serve *args`, cached in `folder`) but for the cost of a change of pass size, made
+    nothing, as on a CPU with a real model (0.1 ms of a 30 ms pass there); with `flat`, verifying
+    many tokens costs what one does too, as on a GPU. The tiny models' passes take 0.07 ms and a
+    change of size 0.05 ms more, so their loss bound holds the copies of a short reply back, and
+    where this is used the copies themselves are under test."""
+    env = {"SPECGEN_CACHE_DIR": str(folder)}
+    Server(*args, env=env).stop()  # measures this machine's costs and caches them
+    [cached] = (folder / "step-costs").glob("*.json")
+    measured = json.loads(cached.read_text())
+    one = measured["verify"]["1"]
+    verify = {size: one for size in measured["verify"]} if flat else measured["verify"]
+    cached.write_text(json.dumps({**measured, "verify": verify, "switch": 0.0}))
+    return env
 
 
 @pytest.fixture(scope="module")

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from test_serve import Server
+from test_serve import Server, pinned_costs
 
 KEYS = ("key-one", "key-two", "key-three", "key-four")
 OPENING = "shared system text with a long common prefix " * 12
 
 
 @pytest.fixture(scope="module")
-def users_server(tiny_models):
-    """Auto drafting (the default), so the copy memory is in play, and keys from the environment."""
-    running = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]),
-                     "--ctx", "2048", "-t", "1", "-n", "8", keys=" , ".join(KEYS))
+def users_server(tiny_models, tmp_path_factory):
+    """Auto drafting (the default), so the copy memory is in play, and keys from the environment;
+    a change of pass size costs nothing (`pinned_costs`)."""
+    args = ("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "--ctx", "2048", "-t", "1",
+            "-n", "8")
+    running = Server(*args, keys=" , ".join(KEYS), env=pinned_costs(tmp_path_factory.mktemp("costs"), *args))
     yield running
     running.stop()
 
