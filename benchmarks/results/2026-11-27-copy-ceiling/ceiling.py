@@ -11,7 +11,11 @@ oracle saves). Dynamic programming over positions finds the cheapest schedule; t
 reply's plain time over it. No drafter that copies contiguous text written before can beat it:
 it knows which copy holds and for how long.
 
-    python ceiling.py TARGET.gguf PROMPTS.jsonl [THREADS]
+    python ceiling.py TARGET.gguf PROMPTS.jsonl [COSTS.json]
+
+COSTS.json: another machine's step costs, as `specgen bench --json` writes them (`step_costs`:
+seconds by batch size, `switch`), priced instead of this machine's (the replies are this
+machine's: greedy text does not depend on the machine, near-ties apart).
 """
 import json
 import sys
@@ -21,9 +25,10 @@ from specgen.llama.library import llama
 
 llama()  # llama.cpp before numpy (h100-2)
 
+from specgen.decoding.costs import StepCosts  # noqa: E402
 from specgen.decoding.loop import GenerationConfig, generate  # noqa: E402
 from specgen.decoding.events import Round  # noqa: E402
-from specgen.llama.calibrate import cached_costs  # noqa: E402
+from specgen.llama.calibrate import calibrate  # noqa: E402
 from specgen.llama.grammar import Grammar, schema_example, schema_grammar  # noqa: E402
 from specgen.llama.model import LoadOptions, Model  # noqa: E402
 from specgen.llama.pair import encode_prompt  # noqa: E402
@@ -57,10 +62,12 @@ def cheapest(matches: list[int], cost) -> float:
 
 def main() -> None:
     target_path, prompts = sys.argv[1], Path(sys.argv[2])
-    threads = int(sys.argv[3]) if len(sys.argv) > 3 else 2
-    with Model(target_path, LoadOptions(n_threads=threads)) as target:
+    with Model(target_path, LoadOptions(n_threads=2)) as target:
         target.sync(target.encode_chat([("user", "hello")]))
-        costs = cached_costs(target, None)
+        costs = calibrate(target)  # measured now, as a bench does
+        if len(sys.argv) > 3:
+            other = json.loads(Path(sys.argv[3]).read_text())["step_costs"]
+            costs = StepCosts({int(n): s for n, s in other["verify"].items()}, {}, other["switch"])
         def cost(size: int) -> float:
             return costs.verify_cost(size) + (costs.switch if size > 1 else 0.0)
         for line in prompts.read_text().splitlines():
@@ -77,7 +84,7 @@ def main() -> None:
             copyable = sum(1 for m in matches if m > 0)
             print(f"{record['name']:18s} {len(reply):4d} tokens, {copyable / len(reply):4.0%} start a copy; "
                   f"oracle copier {plain / oracle:.2f}x plain decoding here "
-                  f"(pass ms 1/4/16/64: {', '.join(f'{costs.verify_cost(n) * 1000:.0f}' for n in (1, 4, 16, 64))})",
+                  f"(pass ms 1/4/16/64: {', '.join(f'{costs.verify_cost(n) * 1000:.1f}' for n in (1, 4, 16, 64))}, switch {costs.switch * 1000:.1f})",
                   flush=True)
 
 
