@@ -18,6 +18,7 @@ seconds by batch size, `switch`), priced instead of this machine's (the replies 
 machine's: greedy text does not depend on the machine, near-ties apart).
 """
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -60,14 +61,23 @@ def cheapest(matches: list[int], cost) -> float:
     return best[0]
 
 
+def steady_costs(target, times: int = 5) -> StepCosts:
+    """This machine's costs: the median of `times` calibrations, size by size (one calibration
+    on a shared 2-vCPU VM read a 16-token pass at 249 ms in one run and 328 ms in another)."""
+    runs = [calibrate(target) for _ in range(times)]
+    verify = {n: statistics.median(run.verify[n] for run in runs) for n in runs[0].verify}
+    return StepCosts(verify, {}, statistics.median(run.switch for run in runs))
+
+
 def main() -> None:
     target_path, prompts = sys.argv[1], Path(sys.argv[2])
     with Model(target_path, LoadOptions(n_threads=2)) as target:
         target.sync(target.encode_chat([("user", "hello")]))
-        costs = calibrate(target)  # measured now, as a bench does
         if len(sys.argv) > 3:
             other = json.loads(Path(sys.argv[3]).read_text())["step_costs"]
             costs = StepCosts({int(n): s for n, s in other["verify"].items()}, {}, other["switch"])
+        else:
+            costs = steady_costs(target)
         def cost(size: int) -> float:
             return costs.verify_cost(size) + (costs.switch if size > 1 else 0.0)
         for line in prompts.read_text().splitlines():
