@@ -238,8 +238,9 @@ class Policy:
             if reach < 1e-3:  # the longer drafts add under 0.064 tokens: not worth pricing
                 break
             tokens += reach
-            speed = tokens / (self.pass_cost(k + 1) * self._factor(LOOKUP, k))
-            if self.pass_cost(k + 1) - one > bearable:
+            cost = self.pass_cost(k + 1)
+            speed = tokens / (cost * self._factor(LOOKUP, k))
+            if cost - one > bearable:
                 self.held_back = self.held_back or speed > 1.0 / (one * self.factor[PLAIN])
                 continue
             if speed > best_speed:
