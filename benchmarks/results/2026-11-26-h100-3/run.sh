@@ -13,42 +13,23 @@
 # llama-speculative-simple with the same files and prompts. Everything lands in $OUT.
 set -u
 R=benchmarks/results/2026-11-26-h100-3
-G=$PWD/.gpu
-O=${OUT:-/tmp/out}
-LIMIT=${LIMIT:-500}          # seconds this script may take; later steps are skipped past it
+LOG=log.txt LIMIT=${LIMIT:-500}  # seconds this script may take; later steps are skipped past it
 B=${BUILD:-/tmp/b}           # BUILD=an existing llama.cpp build folder skips the build (a dry run)
 N_TOKENS=${N_TOKENS:-128} REPEATS=${REPEATS:-3}  # smaller in a dry run on a CPU
-mkdir -p "$O" /tmp/m
-start=$(date +%s)
-elapsed() { echo $(( $(date +%s) - start )); }
-log() { echo "[$(elapsed) s] $*" | tee -a "$O/log.txt"; }
-left() { [ $(( LIMIT - $(elapsed) )) -gt "$1" ]; }
-quiet() { grep -v "^ggml_cuda_init\|^  Device\|^load_backend"; }
-[ -d "$G/whl" ] && python3 -c "import sys; sys.exit(sys.version_info[:2] != (3, 12))" && { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$G"/whl/*.whl || exit 1; }
-export PYTHONPATH=$G/site:/tmp/site:$PWD PYTHONUNBUFFERED=1 SPECGEN_CACHE_DIR=/tmp/sgcache
+source benchmarks/scripts/device/common.sh
+export PYTHONPATH=$PYTHONPATH:$PWD
 
 log "machine"
 { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv
   nproc; lscpu | grep -m1 "Model name"; python3 --version; } 2>&1 | tee -a "$O/log.txt"
 
 log "random F16 models, in the background while llama.cpp builds"
-( for spec in "target T --quiet-from 8 --scale 0.1" "target S --layers 8" "draft N"; do
-    set -- $spec
-    [ -e "/tmp/m/$1-skel.gguf" ] || gunzip -c "$G/skel/$1.gguf.gz" > "/tmp/m/$1-skel.gguf"
-    python3 benchmarks/results/2026-11-26-h100/random_model.py fill "/tmp/m/$1-skel.gguf" "/tmp/m/$2-f16.gguf" "${@:3}" && echo "$2 filled"
-  done ) > /tmp/fill.log 2>&1 &
+fill_standins "target T --quiet-from 8 --scale 0.1" "target S --layers 8" "draft N" > /tmp/fill.log 2>&1 &
 fill=$!
 
 if [ ! -x "$B/bin/llama-speculative-simple" ]; then
   log "build"
-  cmake -S "$G/llama.cpp" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
-    -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90-real -DGGML_CUDA_FA=OFF -DGGML_RPC=ON \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=ON -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF \
-    -DLLAMA_BUILD_TOOLS=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF > /tmp/cmake.log 2>&1 || { tail -20 /tmp/cmake.log | tee -a "$O/log.txt"; exit 1; }
-  timeout $(( LIMIT - $(elapsed) - 120 )) cmake --build "$B" -j"$(nproc)" \
-    --target llama llama-bench llama-quantize llama-speculative-simple > /tmp/build.log 2>&1
-  status=$?; tail -30 /tmp/build.log > "$O/build-tail.txt"
-  [ $status -eq 0 ] || { log "build stopped ($status)"; tail -5 /tmp/build.log | tee -a "$O/log.txt"; exit 1; }
+  EXAMPLES=ON build_llama "$B" llama llama-bench llama-quantize llama-speculative-simple || exit 1
 fi
 log "built"
 export LLAMA_CPP_LIB_PATH=$B/bin LD_LIBRARY_PATH=$B/bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -9,9 +9,7 @@ B=/tmp/b
 source benchmarks/scripts/device/common.sh
 export PYTHONPATH=$PYTHONPATH:$PWD
 log "machine"; { nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv; nproc; } 2>&1 | tee -a "$O/log.txt"
-( gunzip -c "$G/skel/target.gguf.gz" > /tmp/m/target-skel.gguf
-  python3 benchmarks/results/2026-11-26-h100/random_model.py fill /tmp/m/target-skel.gguf /tmp/m/T-f16.gguf --quiet-from 8 --scale 0.1 && echo "T filled"
-) > /tmp/fill.log 2>&1 &
+fill_standins "target T --quiet-from 8 --scale 0.1" > /tmp/fill.log 2>&1 &
 fill=$!
 log "build"
 build_llama "$B" llama llama-quantize || exit 1

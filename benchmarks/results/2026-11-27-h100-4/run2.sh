@@ -11,10 +11,10 @@ tar xJf .libs/libs.tar.xz -C $B || exit 1
 export LLAMA_CPP_LIB_PATH=$B LD_LIBRARY_PATH=$B
 log "libraries: $(ls $B | tr '\n' ' ')"
 gunzip -c "$G/skel/target.gguf.gz" > /tmp/m/target-skel.gguf
-for spec in "T --quiet-from 8 --scale 0.1" "S --layers 8"; do
+for spec in "T --quiet-from 8 --scale 0.1" "S --layers 8"; do  # both at once, from the skeleton unpacked above
   set -- $spec
-  ( python3 benchmarks/results/2026-11-26-h100/random_model.py fill /tmp/m/target-skel.gguf "/tmp/m/$1-f16.gguf" "${@:2}" \
-    && $B/llama-quantize "/tmp/m/$1-f16.gguf" "/tmp/m/$1.gguf" Q4_K_M 8 > /dev/null 2>&1 && rm -f "/tmp/m/$1-f16.gguf" ) &
+  ( fill_standins "target $*" && $B/llama-quantize "/tmp/m/$1-f16.gguf" "/tmp/m/$1.gguf" Q4_K_M 8 > /dev/null 2>&1 \
+    && rm -f "/tmp/m/$1-f16.gguf" ) &
 done
 wait; ls -la /tmp/m/*.gguf | tee -a "$O/log2.txt"; log "models ready"
 P=/tmp/prompts; mkdir -p $P
