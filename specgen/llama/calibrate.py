@@ -48,10 +48,11 @@ DEFAULT = StepCosts(
 )
 
 
-def time_passes(model, sizes: tuple[int, ...] = SIZES) -> tuple[dict[int, float], float]:
+def time_passes(model, sizes: tuple[int, ...] = SIZES, switching: bool = True) -> tuple[dict[int, float], float]:
     """Seconds of one pass at each size that fits after the model's current cache (rolled back
     after each) where the pass before it had the same size, and what a pass costs more after one
-    of another size (`StepCosts.switch`, from `_switch_cost`).
+    of another size (`StepCosts.switch`, from `_switch_cost`; 0 unless `switching`: the policy
+    prices only the target's).
 
     Each size runs passes in a row, as many as fit in `_STEADY_S` (at most `_PASSES`), after one
     warm-up pass: the first follows a pass of another size, the fastest of the others is the
@@ -61,7 +62,7 @@ def time_passes(model, sizes: tuple[int, ...] = SIZES) -> tuple[dict[int, float]
     filler = model.tokens[-1] if model.tokens else (model.bos if model.bos >= 0 else 0)
     fits = [s for s in sizes if s <= min(model.n_ctx - base, model.n_batch)]
     _passes(model, fits[:1], base, filler)  # warm-up
-    switch = _switch_cost(model, base, filler) if 2 in fits else 0.0
+    switch = _switch_cost(model, base, filler) if switching and 2 in fits else 0.0
     steady = {}
     for n in fits:
         times = [_passes(model, [n], base, filler)[0]]
@@ -109,7 +110,7 @@ def calibrate(target, draft=None) -> StepCosts:
 def _measure(target, draft) -> tuple[StepCosts, bool]:
     """The costs, and whether every size was measured (none left out for lack of room)."""
     verify, switch = time_passes(target)
-    drafts = time_passes(draft, DRAFT_SIZES)[0] if draft is not None else {}
+    drafts = time_passes(draft, DRAFT_SIZES, switching=False)[0] if draft is not None else {}
     complete = set(verify) == {s for s in SIZES if s <= target.n_batch}
     if draft is not None:
         complete = complete and set(drafts) == {s for s in DRAFT_SIZES if s <= draft.n_batch}
