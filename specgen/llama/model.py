@@ -162,7 +162,7 @@ class Model:
         self._memory = lib.llama_get_memory(ctx)
         self.n_vocab = lib.llama_vocab_n_tokens(self._vocab)
         self.n_ctx = lib.llama_n_ctx(ctx)
-        self.n_batch = options.n_batch
+        self.n_batch = lib.llama_n_batch(ctx)  # llama.cpp holds a batch to the context asked for (--ctx 64: 64)
         self.bos = lib.llama_vocab_bos(self._vocab)
         self.add_bos = bool(lib.llama_vocab_get_add_bos(self._vocab))
         self.fim = FimTokens(*(self._special(getattr(lib, f"llama_vocab_fim_{name}"))
@@ -191,13 +191,14 @@ class Model:
     # -- decoding ---------------------------------------------------------------------------
 
     def forward(self, tokens: list[int], all_logits: bool) -> np.ndarray:
-        """Decode up to n_batch tokens; return logits rows (all, or only the last) as a view.
-
-        The view is valid until the next decode of this model.
-        """
-        if len(tokens) > self.n_batch:
-            raise ValueError(f"forward takes at most {self.n_batch} tokens; use prefill for more")
+        """Decode tokens; return logits rows (all, or only the last) as a view, valid until the
+        next decode of this model. More tokens than a batch holds (a verify pass under a small
+        --ctx) are decoded a batch at a time, and their rows returned as a copy."""
         self._check_room(len(tokens))
+        if len(tokens) > self.n_batch:
+            head = self.forward(tokens[: self.n_batch], all_logits)
+            head = head.copy() if all_logits else head[:0]
+            return np.concatenate([head, self.forward(tokens[self.n_batch :], all_logits)])
         rows = len(tokens) if all_logits else 1
         self._fill(tokens, logits_from=len(tokens) - rows)
         self._decode(len(tokens))

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -125,6 +129,36 @@ def test_generation_stops_at_the_context_limit(tiny_models):
         tokens, _, summary = run(small, None, prompt, GenerationConfig(max_tokens=500))
         assert summary.stop_reason == "context"
         assert len(prompt) - 1 + summary.tokens == small.n_ctx == 256
+
+
+# A child process: llama.cpp aborts the whole process when a decode holds more tokens than its batch.
+SMALL_CONTEXT = """
+import json, sys
+from specgen.llama.library import llama
+llama()
+from specgen.decoding.drafters.lookup import PromptLookupDrafter
+from specgen.decoding.loop import GenerationConfig, Round, generate
+from specgen.llama.model import LoadOptions, Model
+with Model(sys.argv[1], LoadOptions(n_ctx=16, n_threads=2, n_gpu_layers=0)) as model:
+    prompt = model.tokenize(sys.argv[2], add_special=True, parse_special=False)
+    rounds = [e for e in generate(model, PromptLookupDrafter(), prompt, GenerationConfig(max_tokens=60, draft_tokens=40))
+              if isinstance(e, Round)]
+    print(json.dumps({"batch": model.n_batch, "longest": max(len(r.drafted) for r in rounds),
+                      "tokens": [t for r in rounds for t in r.tokens]}))
+"""
+
+
+def test_a_context_smaller_than_a_verify_pass_decodes_it_a_batch_at_a_time_and_stays_exact(tiny_models, target_model):
+    """--ctx 16 holds llama.cpp's batch to 16 tokens: a longer prompt is prefilled, and a longer
+    verify pass decoded, 16 at a time, giving the tokens plain decoding gives."""
+    text = "a b c d e f g h i j k l " * 6
+    child = subprocess.run([sys.executable, "-c", SMALL_CONTEXT, str(tiny_models["target"]), text],
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == 0, child.stderr[-2000:]
+    small = json.loads(child.stdout)
+    plain, _, _ = run(target_model, None, encode(target_model, text), GenerationConfig(max_tokens=60))
+    assert small["batch"] == 16 and small["longest"] > 16  # a pass of more than one batch ran
+    assert small["tokens"] == plain
 
 
 def test_utf8_stream_never_splits_a_character():
