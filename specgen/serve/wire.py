@@ -107,7 +107,8 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
                        param="model", code="model_not_found")
     n = _integer(body, "n", 1, 2**31)
     if n not in (None, 1):
-        raise ApiError(400, f"n must be 1, not {n}: specgen serves one choice per request", param="n")
+        raise ApiError(400, f"n must be 1, not {n}: specgen serves one choice per request", param="n",
+                       code="unsupported_parameter")
     stream_options = _typed(body, "stream_options", dict, "an object") or {}
     max_tokens = _integer(body, "max_tokens", 1, 2**31)
     if kind == "chat":
@@ -195,8 +196,10 @@ def response_format(value) -> ResponseFormat | None:
     if kind == "json_object":
         return ResponseFormat(kind)
     if kind != "json_schema":
+        sent = f"type {_show(kind)}" if isinstance(value, dict) else _show(value)
         raise ApiError(400, f"{param} must be {{type: text}}, {{type: json_object}} or {{type: json_schema, "
-                       f"json_schema: {{name, schema}}}}, not {_show(value)}", param=param)
+                       f"json_schema: {{name, schema}}}}, not {sent}",
+                       param=f"{param}.type" if isinstance(value, dict) else param)
     spec = _typed(value, "json_schema", dict, "an object with name and schema", param + ".") or {}
     _typed(spec, "name", str, "a string", param + ".json_schema.")
     _typed(spec, "description", str, "a string", param + ".json_schema.")
@@ -410,10 +413,27 @@ def _messages(value) -> tuple[tuple[str, str], ...]:
         role = message.get("role")
         if not isinstance(role, str) or not role:
             raise ApiError(400, f"{where}.role must be a string such as 'user'", param=f"{where}.role")
-        role = _text(role, f"{where}.role")
+        if role not in MESSAGE_ROLES:
+            raise ApiError(400, f"{where}.role must be one of {', '.join(MESSAGE_ROLES)}, not {_show(role)}",
+                           param=f"{where}.role")
         _unread_message_fields(message, where)
+        _required_message_fields(message, role, where)
         out.append((ROLES.get(role, role), _content(message.get("content"), f"{where}.content")))
     return tuple(out)
+
+
+MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+def _required_message_fields(message: dict, role: str, where: str) -> None:
+    """What OpenAI requires of a message: its content (an assistant's may give way to tool
+    calls), and a tool result's `tool_call_id`."""
+    if message.get("content") is None and not (role == "assistant" and message.get("tool_calls")):
+        needs = "content or tool_calls" if role == "assistant" else "content"
+        raise ApiError(400, f"{where} ({role}) needs {needs}", param=f"{where}.content")
+    if role == "tool" and message.get("tool_call_id") is None:
+        raise ApiError(400, f"{where} (tool) needs the tool_call_id of the call it answers",
+                       param=f"{where}.tool_call_id")
 
 
 # name: accepted as OpenAI's hint, not shown to the model; tool_calls and tool_call_id: read by the template

@@ -354,7 +354,6 @@ def test_bad_chat_messages_get_400(server, messages, fragment):
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "def add\u0000(a, b)"}]}, "messages[0].content"),
     ("/v1/chat/completions", {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": [
         {"type": "text", "text": "hi"}, {"type": "text", "text": "x\u0000"}]}]}, "messages[1].content[1].text"),
-    ("/v1/chat/completions", {"messages": [{"role": "us\u0000er", "content": "hi"}]}, "messages[0].role"),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "stop": ["a", "\u0000b"]}, "stop"),
     ("/v1/completions", {"prompt": "the print\u0000 of self"}, "prompt"),
     ("/v1/completions", {"prompt": ["\u0000"]}, "prompt"),

@@ -71,7 +71,8 @@ def test_a_json_object_reply_is_the_constrained_targets(server, tools_target):
 
 
 @pytest.mark.parametrize("fmt, param", [
-    ({"type": "xml"}, "response_format"),
+    ({"type": "xml"}, "response_format.type"),
+    ("json", "response_format"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": [1]}}, "response_format.json_schema.schema"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": 5}}},
      "response_format.json_schema.schema"),
@@ -84,6 +85,7 @@ def test_a_response_format_that_cannot_be_followed_is_a_400_naming_it(server, fm
         client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
                                                response_format=fmt)
     assert error.value.body["param"] == param
+    assert "'xml'" in error.value.body["message"] if fmt == {"type": "xml"} else True  # what was wrong, not "an object"
     assert client(server).models.list().data, "the server still answers"
 
 
