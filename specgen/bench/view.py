@@ -10,7 +10,9 @@ written here too, so every output format of `specgen bench` lives in one place.
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,8 +32,9 @@ from rich.text import Text
 
 from specgen.bench.runner import BenchResult
 from specgen.bench.stats import BASELINE, ENDPOINT, Stats, csv_rows
-from specgen.errors import UsageError
+from specgen.errors import SpecgenError, UsageError
 from specgen.llama.rpc import placement
+from specgen.storage import write_atomically
 
 BAR_WIDTH = 16
 EIGHTHS = " ▏▎▍▌▋▊▉"
@@ -279,23 +282,36 @@ def _overall(result: BenchResult) -> list[Stats]:
 
 
 def check_output(path: str | Path | None) -> None:
-    """Refuse an output file whose folder is missing before the benchmark runs, not after."""
-    if path is not None and str(path) != "-" and not Path(path).expanduser().parent.is_dir():
+    """Refuse an output file that could not be written before the benchmark runs, not after."""
+    if path is None or str(path) == "-":
+        return
+    place = Path(path).expanduser()
+    if place.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder; name a file in it, such as {place / 'bench.json'}")
+    if not place.parent.is_dir():
         raise UsageError(f"cannot write {path}: its folder does not exist")
+    if not os.access(place.parent, os.W_OK):
+        raise UsageError(f"cannot write {path}: its folder is not writable; name a file in another")
 
 
 def write_json(result: BenchResult, path: str) -> None:
-    """The full JSON document to a file, or to stdout for '-'."""
+    """The full JSON document to a file (whole or not at all), or to stdout for '-'."""
     text = json.dumps(result.to_dict(), indent=2, ensure_ascii=False) + "\n"
     if path == "-":
         sys.stdout.write(text)
     else:
-        Path(path).write_text(text, encoding="utf-8")
+        _write(path, text)
 
 
-def write_csv(result: BenchResult, path: Path) -> None:
+def write_csv(result: BenchResult, path: str) -> None:
     rows = csv_rows(list(result.stats))
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    _write(path, text.getvalue())
+
+
+def _write(path: str, text: str) -> None:
+    if not write_atomically(Path(path).expanduser(), text):
+        raise SpecgenError(f"cannot write {path}; the results are in the table above")

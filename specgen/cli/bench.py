@@ -98,8 +98,8 @@ def bench(
         total += len(prompts) * len(plan.local.configs) * audit_seeds if sampling.temp > 0 else 0
         with progress(total, [p.name for p in prompts], repeats) as started:
             result = benchmark(*models, prompts, plan, raw, started, settings)
+    render(result, sys.stderr if json_path == "-" else sys.stdout)
     if json_path:
         write_json(result, json_path)
     if csv_path:
         write_csv(result, csv_path)
-    render(result, sys.stderr if json_path == "-" else sys.stdout)

@@ -475,6 +475,13 @@ def test_an_output_file_in_a_missing_folder_is_refused_before_the_runs(tmp_path)
     assert code == 2 and "folder does not exist" in stderr and stderr.count("\n") == 1
 
 
+def test_an_output_path_that_is_a_folder_is_refused_before_the_runs(tmp_path):
+    (tmp_path / "p.txt").write_text("a")
+    for option, says in (("--json", "is a folder; name a file in it"), ("--csv", "is a directory")):
+        code, _, stderr = call(["bench", str(tmp_path / "p.txt"), "--target", "t.gguf", option, str(tmp_path)])
+        assert code == 2 and says in stderr and stderr.count("\n") == 1
+
+
 def _overall(config: str, median: float, low: float, high: float) -> Stats:
     drafting = config != "target"
     interval = Interval(low, high) if drafting else None
