@@ -34,7 +34,7 @@ def resolve_models(
         if draft is not None:
             raise UsageError("--draft needs --target PATH (or use --pair NAME for a matched pair)")
         registry = load_registry()
-        chosen = registry.get(pair or registry.default)
+        chosen = registry.get(registry.default if pair is None else pair)
         paths = fetch_pair(chosen, ("target",) if no_draft else ("target", "draft"), offline, precheck=True)
         return Selection(ModelPaths(paths["target"], paths.get("draft")), chosen.draft_tokens)
     if draft is None and not no_draft:

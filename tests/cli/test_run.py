@@ -146,6 +146,10 @@ def test_prompt_longer_than_the_context(pair):
     one_error_line(specgen("run", *pair, "--ctx", "256", "--raw", stdin="word " * 2000), "context holds 256")
 
 
+def test_an_empty_pair_name_is_an_error_not_the_default_pair():
+    one_error_line(specgen("run", "--pair", "", "--raw", "hi"), "pair's name is empty", "specgen pairs")
+
+
 def test_bad_option_value_and_unknown_option(pair):
     one_error_line(specgen("run", "hi", *pair, "-n", "0"), "--max-tokens")
     one_error_line(specgen("run", "hi", *pair, "--frobnicate"), "No such option")
