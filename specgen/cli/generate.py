@@ -119,8 +119,18 @@ def run(
         print()
     if not quiet and not json_out:
         print(summary_line(summary, placement(*layers) if load.rpc else "", predicted_report), file=sys.stderr)
+    if gbnf and not json_out:
+        warn_if_cut(summary.stop_reason, config.max_tokens)
     if summary.stop_reason == "interrupted":
         raise typer.Exit(130)
+
+
+def warn_if_cut(stop_reason: str, max_tokens: int) -> None:
+    """A JSON document cut short by -n or the context is not JSON: one warning on stderr (with
+    --quiet too), so that a pipeline into a JSON reader learns why it fails."""
+    if stop_reason in ("length", "context"):
+        limit = f"-n {max_tokens}; raise it" if stop_reason == "length" else "the end of the context; raise --ctx"
+        print(f"specgen: warning: the JSON is cut short: the output reached {limit}", file=sys.stderr)
 
 
 def schema_file_grammar(path: Path) -> tuple[str, str]:

@@ -37,6 +37,15 @@ def test_the_reply_fits_the_schema_with_and_without_the_draft(tiny_models, schem
     assert shown.stdout == a["text"] and "grammar" in shown.stderr and "ms/round" in shown.stderr
 
 
+def test_a_document_cut_by_the_token_limit_is_warned_of_on_stderr(tiny_models, schema_file):
+    args = ("run", "the print of self", "--target", str(tiny_models["target"]), "--no-draft", "--json-schema",
+            str(schema_file), "-q")
+    cut, whole = specgen(*args, "-n", "3"), specgen(*args, "-n", "80")
+    assert cut.returncode == whole.returncode == 0
+    assert cut.stderr == "specgen: warning: the JSON is cut short: the output reached -n 3; raise it\n"
+    assert whole.stdout.startswith(cut.stdout) and json.loads(whole.stdout) and whole.stderr == ""
+
+
 @pytest.mark.parametrize("content, fragment", [
     (None, "no such file"),
     ("{not json", "not valid JSON"),
