@@ -41,7 +41,7 @@ from specgen.decoding.policy import LOOKUP_MAX
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import UsageError
-from specgen.llama.calibrate import calibrate, drafter_for
+from specgen.llama.calibrate import calibrate, drafter_for, recheck_costs
 from specgen.llama.grammar import Grammar, GrammarError, schema_example, schema_grammar
 from specgen.llama.pair import encode_messages, encode_prompt, encode_tool_chat
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
@@ -384,9 +384,10 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan, asked
     settings = GenerationConfig(plan.max_tokens, config.k, plan.sampling)
     with ExitStack() as owned:
         constraint = owned.enter_context(Grammar(target, asked.grammar)) if asked.grammar is not None else None
-        events = generate(target, drafter_for(target, drafter, settings, config.adaptive, prediction=predicted,
-                                              quoted=asked.quoted, example=asked.example), prompt, settings, constraint)
-        _, summary = consume(events, keep)
+        drafting = drafter_for(target, drafter, settings, config.adaptive, prediction=predicted, quoted=asked.quoted,
+                               example=asked.example)
+        _, summary = consume(generate(target, drafting, prompt, settings, constraint), keep)
+        recheck_costs(target, drafting)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
     fate = report(predicted, output, summary.by_source.get("prediction")) if predicted is not None else None

@@ -69,7 +69,7 @@ def run(
     from specgen.decoding.events import consume
     from specgen.decoding.loop import generate
     from specgen.llama import lookup_cache as memory_file
-    from specgen.llama.calibrate import base_drafter, drafter_for
+    from specgen.llama.calibrate import base_drafter, drafter_for, recheck_costs
     from specgen.llama.grammar import Grammar
     from specgen.llama.library import backend_name
     from specgen.llama.pair import encode_prompt, open_models
@@ -99,9 +99,10 @@ def run(
         drafter = base_drafter(draft_model)
         shared = (memory.index,) if memory is not None else ()
         grammar = owned.enter_context(Grammar(target_model, gbnf)) if gbnf else None
-        events = generate(target_model, drafter_for(target_model, drafter, config, auto, shared, prediction=prediction,
-                                                    quoted=grammar is not None, example=example), tokens, config, grammar)
-        answer, summary = consume(events, on_round)
+        drafter = drafter_for(target_model, drafter, config, auto, shared, prediction=prediction,
+                              quoted=grammar is not None, example=example)
+        answer, summary = consume(generate(target_model, drafter, tokens, config, grammar), on_round)
+        recheck_costs(target_model, drafter)
         kernels, mapped = target_model.kernels, target_model.mapped
         layers = (target_model.layers, draft_model.layers if draft_model else {})
     if lookup_cache and not memory_file.save(lookup_cache, vocabulary, output):

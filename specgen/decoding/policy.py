@@ -91,6 +91,8 @@ RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet pai
 FORESEEN_RISK = 0.06  # the most of the plain-decoding time of a foreseen reply (a prediction's, a schema's) copies may lose
 LOOK_SHARE = 0.01  # the most of a reply's plain-decoding time that weighing drafts may take beyond what drafts saved
 FIRST_LOOKS = 16  # rounds a reply always weighs, so that one that opens by reprinting its source finds its first copy
+STALE_ROUNDS = 16  # timed one-token passes that may show the calibration was measured on a busy machine
+STALE_RATIO = 0.85  # ... when their median ran under this share of the calibrated one-token cost
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,7 @@ class Policy:
         self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else LOOKUP's)
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
+        self.plain_ratios: list[float] = []  # each timed plain round's measured / predicted seconds
         self._round: tuple[float, float, float] = (1.0, 1.0, 0.0)  # gate state: reach, tokens, seconds
 
     # -- predictions --------------------------------------------------------------------------
@@ -271,6 +274,16 @@ class Policy:
                 or self.held_back:
             return True  # (a seeded run decides the same way every time: never from timings)
         return self.looked <= max(self.earned, 0.0) + LOOK_SHARE * self.plain
+
+    def calibration_too_slow(self) -> bool:
+        """Whether this reply's one-token passes ran well under their calibrated cost (the median
+        of at least `STALE_ROUNDS` under `STALE_RATIO` of it). The calibration keeps the fastest
+        of several passes, so passes in the loop, which also weigh drafts and mask rows, take at
+        least as long, unless the machine was busy while the calibration measured: then its
+        costs are too high, and a copy not yet timed is priced at them while plain decoding's
+        learnt time factor follows the faster machine, so copies that would pay are passed over."""
+        ratios = sorted(self.plain_ratios)
+        return len(ratios) >= STALE_ROUNDS and ratios[len(ratios) // 2] < STALE_RATIO
 
     def prefilled(self) -> None:
         """The target's last pass was a prefill: the next pass switches size, whatever it drafts."""
@@ -375,6 +388,8 @@ class Policy:
         self.weighed += 1
         self.kept_last = outcome.drafted > 0 and outcome.accepted > 0
         if self.timed and outcome.seconds is not None:
+            if choice.source == PLAIN:
+                self.plain_ratios.append(outcome.seconds / predicted)
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
             if choice.source == LOOKUP:
                 size = self.copy_factor.setdefault(outcome.drafted + 1, self.factor[LOOKUP])
@@ -390,6 +405,8 @@ class Policy:
         time, and judges the copy offers still open; nothing else is learnt or forgotten."""
         cost = self.costs.verify_cost(1)
         self.plain += cost * (outcome.accepted + 1)
+        if self.timed and outcome.seconds is not None:
+            self.plain_ratios.append(outcome.seconds / self.pass_cost(1))
         self.spent += self.pass_cost(1) * self.factor[PLAIN]
         self.last_size = 1
         self.looked += outcome.looked

@@ -3,7 +3,8 @@
 `calibrate` times isolated passes of both models at batch sizes up to 64 (long copies are
 verified in one batch), keeping the curve as measured; `cached_costs` keeps the result per
 machine, model files, threads and llama.cpp build in specgen's cache folder, so only the first
-run pays. Neither ever raises: what does not fit in the context is left out, and with no room
+run pays, until a reply shows the cached costs were measured on a busy machine
+(`recheck_costs`). Neither ever raises: what does not fit in the context is left out, and with no room
 at all a fixed profile stands in. The auto policy starts from these numbers and `specgen bench` predicts
 speedups from them.
 """
@@ -130,7 +131,7 @@ def cached_costs(target, draft, seeded: bool = False) -> StepCosts:
     profile instead of fresh timings, which would differ from run to run. (Rounding fresh
     timings would not do: noise near a rounding edge still flips a choice.)
     """
-    path = cache_dir() / "step-costs" / f"{_key(target, draft)}.json"
+    path = _path(target, draft)
     try:
         data = json.loads(path.read_text())
         return StepCosts(_table(data["verify"]), _table(data["draft"]), float(data["switch"]))
@@ -142,6 +143,23 @@ def cached_costs(target, draft, seeded: bool = False) -> StepCosts:
     stored = complete and write_atomically(path, json.dumps({"verify": costs.verify, "draft": costs.draft,
                                                                "switch": costs.switch}))
     return costs if stored or not seeded else _default(draft)
+
+
+def recheck_costs(target, drafter) -> bool:
+    """After a reply: where the auto policy found the target's one-token passes running well under
+    their cached cost (`Policy.calibration_too_slow`), the cache was measured while the machine
+    was busy; remove it, so that the next `cached_costs` measures again. Whether it was removed."""
+    if not isinstance(drafter, AutoDrafter) or not drafter.policy.calibration_too_slow():
+        return False
+    try:
+        _path(target, drafter.model.model if drafter.model is not None else None).unlink()
+    except OSError:
+        return False
+    return True
+
+
+def _path(target, draft) -> Path:
+    return cache_dir() / "step-costs" / f"{_key(target, draft)}.json"
 
 
 def _writable(path: Path) -> bool:

@@ -80,7 +80,8 @@ class Registry:
         if name in self.pairs:
             return self.pairs[name]
         if not name.strip():
-            raise UnknownPair("the pair's name is empty; name one, such as " + self.default + " ('specgen pairs' lists them all)")
+            raise UnknownPair(f"the pair's name is empty; name one, such as {self.default} ('specgen pairs' lists "
+                              "them all)")
         raise UnknownPair(f"unknown pair '{name}'{_suggestion(name, list(self.pairs))}; 'specgen pairs' lists them all")
 
 

@@ -29,7 +29,7 @@ from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
 from specgen.decoding.tokens import common_prefix
 from specgen.errors import SpecgenError
-from specgen.llama.calibrate import cached_costs, drafter_for
+from specgen.llama.calibrate import cached_costs, drafter_for, recheck_costs
 from specgen.llama.conversation import Conversation, Prompt
 from specgen.llama.grammar import Grammar, GrammarError, json_grammar, schema_example, schema_grammar
 from specgen.llama.templates import ChatTemplate, TemplateError, call_grammar, model_template
@@ -396,6 +396,8 @@ class Scheduler:
         self.users: dict[int, User] = {}  # made at each user's first request
         draft_model = drafter.model if isinstance(drafter, ModelDrafter) else None
         self.costs = cached_costs(target, draft_model) if auto else None
+        self._costed = draft_model  # the draft model the costs were measured with
+        self._stale_costs = False  # a reply showed the costs were measured on a busy machine: measure again
         # the draft model follows every prompt only where it may draft: with auto, only where the
         # step costs say it could ever pay (on a few CPU cores it cannot, and its prefill is waste)
         may_draft = not auto or (self.costs is not None and Policy(self.costs).model_can_pay())
@@ -483,6 +485,8 @@ class Scheduler:
                 self._current = None
                 self._durations.append(time.perf_counter() - start)
             job.send(last)
+            if self._stale_costs:  # between requests, as at start-up (a request arriving now waits for it)
+                self.costs, self._stale_costs = cached_costs(self.target, self._costed), False
 
     def _user(self, number: int) -> User:
         if number not in self.users:
@@ -581,6 +585,7 @@ class Scheduler:
                 job.send(Delta(text, logprobs))
 
         whole, summary = consume(events, on_round, lambda: pipe.stopped or job.cancelled.is_set())
+        self._stale_costs = recheck_costs(self.target, drafter)
         tail, logprobs, calls = pipe.finish()
         if tail or logprobs:
             job.send(Delta(tail, logprobs))

@@ -28,7 +28,7 @@ from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.decoding.policy import LOOKUP_MAX
 from specgen.errors import SpecgenError
-from specgen.llama.calibrate import base_drafter, drafter_for
+from specgen.llama.calibrate import base_drafter, drafter_for, recheck_costs
 from specgen.llama.conversation import Conversation
 from specgen.llama.lookup_cache import new_memory
 from specgen.llama.model import ContextFull, LoadOptions
@@ -254,6 +254,7 @@ class Chat:
         drafter = drafter_for(self.target, self.drafter, self.config, self.auto, (self.memory.index,))
         events = generate(self.target, drafter, list(prompt.tokens), self.config)
         reply = self.view.render(events, self.k, self.auto, self.totals.tally)
+        recheck_costs(self.target, drafter)
         self.memory.add(list(reply.tokens))
         self.conversation.commit(prompt, reply.text, list(reply.tokens))
         self.totals.add(reply)

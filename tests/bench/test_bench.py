@@ -16,6 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from costfiles import plant_slow_costs
 
 import specgen.decoding.loop
 from specgen.bench import runner as bench_mod
@@ -175,6 +176,17 @@ def test_json_to_stdout_with_prompts_on_stdin_and_no_draft_model(tiny_models):
     assert [c["name"] for c in doc["configs"]] == ["target", "lookup-k3"]
     assert doc["settings"]["draft"] is None and doc["prompts"][1]["kind"] == "stdin"
     assert "verdict:" in stderr
+
+
+def test_a_bench_whose_auto_rows_find_the_cached_costs_too_slow_removes_them(tiny_models, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "p.txt").write_text("def add(a, b):")
+    argv = ["bench", str(tmp_path / "p.txt"), "--target", str(tiny_models["target"]), "--raw", "-t", "1", "-n", "40",
+            "--no-draft", "-k", "auto", "-r", "1", "--warmup", "0"]
+    assert call(argv)[0] == 0  # the auto row measured this machine's costs and cached them
+    stored = plant_slow_costs(tmp_path / "cache")
+    assert call(argv)[0] == 0
+    assert not stored.exists()
 
 
 def test_sampled_bench_audits_distributions(tiny_models, tmp_path):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from costfiles import plant_slow_costs
 
 SPECGEN = [sys.executable, "-m", "specgen"]
 
@@ -144,6 +145,15 @@ def test_empty_prompt(pair):
 
 def test_prompt_longer_than_the_context(pair):
     one_error_line(specgen("run", *pair, "--ctx", "256", "--raw", stdin="word " * 2000), "context holds 256")
+
+
+def test_a_run_that_finds_the_cached_costs_too_slow_removes_them(tiny_models, tmp_path):
+    args = ("run", "def add(a, b):", "--target", str(tiny_models["target"]), "--no-draft", "--raw", "-n", "40", "-q")
+    env = {"SPECGEN_CACHE_DIR": str(tmp_path)}
+    assert specgen(*args, env=env).returncode == 0  # measures this machine's costs and caches them
+    stored = plant_slow_costs(tmp_path)
+    assert specgen(*args, env=env).returncode == 0
+    assert not stored.exists()  # the next run measures again
 
 
 def test_an_empty_pair_name_is_an_error_not_the_default_pair():

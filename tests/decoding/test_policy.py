@@ -10,6 +10,7 @@ import math
 import time
 
 import pytest
+from costfiles import plant_slow_costs
 from policysim import CPU, GPU, TRACES, World, oracle, realize, round_seconds, simulate
 
 from specgen.decoding.auto import AutoDrafter
@@ -23,7 +24,8 @@ from specgen.decoding.auto import evidence
 from specgen.decoding.copy_rates import AGREE, TEXT, CopyEvidence
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
 import specgen.llama.calibrate as calibrate_module
-from specgen.llama.calibrate import cached_costs, calibrate, time_passes
+from specgen.decoding.drafters.lookup import PromptLookupDrafter
+from specgen.llama.calibrate import cached_costs, calibrate, drafter_for, recheck_costs, time_passes
 
 FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.6}, {1: 0.15, 16: 0.5})
 STEEP = StepCosts({1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0, 16: 16.0}, {1: 0.6, 16: 6.0})
@@ -247,6 +249,51 @@ def test_cached_step_costs_hold_only_for_the_cpu_that_measured_them(target_model
     for other in [("Old Xeon", frozenset({"avx2"})), ("New EPYC", frozenset({"avx2", "amx_tile"}))]:
         monkeypatch.setattr(calibrate_module, "cpu_info", lambda cpu=other: cpu)
         assert cached_costs(target_model, draft_model).verify[1] < 10.0, other
+
+
+def plain_rounds(policy: Policy, share: float, rounds: int) -> None:
+    for _ in range(rounds):
+        policy.observe(Outcome(Choice(PLAIN), 0, 0, seconds=share * policy.pass_cost(1)))
+
+
+def test_one_token_passes_well_under_their_calibrated_cost_show_a_calibration_from_a_busy_machine():
+    """The calibration keeps the fastest of a few passes, so a reply's plain passes take at least
+    as long; 16 of them at 0.7 of it say the calibration was measured slow, fewer or closer do not,
+    and a seeded reply (which must decide the same way every time) never says so."""
+    busy = Policy(STEEP)
+    plain_rounds(busy, 0.7, 15)
+    assert not busy.calibration_too_slow()
+    plain_rounds(busy, 0.7, 1)
+    assert busy.calibration_too_slow()
+    as_measured = Policy(STEEP)
+    plain_rounds(as_measured, 0.9, 40)
+    assert not as_measured.calibration_too_slow()
+    seeded = Policy(STEEP, timed=False)
+    plain_rounds(seeded, 0.5, 40)
+    assert not seeded.calibration_too_slow()
+    unweighed = Policy(STEEP)  # rounds that decoded plainly without weighing drafts count too
+    for _ in range(16):
+        unweighed.decoded_plainly(Outcome(Choice(PLAIN), 0, 0, seconds=0.7 * unweighed.pass_cost(1)))
+    assert unweighed.calibration_too_slow()
+
+
+def test_a_reply_that_finds_the_cached_costs_too_slow_removes_them_and_the_next_run_measures_again(
+        target_model, monkeypatch, tmp_path):
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
+    prompt = target_model.tokenize("def add(a, b):", add_special=True, parse_special=False)
+    config = GenerationConfig(max_tokens=48)
+
+    def reply() -> bool:
+        drafter = drafter_for(target_model, PromptLookupDrafter(), config, True)
+        list(generate(target_model, drafter, prompt, config))
+        return recheck_costs(target_model, drafter)
+
+    measured = cached_costs(target_model, None)
+    [stored] = (tmp_path / "step-costs").glob("*.json")
+    assert not reply() and stored.exists()  # costs measured on this (idle) machine hold
+    plant_slow_costs(tmp_path)  # as if measured while the machine was busy
+    assert reply() and not stored.exists()
+    assert cached_costs(target_model, None).verify[1] < 5 * measured.verify[1] and stored.exists()
 
 
 # a machine where the draft model pays (verify nearly flat, a cheap draft step), injected as the

@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 import openai
 import pytest
+from costfiles import plant_slow_costs
 
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Summary
@@ -589,3 +590,26 @@ def test_saved_states_restore_exact_caches_within_their_budget_oldest_dropped_fi
     assert states.take_up([*sequences[2], 3], 1) == 0 and target_model.tokens == []
     assert {s.user for s in states.saved} == {0} and [*sequences[2], 3] in [list(s.tokens) for s in states.saved]
     target_model.truncate(0)
+
+
+def test_a_reply_that_finds_the_cached_costs_too_slow_has_them_measured_again_before_the_next(tiny_models, tmp_path):
+    """Costs cached while the machine was busy (planted: 50 times this machine's) are found too
+    slow by the first reply's one-token passes and measured again between requests."""
+    args = ("--target", str(tiny_models["target"]), "--no-draft", "--ctx", "2048", "-t", "1", "-n", "40")
+    env = {"SPECGEN_CACHE_DIR": str(tmp_path)}
+    Server(*args, env=env).stop()  # measures this machine's costs and caches them
+    cached = plant_slow_costs(tmp_path)
+    slow = json.loads(cached.read_text())["verify"]
+    running = Server(*args, env=env)
+    try:
+        reply = post(running, "/v1/completions", key=None, json={"prompt": "def add(a, b):", "max_tokens": 40})
+        assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] >= 20
+        deadline = time.time() + 30  # removed, then written again (atomically) once measured
+        while time.time() < deadline and (not cached.exists()
+                                          or json.loads(cached.read_text())["verify"]["1"] == slow["1"]):
+            time.sleep(0.2)
+        assert json.loads(cached.read_text())["verify"]["1"] < slow["1"] / 10  # measured again
+        again = post(running, "/v1/completions", key=None, json={"prompt": "x = 1", "max_tokens": 4})
+        assert again.status_code == 200
+    finally:
+        running.stop()

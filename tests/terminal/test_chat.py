@@ -4,6 +4,7 @@ commands, a full context, a pipe, and a real pseudo-terminal driven like a perso
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
@@ -13,11 +14,13 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from costfiles import plant_slow_costs
 from rich.console import Console
 
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Round, Summary
 from specgen.decoding.loop import GenerationConfig
+from specgen.llama.calibrate import cached_costs
 from specgen.llama.conversation import Conversation
 from specgen.llama.model import LoadOptions, Model
 from specgen.terminal.chat import Chat, ChatOptions
@@ -235,6 +238,23 @@ def test_a_full_context_is_a_notice_with_a_way_on(tiny_models):
     assert "forgot the oldest 1 turn(s) to make room" in log
     assert re.search(r"this message needs \d+ tokens but the context holds 256", log)
     assert chat.totals.replies == 3, "the chat went on after each notice"
+
+
+def test_a_reply_that_finds_the_cached_costs_too_slow_has_the_next_reply_measure_them_again(pair, monkeypatch,
+                                                                                              tmp_path):
+    """Costs cached while the machine was busy (planted: 50 times this machine's) are found too
+    slow by the first reply's one-token passes; the second reply measures them again."""
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
+    target, draft = pair
+    cached_costs(target, draft)
+    stored = plant_slow_costs(tmp_path)
+    slow = json.loads(stored.read_text())["verify"]
+    target.truncate(0)
+    draft.truncate(0)
+    options = ChatOptions(GenerationConfig(max_tokens=40, draft_tokens=4), True, None)
+    chat = Chat(target, ModelDrafter(draft), options, PlainView(io.StringIO(), io.StringIO()))
+    chat.loop(script("def add(a, b):", "hi"))
+    assert json.loads(stored.read_text())["verify"]["1"] < slow["1"] / 10
 
 
 # -- the command line: a pipe and a pseudo-terminal ----------------------------------------
