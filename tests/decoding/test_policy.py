@@ -266,7 +266,7 @@ def test_one_token_passes_well_under_their_calibrated_cost_show_a_calibration_fr
     plain_rounds(busy, 0.7, 1)
     assert busy.calibration_too_slow()
     as_measured = Policy(STEEP)
-    plain_rounds(as_measured, 0.9, 40)
+    plain_rounds(as_measured, 0.95, 40)
     assert not as_measured.calibration_too_slow()
     seeded = Policy(STEEP, timed=False)
     plain_rounds(seeded, 0.5, 40)
