@@ -5,7 +5,10 @@ checked by hand. Runs are grouped per prompt, per prompt kind and overall. A gro
 repeat is its tokens over its decode time; the reported rate is the median over repeats (with
 min and max); a speedup is always the ratio of two reported medians. Its 95% interval comes from
 a seeded bootstrap over prompts and repeats, and a configuration is called faster (or slower)
-only when that interval excludes 1. The predicted speedup is the paper's formula with isolated
+only when that interval excludes 1 and a permutation test of the same runs rejects "as fast as
+the target alone" at 5%: on a few runs a percentile bootstrap is far too narrow (one prompt run
+twice each way called 30% of equal configurations faster or slower), while the permutation
+test's level holds for any number of runs, so few runs are called "unclear", as they are. The predicted speedup is the paper's formula with isolated
 step costs (a calibration outside the loop) and the measured acceptance by position, so that its
 gap to the measured speedup is the loop's own overhead (docs/bench-json.md).
 """
@@ -79,7 +82,7 @@ class Stats:
     tokens_per_second: Spread
     speedup: float | None
     speedup_interval: Interval | None  # 95% bootstrap interval; None for the target, or a single run
-    outcome: str | None  # "faster", "slower" or "unclear" (the interval holds 1); None for the target
+    outcome: str | None  # "faster", "slower" or "unclear" (the interval holds 1, or p >= 0.05); None for the target
     prediction: Prediction | None  # None for the target alone, an endpoint, or without step costs
     acceptance_rate: float  # accepted / drafted
     tokens_per_round: float
@@ -91,6 +94,7 @@ class Stats:
     prefill_s: Spread  # per run
     python_s: float = 0.0  # of the decode time, the rounds' own Python: drafting, policy, bookkeeping
     drafted_by_position: tuple[int, ...] = ()  # tokens drafted at each position, over the group's runs
+    p_value: float | None = None  # the permutation test's, of "as fast as the target alone"; None as the interval
     constraint_s: float = 0.0  # of python_s: a JSON schema's grammar (masking verify rows, following the output)
     missed_copy_rounds: int = 0  # copy rounds whose first token the target refused, over the group's runs
 
@@ -151,12 +155,13 @@ class _Totals:
         drafting = config.name != BASELINE
         speedup = self.rate.median / base.rate.median if base.rate.median else None
         interval = speedup_interval(self.records, base.records) if drafting else None
+        p = permutation_p(self.records, base.records) if drafting else None
         return Stats(
             group=group, key=key, config=config.name, drafter=config.drafter, k=config.k,
             adaptive=config.adaptive, runs=self.runs,
             tokens=self.tokens, rounds=self.rounds, drafted=self.drafted, accepted=self.accepted,
             tokens_per_second=self.rate, speedup=speedup, speedup_interval=interval,
-            outcome=outcome(interval) if drafting else None,
+            outcome=outcome(interval, p) if drafting else None, p_value=p,
             prediction=self._predicted(config, costs, speedup)
             if drafting and costs is not None and config.drafter != ENDPOINT else None,
             acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
@@ -232,11 +237,44 @@ def _cells(runs, base_runs) -> tuple[np.ndarray, np.ndarray] | None:
     return tokens, seconds
 
 
-def outcome(interval: Interval | None) -> str:
-    """"faster" or "slower" only when the interval excludes 1; else "unclear"."""
-    if interval is not None and interval.low > 1.0:
+def permutation_p(runs, base_runs, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> float | None:
+    """Two-sided p-value of "the configuration runs as fast as the baseline": under it the two
+    sides' runs of one prompt are exchangeable, so the gap between the sides' mean log rates
+    (a repeat's rate summed over prompts) is recomputed over `resamples` random relabellings
+    within each prompt, and p is the share at least as wide as the observed gap, counting the
+    observed (Phipson and Smyth 2010: never 0, and its level holds at any number of runs). The
+    mean, not the reported median, because a median ignores which side holds the extreme runs.
+    One prompt run twice each way cannot go under 1/3; three times, 1/10; four times, 1/35.
+    None where there is no interval."""
+    cells = _cells(runs, base_runs)
+    if cells is None:
+        return None
+    tokens, seconds = (np.concatenate(side, axis=1) for side in cells)  # (prompts, 2 x repeats): mine, then theirs
+    n_prompts, both = tokens.shape
+    rng = np.random.default_rng(seed)
+    labels = np.argsort(rng.random((resamples, n_prompts, both)), axis=2)
+    shuffled = [np.take_along_axis(np.broadcast_to(a, labels.shape), labels, axis=2) for a in (tokens, seconds)]
+    far = np.abs(_log_gaps(*shuffled))
+    observed = abs(_log_gaps(tokens[None], seconds[None])[0])
+    return float((1 + np.count_nonzero(far >= observed * (1 - 1e-9))) / (resamples + 1))
+
+
+def _log_gaps(tokens: np.ndarray, seconds: np.ndarray) -> np.ndarray:
+    """For each (resample, prompt, mine + theirs) table: the first half's mean log rate minus the
+    second half's, a repeat's rate summed over prompts."""
+    rates = np.log(tokens.sum(axis=1) / seconds.sum(axis=1))
+    half = rates.shape[1] // 2
+    return rates[:, :half].mean(axis=1) - rates[:, half:].mean(axis=1)
+
+
+def outcome(interval: Interval | None, p: float | None = None) -> str:
+    """"faster" or "slower" only when the interval excludes 1 and the permutation test's p is
+    under 1 - CONFIDENCE; else "unclear"."""
+    if interval is None or p is None or p >= 1 - CONFIDENCE:
+        return "unclear"
+    if interval.low > 1.0:
         return "faster"
-    if interval is not None and interval.high < 1.0:
+    if interval.high < 1.0:
         return "slower"
     return "unclear"
 
@@ -286,7 +324,8 @@ def csv_rows(stats: list[Stats]) -> list[dict]:
             "tokens": s.tokens,
             "tokens_per_second": s.tokens_per_second.median, "tokens_per_second_min": s.tokens_per_second.min,
             "tokens_per_second_max": s.tokens_per_second.max, "speedup": s.speedup,
-            "speedup_low": ci.low if ci else None, "speedup_high": ci.high if ci else None, "outcome": s.outcome,
+            "speedup_low": ci.low if ci else None, "speedup_high": ci.high if ci else None, "p_value": s.p_value,
+            "outcome": s.outcome,
             "predicted_speedup": p.speedup if p else None, "acceptance_rate": s.acceptance_rate,
             "expected_tokens_per_round": p.expected_tokens_per_round if p else None,
             "tokens_per_round": s.tokens_per_round,

@@ -41,7 +41,8 @@ def bench(
         help="Draft lengths K to compare; auto: adaptive K, as 'specgen run' decodes.")] = "2,4,8,auto",
     no_lookup: Annotated[bool, typer.Option("--no-lookup", help="Leave out the prompt-lookup drafter.")] = False,
     repeats: Annotated[int, typer.Option(
-        "--repeats", "-r", min=1, help="Measured runs of each configuration per prompt.")] = 3,
+        "--repeats", "-r", min=1, help="Measured runs of each configuration per prompt (one prompt needs 4 to "
+        "show a difference at 5%).")] = 4,
     warmup: Annotated[int, typer.Option(
         "--warmup", min=0, help="Unmeasured runs of each configuration per prompt first.")] = 1,
     sampling: Sampling = Sampling(max_tokens=128),
