@@ -239,13 +239,14 @@ def _cells(runs, base_runs) -> tuple[np.ndarray, np.ndarray] | None:
 
 def permutation_p(runs, base_runs, resamples: int = RESAMPLES, seed: int = BOOTSTRAP_SEED) -> float | None:
     """Two-sided p-value of "the configuration runs as fast as the baseline": under it the two
-    sides' runs of one prompt are exchangeable, so the gap between the sides' mean log rates
-    (a repeat's rate summed over prompts) is recomputed over `resamples` random relabellings
-    within each prompt, and p is the share at least as wide as the observed gap, counting the
-    observed (Phipson and Smyth 2010: never 0, and its level holds at any number of runs). The
-    mean, not the reported median, because a median ignores which side holds the extreme runs.
-    One prompt run twice each way cannot go under 1/3; three times, 1/10; four times, 1/35.
-    None where there is no interval."""
+    sides' runs of one prompt are exchangeable, so the statistic (the mean over prompts of the
+    log ratio of the sides' rates, each side's tokens over its seconds summed over its runs of
+    that prompt) is recomputed over `resamples` random relabellings within each prompt, and p
+    is the share at least as far from 0 as the observed, counting the observed (Phipson and
+    Smyth 2010: never 0, and its level holds at any number of runs). Sums, not the reported
+    medians, because a median ignores which side holds the extreme runs; each prompt apart,
+    because runs of one round are not exchangeable across prompts. One prompt run twice each
+    way cannot go under 1/3; three times, 1/10; four times, 1/35. None where there is no interval."""
     cells = _cells(runs, base_runs)
     if cells is None:
         return None
@@ -260,11 +261,12 @@ def permutation_p(runs, base_runs, resamples: int = RESAMPLES, seed: int = BOOTS
 
 
 def _log_gaps(tokens: np.ndarray, seconds: np.ndarray) -> np.ndarray:
-    """For each (resample, prompt, mine + theirs) table: the first half's mean log rate minus the
-    second half's, a repeat's rate summed over prompts."""
-    rates = np.log(tokens.sum(axis=1) / seconds.sum(axis=1))
-    half = rates.shape[1] // 2
-    return rates[:, :half].mean(axis=1) - rates[:, half:].mean(axis=1)
+    """For each (resample, prompt, mine + theirs) table: the mean over prompts of the log ratio of
+    the first half's rate to the second half's (a side that made no token counts one)."""
+    half = tokens.shape[2] // 2
+    rate = [np.maximum(tokens[..., s].sum(axis=2), 1.0) / seconds[..., s].sum(axis=2)
+            for s in (slice(None, half), slice(half, None))]
+    return np.log(rate[0] / rate[1]).mean(axis=1)
 
 
 def outcome(interval: Interval | None, p: float | None = None) -> str:
