@@ -8,9 +8,10 @@ a seeded bootstrap over prompts and repeats, and a configuration is called faste
 only when that interval excludes 1 and a permutation test of the same runs rejects "as fast as
 the target alone" at 5%: on a few runs a percentile bootstrap is far too narrow (one prompt run
 twice each way called 30% of equal configurations faster or slower), while the permutation
-test's level holds for any number of runs, so few runs are called "unclear", as they are. The predicted speedup is the paper's formula with isolated
-step costs (a calibration outside the loop) and the measured acceptance by position, so that its
-gap to the measured speedup is the loop's own overhead (docs/bench-json.md).
+test's level holds for any number of runs, so few runs are called "unclear", as they are. The
+predicted speedup is the paper's formula with isolated step costs (a calibration outside the
+loop) and the measured acceptance by position, so that its gap to the measured speedup is the
+loop's own overhead (docs/bench-json.md).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class Stats:
     tokens_per_second: Spread
     speedup: float | None
     speedup_interval: Interval | None  # 95% bootstrap interval; None for the target, or a single run
-    outcome: str | None  # "faster", "slower" or "unclear" (the interval holds 1, or p >= 0.05); None for the target
+    outcome: str | None  # "faster", "slower" or "unclear" (the interval holds 1 or p >= 0.05); None for the target
     prediction: Prediction | None  # None for the target alone, an endpoint, or without step costs
     acceptance_rate: float  # accepted / drafted
     tokens_per_round: float

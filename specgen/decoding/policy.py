@@ -92,8 +92,8 @@ FORESEEN_RISK = 0.06  # the most of the plain-decoding time of a foreseen reply 
 LOOK_SHARE = 0.01  # the most of a reply's plain-decoding time that weighing drafts may take beyond what drafts saved
 FIRST_LOOKS = 16  # rounds a reply always weighs, so that one that opens by reprinting its source finds its first copy
 STALE_ROUNDS = 16  # timed one-token passes that may show the calibration was measured on a busy machine
-STALE_RATIO = 0.9  # ... when their median ran under this share of the calibrated one-token cost (a fresh
-# calibration's run at 1.03-1.16 of it on the 2-vCPU EPYC: the loop adds the grammar's and the policy's time)
+STALE_RATIO = 0.9  # ... when their median ran under this share of the calibrated one-token cost (after a fresh
+# calibration the median is 1.06-1.16 on the 2-vCPU EPYC: the loop adds the grammar's and the policy's time)
 
 
 @dataclass(frozen=True)
