@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -47,13 +48,13 @@ def worker(
     from specgen.llama.rpc import RpcError, serve
     from specgen.storage import cache_dir
 
-    host = _worker_host(host, allow_network)
+    host = _worker_host(host, allow_network, port)
     threads = threads or default_threads()
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda number, frame: stop.set())
     _quiet_native_stdout()
-    folder = cache_dir() / "rpc" if cache else None
+    folder = _tensor_cache(cache_dir() / "rpc") if cache else None
     try:
         serving = serve(host, port, threads, folder, stop.is_set)
     except RpcError:
@@ -70,7 +71,7 @@ def worker(
     _stopped()
 
 
-def _worker_host(host: str, allow_network: bool) -> str:
+def _worker_host(host: str, allow_network: bool, port: int) -> str:
     """The address to bind: IPv4 (llama.cpp's server binds an address, not a name), loopback unless allowed."""
     host = "127.0.0.1" if host == "localhost" else host
     try:
@@ -81,8 +82,18 @@ def _worker_host(host: str, allow_network: bool) -> str:
         raise UsageError(f"--host {host} lets other machines reach this worker, and llama.cpp's RPC protocol has "
                          "no authentication; pass --allow-network on a network you trust, or keep --host 127.0.0.1")
     if not address.is_loopback:
-        print("specgen worker: WARNING: " + NO_AUTH.format(where=f"{host}:<port>"), file=sys.stderr, flush=True)
+        print("specgen worker: WARNING: " + NO_AUTH.format(where=f"{host}:{port}"), file=sys.stderr, flush=True)
     return host
+
+
+def _tensor_cache(folder: Path) -> Path:
+    """The folder llama.cpp's server keeps tensors in, made now: it writes nothing where the folder is missing."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--cache cannot make {folder} ({error.strerror}); set SPECGEN_CACHE_DIR to a folder "
+                         "you can write, or drop --cache") from None
+    return folder
 
 
 def _quiet_native_stdout() -> None:

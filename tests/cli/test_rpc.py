@@ -196,6 +196,29 @@ def test_a_worker_beyond_loopback_needs_the_flag(args, fragment):
 
 
 @needs_rpc
+def test_a_worker_with_cache_makes_its_cache_folder_and_one_that_cannot_is_one_line(monkeypatch, tmp_path):
+    """llama.cpp's server writes no tensor where its cache folder is missing: the worker makes it."""
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path / "cache"))
+    worker = Worker("--cache")
+    worker.stop()
+    assert (tmp_path / "cache" / "rpc").is_dir()
+    assert any(f"tensor cache {tmp_path / 'cache' / 'rpc'}" in line for line in worker.lines)
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path / "file"))
+    done = subprocess.run([*SPECGEN, "worker", "--port", str(free_port()), "--cache"], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2
+    one_line(done.stderr, "--cache cannot make", "SPECGEN_CACHE_DIR")
+
+
+@needs_rpc
+def test_a_worker_open_to_the_network_names_its_port_in_the_warning():
+    worker = Worker("--host", "0.0.0.0", "--allow-network")
+    worker.stop()
+    assert any("WARNING" in line and f"0.0.0.0:{worker.port}" in line for line in worker.lines), worker.lines
+
+
+@needs_rpc
 def test_a_taken_port_is_one_line():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
