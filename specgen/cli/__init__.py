@@ -15,7 +15,7 @@ import traceback
 import typer
 
 from specgen.cli import bench, generate, models, worker, export, serve  # noqa: F401 - registers commands in this order
-from specgen.cli.app import ClickException, app
+from specgen.cli.app import ClickException, NoArgsIsHelp, app
 from specgen.errors import SpecgenError, error_line
 
 
@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _load_llama_first(sys.argv[1:] if argv is None else argv)
         result = command.main(args=argv, prog_name="specgen", standalone_mode=False)
+    except NoArgsIsHelp:
+        result = 0  # a bare `specgen` asks for the help, which is printed
     except Exception as error:  # noqa: BLE001 - every error becomes one line
         sys.exit(_report(error))
     except KeyboardInterrupt as error:

@@ -9,6 +9,8 @@ import typer
 
 # Typer may use click or its own vendored copy; take the base class from its own exceptions.
 ClickException = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+# what a bare `specgen` raises once the help is printed (click 8.2 on; () before: nothing to catch)
+NoArgsIsHelp = getattr(sys.modules[ClickException.__module__], "NoArgsIsHelpError", ())
 
 app = typer.Typer(
     name="specgen",

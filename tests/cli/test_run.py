@@ -175,6 +175,11 @@ def test_debug_shows_the_traceback(tiny_models):
     assert result.returncode != 0 and "Traceback" in result.stderr
 
 
+def test_a_bare_specgen_prints_the_help_and_no_error():
+    result = specgen()
+    assert result.returncode == 0 and "Usage: specgen" in result.stdout and result.stderr == ""
+
+
 def test_help_is_instant_and_does_not_import_llama_cpp():
     code = "import sys; from specgen.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\n" \
            "print('llama_cpp' in sys.modules, 'numpy' in sys.modules, 'huggingface_hub' in sys.modules)"
