@@ -105,12 +105,12 @@ def pairs_show(name: str = typer.Argument(..., help="Pair name, e.g. llama3-8b:1
 def pairs_check(
     name: str = typer.Argument(..., help="Pair name, e.g. llama3-8b:1b."), offline: OfflineOpt = False
 ) -> None:
-    """Check from the GGUF headers that the pair's draft can speak for its target (downloads if needed)."""
-    from specgen.models.hub import fetch_pair
+    """Check from the GGUF headers that the pair's draft can speak for its target (the cached
+    files', else read from the hub: a few MB, nothing downloaded)."""
+    from specgen.models.hub import pair_headers
     from specgen.models.registry import load_registry
 
-    paths = fetch_pair(load_registry().get(name), offline=offline)
-    report_verdict(paths["target"], paths["draft"])
+    report_verdict(*pair_headers(load_registry().get(name), offline))
 
 
 @app.command()
@@ -155,15 +155,16 @@ def check(
     draft: Path = typer.Option(..., "--draft", help="Draft model (GGUF file).", dir_okay=False),
 ) -> None:
     """Can this draft speak for this target? Compares the GGUF headers; loads no weights."""
-    report_verdict(target, draft)
-
-
-def report_verdict(target: Path, draft: Path) -> None:
-    """Print the compatibility verdict on stdout; exit 1 when the pair is incompatible."""
     from specgen.models.gguf import read_info
+
+    report_verdict(read_info(target), read_info(draft))
+
+
+def report_verdict(target, draft) -> None:
+    """Print the compatibility verdict of two GGUF headers on stdout; exit 1 when incompatible."""
     from specgen.models.vocab import check_vocabularies
 
-    verdict = check_vocabularies(read_info(target), read_info(draft))
+    verdict = check_vocabularies(target, draft)
     print(f"{'compatible' if verdict.compatible else 'incompatible'}: {verdict.reason}")
     if not verdict.compatible:
         raise typer.Exit(1)

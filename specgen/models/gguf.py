@@ -112,7 +112,7 @@ class _Reader:
     def take(self, fmt: str):
         size = struct.calcsize(fmt)
         if self.pos + size > len(self.buf):
-            raise HeaderTruncated(f"{self.path} is truncated inside its header; download it again")
+            raise HeaderTruncated(f"{self.path} is truncated inside its header; delete it and download it again")
         (value,) = struct.unpack_from("<" + fmt, self.buf, self.pos)
         self.pos += size
         return value
@@ -120,7 +120,7 @@ class _Reader:
     def string(self) -> str:
         size = self.take("Q")
         if self.pos + size > len(self.buf):
-            raise HeaderTruncated(f"{self.path} is truncated inside its header; download it again")
+            raise HeaderTruncated(f"{self.path} is truncated inside its header; delete it and download it again")
         raw = bytes(self.buf[self.pos : self.pos + size])
         self.pos += size
         return raw.decode("utf-8", errors="replace")
@@ -130,7 +130,7 @@ class _Reader:
 
     def skip(self, size: int) -> None:
         if self.pos + size > len(self.buf):
-            raise HeaderTruncated(f"{self.path} is truncated inside its header; download it again")
+            raise HeaderTruncated(f"{self.path} is truncated inside its header; delete it and download it again")
         self.pos += size
 
     def skip_strings(self, count: int) -> None:
@@ -142,7 +142,7 @@ class _Reader:
         except struct.error:
             pos = len(buf) + 1
         if pos > len(buf):
-            raise HeaderTruncated(f"{self.path} is truncated inside its header; download it again")
+            raise HeaderTruncated(f"{self.path} is truncated inside its header; delete it and download it again")
         self.pos = pos
 
     def vocabulary(self, kind: int, decode: bool) -> tuple[list[str] | None, int, str]:
@@ -186,7 +186,7 @@ def read_info(path: str | Path, tokens: bool = True) -> GGUFInfo:
     """
     path = Path(path).expanduser()
     if not path.is_file():
-        raise GGUFError(f"model file not found: {path}; check the path or use --pair to download one")
+        raise GGUFError(f"model file not found: {path}; check the path (or name a pair: 'specgen pairs' lists them)")
     with open(path, "rb") as handle:
         size = path.stat().st_size
         if size < 24 or handle.read(4) != MAGIC:
@@ -236,7 +236,7 @@ def _parse(reader: _Reader, size: int, decode_tokens: bool = True) -> GGUFInfo:
     info = GGUFInfo(reader.path, metadata, size, data_start + data_needed, vocab_size, digest)
     if info.data_end > size:
         raise GGUFError(
-            f"{reader.path} is truncated ({size:,} of {info.data_end:,} bytes); download it again"
+            f"{reader.path} is truncated ({size:,} of {info.data_end:,} bytes); delete it and download it again"
         )
     return info
 

@@ -68,7 +68,12 @@ NOT_CHECKED = "not checked"  # not compared (yet): offline, the hub did not answ
 
 
 def endpoint() -> str:
-    return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+    """The hub's address: $HF_ENDPOINT (a mirror, a local server), else huggingface.co."""
+    address = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+    if not address.startswith(("http://", "https://")):
+        raise HubError(f"HF_ENDPOINT is {address!r}, not an http(s) address; set it to a hub's address, such as "
+                       f"{DEFAULT_ENDPOINT}, or unset it")
+    return address
 
 
 def offline_by_environment() -> bool:
@@ -98,6 +103,7 @@ def fetch(model: ModelFile, offline: bool = False) -> Path:
     offline = offline or offline_by_environment()
     import huggingface_hub
 
+    _quiet_hub()
     try:
         path = huggingface_hub.hf_hub_download(
             model.repo, model.file, cache_dir=hub_cache_dir(), endpoint=endpoint(), local_files_only=offline
@@ -148,6 +154,15 @@ def _compare(model: ModelFile, path: Path, expected: str | None) -> checksums.Ve
     return checksums.Verdict(actual, True, time.time())
 
 
+def _quiet_hub() -> None:
+    """huggingface_hub logs each retry and resume of a failing download as a warning, a dozen
+    lines before specgen's one line saying what failed: shown only with SPECGEN_DEBUG=1."""
+    if os.environ.get("SPECGEN_DEBUG") != "1":
+        from huggingface_hub.utils import logging
+
+        logging.set_verbosity_error()
+
+
 def _verification(path: Path, verdict: checksums.Verdict) -> Verification:
     return Verification(path, VERIFIED if verdict.verified else NOT_VERIFIABLE, verdict.sha256, verdict.checked_at)
 
@@ -189,10 +204,7 @@ def fetch_pair(pair: Pair, roles: tuple[str, ...] = ("target", "draft"), offline
     models = {role: getattr(pair, role) for role in roles}
     missing = [model for model in models.values() if cached_path(model) is None]
     if missing and (offline or offline_by_environment()):
-        raise HubError(
-            f"pair '{pair.name}' is not downloaded and offline mode is on; "
-            f"run 'specgen pull {pair.name}' while online"
-        )
+        raise HubError(f"pair '{pair.name}' is not downloaded and {_offline_why(offline, f'specgen pull {pair.name}')}")
     if missing and precheck and len(models) == 2:
         check_remote_pair(pair)
     if missing:
@@ -214,6 +226,15 @@ def check_remote_pair(pair: Pair) -> None:
             f"{pair.draft.file} cannot draft for {pair.target.file}: {verdict.reason} (read from their "
             f"headers on the hub; nothing downloaded); fix pair '{pair.name}' in {pair.source or 'models.toml'}"
         )
+
+
+def pair_headers(pair: Pair, offline: bool = False) -> tuple[GGUFInfo, GGUFInfo]:
+    """The target's and the draft's GGUF headers: of the cached files, else read from the hub by
+    range requests (a few MB, not the files); offline, a missing file is the offline error."""
+    if (offline or offline_by_environment()) and any(cached_path(m) is None for m in (pair.target, pair.draft)):
+        why = _offline_why(not offline_by_environment(), f"specgen pull {pair.name}")
+        raise HubError(f"pair '{pair.name}' is not downloaded and {why}")
+    return header(pair.target), header(pair.draft)
 
 
 def header(model: ModelFile) -> GGUFInfo:
@@ -277,6 +298,8 @@ def _explain(error: Exception, model: ModelFile, offline: bool, reading: bool = 
     from huggingface_hub import errors
 
     where = f"{model.repo}/{model.file}"
+    if isinstance(error, HubError):  # specgen's own, already one line (a bad HF_ENDPOINT)
+        return error
     if isinstance(error, errors.HFValidationError):
         return HubError(f"the hub client refuses {where}: {_first_line(error)}; fix the repo or file in models.toml")
     if reading and _unreachable(error):
@@ -310,9 +333,18 @@ def _first_line(error: Exception) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def _offline_why(offline: bool, pull: str) -> str:
+    """Why nothing may be downloaded now (--offline, or HF_HUB_OFFLINE in the environment), and
+    the way out: `pull` while online."""
+    if offline:
+        return f"--offline is on; run '{pull}' while online"
+    return f"HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', '').strip()} is set; unset it and run '{pull}' while online"
+
+
 def _not_reachable(where: str, offline: bool) -> HubError:
     if offline:
-        return HubError(f"{where} is not in the Hugging Face cache and offline mode is on; pull it while online")
+        return HubError(f"{where} is not in the Hugging Face cache and "
+                        f"{_offline_why(not offline_by_environment(), 'specgen pull PAIR')}")
     return HubError(
         f"cannot reach {endpoint()} to download {where} (network down?); "
         "check the connection, a proxy or HF_ENDPOINT, then run the command again"

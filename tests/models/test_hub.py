@@ -169,6 +169,7 @@ def test_a_transfer_that_keeps_failing_leaves_nothing_in_the_cache(fake_hub, tin
     monkeypatch.setattr(time, "sleep", lambda seconds: None)  # skip the pause between retries
     code, out, err = specgen(capsys, "pull", DEFAULT)
     assert code == 1 and out == "" and "was cut short" in one_error_line(err)
+    assert "Retry" not in err and "resume" not in err, err  # huggingface_hub's retries: SPECGEN_DEBUG=1 only
     assert hubmod.cached_path(load_registry().get(DEFAULT).target) is None
     assert [p.name for p in hub_cache_dir().rglob("*") if p.is_file() and p.stat().st_size > 1000] == []
 
@@ -214,7 +215,7 @@ def test_offline_with_a_cold_cache_refuses(fake_hub, capsys, monkeypatch):
     assert f"run 'specgen pull {DEFAULT}' while online" in one_error_line(err)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     code, _, err = specgen(capsys, "pull", DEFAULT)
-    assert code == 1 and "offline mode is on" in one_error_line(err)
+    assert code == 1 and f"HF_HUB_OFFLINE=1 is set; unset it and run 'specgen pull {DEFAULT}'" in one_error_line(err)
     assert fake_hub.state.requests == []
 
 
@@ -229,6 +230,12 @@ def test_network_down_says_so(capsys, monkeypatch):
     assert code == 1 and f"cannot reach http://127.0.0.1:{port}" in line and "network down" in line
 
 
+def test_an_hf_endpoint_that_is_no_address_is_named(capsys, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "notaurl")
+    code, _, err = specgen(capsys, "pull", DEFAULT)
+    assert code == 1 and "HF_ENDPOINT is 'notaurl', not an http(s) address" in one_error_line(err)
+
+
 def test_a_full_disk_is_one_line(fake_hub, capsys, monkeypatch):
     def full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -236,6 +243,16 @@ def test_a_full_disk_is_one_line(fake_hub, capsys, monkeypatch):
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", full)
     code, _, err = specgen(capsys, "pull", DEFAULT)
     assert code == 1 and "disk is full" in one_error_line(err) and "HF_HOME" in err
+
+
+def test_pairs_check_reads_the_headers_from_the_hub_and_downloads_nothing(fake_hub, capsys):
+    code, out, err = specgen(capsys, "pairs", "check", DEFAULT)
+    assert code == 0 and out.startswith("compatible: same 'llama' vocabulary"), err
+    pair = load_registry().get(DEFAULT)
+    assert hubmod.cached_path(pair.target) is None and hubmod.cached_path(pair.draft) is None
+    assert all("range" in request.headers for request in fake_hub.state.requests if request.method == "GET")
+    code, _, err = specgen(capsys, "pairs", "check", DEFAULT, "--offline")
+    assert code == 1 and f"--offline is on; run 'specgen pull {DEFAULT}' while online" in one_error_line(err)
 
 
 def test_a_pair_that_fails_preflight(user_pairs, tiny_models, capsys):
