@@ -80,6 +80,7 @@ class RegistryFile:
     path: str
     role: str  # "shipped" or "user"
     in_use: bool
+    error: str = ""  # why the registry cannot be read (a user file's syntax error, ...); "" when it can
 
 
 @dataclass(frozen=True)
@@ -113,16 +114,21 @@ def gather() -> Report:
     """Collect the whole report (imports llama.cpp; loads no model)."""
     build = build_info()
     from specgen.llama.lookup_cache import MAX_TOKENS
+    from specgen.models.registry import RegistryError
 
-    return Report(build, cpu_info(), kernel_choice(build.system_info), model_folders(), registry_files(),
-                  pair_states(), rebuild_advice(build), MAX_TOKENS)
+    try:  # a broken user registry is one finding here, not the end of the report
+        pairs, broken = pair_states(), ""
+    except RegistryError as error:
+        pairs, broken = [], str(error)
+    return Report(build, cpu_info(), kernel_choice(build.system_info), model_folders(), registry_files(broken),
+                  pairs, rebuild_advice(build), MAX_TOKENS)
 
 
 # -- build ------------------------------------------------------------------------------------
 
 
 def build_info() -> Build:
-    from specgen.llama.library import backend_name, gpu_devices, has_rpc, llama, native
+    from specgen.llama.library import backend_name, gpu_backends, gpu_devices, has_rpc, llama, native
     from specgen.llama.library import build_info as library_build_info
 
     lib = llama()
@@ -135,7 +141,7 @@ def build_info() -> Build:
         llama_cpp_python=binding,
         llama_cpp=f"{llama_version} (ggml {ggml})" if ggml else llama_version,
         backend=backend_name(),
-        gpu_offload_built=bool(lib.llama_supports_gpu_offload()),
+        gpu_offload_built=bool(lib.llama_supports_gpu_offload()) and bool(gpu_backends()),
         gpu_devices=gpu_devices(),
         system_info=system_info.strip(" |"),
         rpc=has_rpc(),
@@ -238,11 +244,14 @@ def _measure(label: str, path: Path) -> Folder:
     return Folder(label, str(path), path.is_dir(), size, count)
 
 
-def registry_files() -> list[RegistryFile]:
+def registry_files(broken: str = "") -> list[RegistryFile]:
+    """The shipped registry and the user's; `broken`: why they cannot be read (the user's file
+    is the one that can be broken: the shipped one is tested)."""
     from specgen.models.registry import shipped_path, user_path
 
     user = user_path()
-    return [RegistryFile(str(shipped_path()), "shipped", True), RegistryFile(str(user), "user", user.is_file())]
+    return [RegistryFile(str(shipped_path()), "shipped", True),
+            RegistryFile(str(user), "user", user.is_file(), broken)]
 
 
 def pair_states() -> list[PairState]:
@@ -328,7 +337,8 @@ def render(report: Report) -> str:
         ("threads", f"{cpu.threads} of {cpu.cores} cores (--threads to change)"),
     ]
     rows += [(f"models: {f.label}", _folder(f)) for f in report.folders]
-    rows += [(f"registry ({f.role})", f.path + ("" if f.in_use else " (none)")) for f in report.registry]
+    rows += [(f"registry ({f.role})", f.path + ("" if f.in_use else " (none)") + (f"; BROKEN: {f.error}" if f.error
+                                                                                  else "")) for f in report.registry]
     rows.append(("pairs downloaded", _pairs(report.pairs)))
     rows.append(("lookup memory", f"up to {report.lookup_memory_tokens:,} tokens of past outputs (about "
                  f"{report.lookup_memory_tokens * 100 >> 20} MB) in chat and serve; run keeps it only with --lookup-cache FILE"))

@@ -108,6 +108,19 @@ def gpu_devices() -> list[str]:
     return [f"{device} ({GPU_DEVICE_TYPES[device.kind]})" for device in offload_devices()]
 
 
+def gpu_backends() -> list[str]:
+    """The GPU backends this build of llama.cpp has (CUDA, Metal, Vulkan, ...), whether or not
+    they found a device: every registered backend but the CPU's and RPC's (which offloads to other
+    machines, and makes llama.cpp report GPU offload on a CPU-only build)."""
+    try:
+        count = _bind("ggml_backend_reg_count", ctypes.c_size_t)
+        get = _bind("ggml_backend_reg_get", ctypes.c_void_p, ctypes.c_size_t)
+        name = _bind("ggml_backend_reg_name", ctypes.c_char_p, ctypes.c_void_p)
+    except AttributeError:
+        return []
+    return [found for found in (_text(name(get(index))) for index in range(count())) if found not in ("CPU", "RPC")]
+
+
 def _text(raw) -> str:
     return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw or "")
 

@@ -101,7 +101,10 @@ def test_json_report_is_one_object_with_every_section(downloaded_default_pair, t
     assert build["gpu_offload_works"] == (build["gpu_offload_built"] and bool(build["gpu_devices"]))
     if not build["gpu_offload_built"]:
         assert build["backend"] == "CPU"
-    assert report["registry"][1] == {"path": str(user), "role": "user", "in_use": True}
+    from specgen.llama.library import gpu_backends
+
+    assert build["gpu_offload_built"] == bool(gpu_backends())  # RPC alone is no GPU (llama.cpp reports it as one)
+    assert report["registry"][1] == {"path": str(user), "role": "user", "in_use": True, "error": ""}
     states = {pair["name"]: pair for pair in report["pairs"]}
     assert len(states) == len(load_registry().pairs)
     default = states[downloaded_default_pair]
@@ -109,6 +112,18 @@ def test_json_report_is_one_object_with_every_section(downloaded_default_pair, t
     assert all(p["target"] is None for name, p in states.items() if name != downloaded_default_pair)
     labels = [folder["label"] for folder in report["folders"]]
     assert labels == ["$SPECGEN_MODELS", "Hugging Face cache", "LM Studio", "LM Studio (older)", "Ollama"]
+
+
+def test_a_broken_user_registry_is_a_finding_of_the_report_not_its_end(tmp_path):
+    user = Path(os.environ["SPECGEN_CONFIG_DIR"]) / "models.toml"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text('[pairs."a-1b:1b"\nrepo = 1')
+    done = doctor("--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert "models.toml:1" in report["registry"][1]["error"] and report["pairs"] == []
+    text = doctor()
+    assert text.returncode == 0 and "BROKEN: " in text.stdout and "fix the TOML syntax" in text.stdout
 
 
 def test_repacked_kernels_follow_the_engine_choice():
