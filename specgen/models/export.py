@@ -65,6 +65,7 @@ def from_bench(pair: Pair, bench: dict) -> Speculation:
         outcome = bench["verdict"]["outcome"]
     except (KeyError, TypeError, StopIteration):
         raise UsageError("--bench wants the JSON that 'specgen bench --json PATH' writes") from None
+    _same_models(pair, bench.get("settings") or {})
     if config["adaptive"]:
         copied = 2 * sum(r.get("lookup_rounds", 0) for r in runs) >= max(sum(r.get("rounds", 0) for r in runs), 1)
     else:
@@ -74,6 +75,14 @@ def from_bench(pair: Pair, bench: dict) -> Speculation:
             "costs": "slower than the target alone, like every configuration"}.get(outcome, outcome)
     reason = f"the bench's fastest configuration was {best} ({paid})"
     return Speculation(NGRAM if copied else DRAFT, k, reason)
+
+
+def _same_models(pair: Pair, settings: dict) -> None:
+    """A bench of other model files says nothing of this pair's: refused."""
+    measured = [Path(str(settings[role])).name for role in ("target", "draft") if settings.get(role)]
+    if measured and measured != [pair.target.file, pair.draft.file][: len(measured)]:
+        raise UsageError(f"--bench measured {' and '.join(measured)}, not pair {pair.name}'s {pair.target.file} and "
+                         f"{pair.draft.file}; bench this pair (specgen bench FILE --pair {pair.name} --json OUT)")
 
 
 def llama_server(pair: Pair, spec: Speculation, ctx: int, local: tuple[Path, Path] | None = None) -> Export:

@@ -125,6 +125,19 @@ def test_bench_results_choose_the_method_and_length(tmp_path, best, drafter, k, 
     assert f"fastest configuration was {best}" in done.stderr
 
 
+def test_a_bench_of_other_model_files_is_refused(tmp_path):
+    configs = [{"name": "target", "drafter": "none", "k": 0, "adaptive": False},
+               {"name": "draft-k3", "drafter": "model", "k": 3, "adaptive": False}]
+    document = bench_document("draft-k3", configs, [{"config": "draft-k3", "rounds": 20, "drafted": 10}])
+    pair = load_registry().get(PAIR)
+    for target, refused in (("/models/other-8b.gguf", True), (f"/somewhere/{pair.target.file}", False)):
+        settings = {"target": target, "draft": f"/somewhere/{pair.draft.file}"}
+        (tmp_path / "bench.json").write_text(json.dumps({**document, "settings": settings}))
+        done = export(PAIR, "--to", "vllm", "--bench", str(tmp_path / "bench.json"))
+        assert (done.returncode == 2) == refused, done.stderr
+        assert ("--bench measured other-8b.gguf and" in done.stderr) == refused
+
+
 def test_unreadable_bench_and_unknown_engine_are_one_line(tmp_path):
     (tmp_path / "bad.json").write_text('{"results": []}')
     for args in (["--to", "tgi"], ["--to", "vllm", "--bench", str(tmp_path / "bad.json")],
