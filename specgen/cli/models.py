@@ -128,10 +128,10 @@ def pull(name: str = typer.Argument(..., help="Pair name from 'specgen pairs'.")
     pair = load_registry().get(name)
     paths = fetch_pair(pair, precheck=True)
     checks = [verify(getattr(pair, role), paths[role]) for role in ("target", "draft")]
-    print(f"{paths['target']}\n{paths['draft']}")
     for check in checks:
         print(verification_line(check), file=sys.stderr)
-    preflight(ModelPaths(paths["target"], paths["draft"]))
+    preflight(ModelPaths(paths["target"], paths["draft"]))  # before the paths: stdout holds only usable files
+    print(f"{paths['target']}\n{paths['draft']}")
 
 
 def verification_line(check) -> str:

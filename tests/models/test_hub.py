@@ -329,6 +329,18 @@ def test_files_in_the_local_models_folder_need_no_download(fake_hub, tiny_models
     assert fake_hub.state.requests == []
 
 
+def test_a_pull_that_finds_a_damaged_local_file_prints_no_paths(fake_hub, tiny_models, capsys, monkeypatch, tmp_path):
+    folder = tmp_path / "local-models"
+    folder.mkdir()
+    (folder / TARGET[1]).write_bytes(tiny_models["target"].read_bytes())
+    data = tiny_models["draft"].read_bytes()
+    (folder / DRAFT[1]).write_bytes(data[: len(data) * 9 // 10])  # its header whole, its tensors cut short
+    monkeypatch.setenv("SPECGEN_MODELS", str(folder))
+    code, out, err = specgen(capsys, "pull", DEFAULT)
+    assert code == 1 and out == ""
+    assert "is truncated" in one_error_line(err) and "delete it and download it again" in err
+
+
 @pytest.fixture
 def without_httpx2(monkeypatch):
     """As under a huggingface_hub release that does not use httpx2 (older ones use requests)."""
