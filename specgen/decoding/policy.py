@@ -404,11 +404,11 @@ class Policy:
     def decoded_plainly(self, outcome: Outcome) -> None:
         """A round that weighed no drafts (`worth_looking` said no): it adds to the reply's plain
         time, and judges the copy offers still open; nothing else is learnt or forgotten."""
-        cost = self.costs.verify_cost(1)
-        self.plain += cost * (outcome.accepted + 1)
+        self.plain += self.costs.verify_cost(1) * (outcome.accepted + 1)
+        predicted = self.pass_cost(1)
         if self.timed and outcome.seconds is not None:
-            self.plain_ratios.append(outcome.seconds / self.pass_cost(1))
-        self.spent += self.pass_cost(1) * self.factor[PLAIN]
+            self.plain_ratios.append(outcome.seconds / predicted)
+        self.spent += predicted * self.factor[PLAIN]
         self.last_size = 1
         self.looked += outcome.looked
         self._learn_copies(outcome.copies)

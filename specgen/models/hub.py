@@ -202,9 +202,7 @@ def fetch_pair(pair: Pair, roles: tuple[str, ...] = ("target", "draft"), offline
     """Both files of a pair (or the roles asked for), with a notice on stderr before a download;
     with `precheck` (and both roles), their headers are checked as a pair before any download."""
     models = {role: getattr(pair, role) for role in roles}
-    missing = [model for model in models.values() if cached_path(model) is None]
-    if missing and (offline or offline_by_environment()):
-        raise HubError(f"pair '{pair.name}' is not downloaded and {_offline_why(offline, f'specgen pull {pair.name}')}")
+    missing = _missing(pair, models.values(), offline)
     if missing and precheck and len(models) == 2:
         check_remote_pair(pair)
     if missing:
@@ -231,10 +229,16 @@ def check_remote_pair(pair: Pair) -> None:
 def pair_headers(pair: Pair, offline: bool = False) -> tuple[GGUFInfo, GGUFInfo]:
     """The target's and the draft's GGUF headers: of the cached files, else read from the hub by
     range requests (a few MB, not the files); offline, a missing file is the offline error."""
-    if (offline or offline_by_environment()) and any(cached_path(m) is None for m in (pair.target, pair.draft)):
-        why = _offline_why(not offline_by_environment(), f"specgen pull {pair.name}")
-        raise HubError(f"pair '{pair.name}' is not downloaded and {why}")
+    _missing(pair, (pair.target, pair.draft), offline)
     return header(pair.target), header(pair.draft)
+
+
+def _missing(pair: Pair, models, offline: bool) -> list[ModelFile]:
+    """Those of `models` (files of `pair`) not downloaded; none may be while offline."""
+    missing = [model for model in models if cached_path(model) is None]
+    if missing and (offline or offline_by_environment()):
+        raise HubError(f"pair '{pair.name}' is not downloaded and {_offline_why(f'specgen pull {pair.name}')}")
+    return missing
 
 
 def header(model: ModelFile) -> GGUFInfo:
@@ -333,18 +337,18 @@ def _first_line(error: Exception) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def _offline_why(offline: bool, pull: str) -> str:
-    """Why nothing may be downloaded now (--offline, or HF_HUB_OFFLINE in the environment), and
+def _offline_why(pull: str) -> str:
+    """Why nothing may be downloaded now (HF_HUB_OFFLINE in the environment, else --offline), and
     the way out: `pull` while online."""
-    if offline:
-        return f"--offline is on; run '{pull}' while online"
-    return f"HF_HUB_OFFLINE={os.environ.get('HF_HUB_OFFLINE', '').strip()} is set; unset it and run '{pull}' while online"
+    if offline_by_environment():
+        return f"HF_HUB_OFFLINE={os.environ['HF_HUB_OFFLINE'].strip()} is set; unset it and run '{pull}' while online"
+    return f"--offline is on; run '{pull}' while online"
 
 
 def _not_reachable(where: str, offline: bool) -> HubError:
     if offline:
         return HubError(f"{where} is not in the Hugging Face cache and "
-                        f"{_offline_why(not offline_by_environment(), 'specgen pull PAIR')}")
+                        f"{_offline_why('specgen pull PAIR')}")
     return HubError(
         f"cannot reach {endpoint()} to download {where} (network down?); "
         "check the connection, a proxy or HF_ENDPOINT, then run the command again"
