@@ -33,7 +33,7 @@ def tiny_models(tmp_path_factory) -> dict[str, Path]:
 # The tiny models stay on the CPU, where a one-token and a batched pass agree to 0.0002 in the
 # logits; on CUDA (an H100) they differ by up to 0.26, enough to flip their near-ties, and the
 # token-for-token tests would test llama.cpp's GPU kernels rather than the loop
-# (benchmarks/results/2026-11-26-h100-2/near_tie.py).
+# (benchmarks/results/2026-11-26-h100-2/).
 ON_THE_CPU = LoadOptions(n_ctx=2048, n_threads=2, n_gpu_layers=0)
 
 
