@@ -50,7 +50,8 @@ def longest_matches(context: list[int], reply: list[int]) -> list[int]:
         written, best = context + reply[:i], 0
         for start in range(len(written)):
             n = 0
-            while n < LONGEST and i + n < len(reply) and start + n < len(written) and written[start + n] == reply[i + n]:
+            limit = min(LONGEST, len(reply) - i, len(written) - start)
+            while n < limit and written[start + n] == reply[i + n]:
                 n += 1
             best = max(best, n)
         out.append(best)
@@ -62,7 +63,7 @@ def cheapest(matches: list[int], cost: Callable[[int], float]) -> float:
     n = len(matches)
     best = [0.0] * (n + 1)
     for i in range(n - 1, -1, -1):
-        best[i] = min(cost(d + 1) + best[min(i + d + 1, n)] for d in range(0, min(matches[i], n - i - 1) + 1))
+        best[i] = min(cost(d + 1) + best[min(i + d + 1, n)] for d in range(min(matches[i], n - i - 1) + 1))
     return best[0]
 
 

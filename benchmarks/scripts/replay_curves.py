@@ -27,16 +27,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
-from copyreplay import CURVES, geometric_mean, qwen_vocabulary, replay  # noqa: E402
+from copyreplay import CURVES, geometric_mean, qwen_vocabulary, replay
 
-from specgen.decoding.drafters.base import Vocabulary  # noqa: E402
+from specgen.decoding.drafters.base import Vocabulary
+
+Curve = tuple[str, dict[int, float]]  # a name and seconds of a pass by its tokens
 
 
-def parse_curve(text: str) -> tuple[str, dict[int, float]]:
+def parse_curve(text: str) -> Curve:
     """NAME (one of copyreplay's curves) or NAME=SIZE:SECONDS,SIZE:SECONDS,..."""
     if "=" not in text:
         if text not in CURVES:
-            raise argparse.ArgumentTypeError(f"unknown curve {text!r}: name one of {', '.join(CURVES)} or give NAME=1:.065,2:.1,...")
+            names = ", ".join(CURVES)
+            raise argparse.ArgumentTypeError(f"unknown curve {text!r}: name one of {names}, or give NAME=1:.065,...")
         return text, CURVES[text]
     name, points = text.split("=", 1)
     try:
@@ -48,7 +51,7 @@ def parse_curve(text: str) -> tuple[str, dict[int, float]]:
     return name, curve
 
 
-def curves_to_run(chosen: list[tuple[str, dict[int, float]]], added_ms: list[float]) -> list[tuple[str, dict[int, float]]]:
+def curves_to_run(chosen: list[Curve], added_ms: list[float]) -> list[Curve]:
     """Each chosen curve, then each again with every added delay."""
     out = []
     for name, curve in chosen:
@@ -79,7 +82,8 @@ def main() -> None:
     parser.add_argument("outputs", type=Path, nargs="+", help="recorded outputs (JSON, tests/copyreplay.py's format)")
     parser.add_argument("--vocab", type=Path, help="the model file whose vocabulary the recorded tokens are")
     parser.add_argument("--curve", type=parse_curve, action="append", help="NAME or NAME=SIZE:SECONDS,... (repeatable)")
-    parser.add_argument("--add-ms", type=float, action="append", default=[], help="also each curve with MS added to every pass")
+    parser.add_argument("--add-ms", type=float, action="append", default=[],
+                        help="also replay each curve with MS added to every pass (repeatable)")
     parser.add_argument("--example", choices=("with", "without", "both"), default="with",
                         help="replay with the record's schema example, without it, or both (default with)")
     args = parser.parse_args()

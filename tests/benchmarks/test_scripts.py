@@ -1,0 +1,261 @@
+"""Every script under benchmarks/scripts runs, so that none breaks silently when the code it uses
+changes: each runs on the recorded data of a results folder or on the suite's tiny models in a
+few seconds, or, where it needs what CI lacks (a running server, llama.cpp's own tools, a GPU
+machine), is checked by `--help` or `bash -n`. A script added without a test here fails
+`test_every_script_is_covered`."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = ROOT / "benchmarks" / "scripts"
+RESULTS = ROOT / "benchmarks" / "results"
+RECORDED = ROOT / "tests" / "data" / "greedy-outputs.json"
+
+# each script and the test that runs it; a script missing here fails the first test
+COVERED = {
+    "copy_ceiling.py": "test_copy_ceiling_prices_a_tiny_models_schema_reply",
+    "copy_offers.py": "test_copy_offers_tallies_every_offer_of_a_replay",
+    "delay_proxy.py": "test_delay_proxy_holds_each_direction",
+    "fim_bench.py": "test_server_scripts_answer_help",
+    "make_figure.py": "test_make_figure_draws_a_recorded_bench",
+    "query_bench.py": "test_query_bench_times_every_history_length",
+    "record_outputs.py": "test_record_outputs_records_the_target_alones_reply",
+    "replay_curves.py": "test_replay_curves_means_and_added_delays",
+    "specbench_prompts.py": "test_specbench_prompts_draws_disjoint_splits",
+    "llama-cpp/compare.py": "test_compare_reads_llama_cpp_lines_as_recorded",
+    "llama-cpp/template_prompts.py": "test_template_prompts_writes_the_chat_template",
+    "llama-cpp/draft_free.sh": "test_shell_scripts_parse",
+    "llama-cpp/json_check.sh": "test_shell_scripts_parse",
+    "llama-cpp/noamx.c": "test_noamx_shim_compiles",
+    "device/common.sh": "test_shell_scripts_parse",
+    "device/pack.sh": "test_shell_scripts_parse",
+}
+
+
+def script(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run benchmarks/scripts/NAME with this Python from the repository root."""
+    return subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                              [str(ROOT), os.environ.get("PYTHONPATH", "")])})
+
+
+def ran(result: subprocess.CompletedProcess) -> str:
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout
+
+
+def test_every_script_is_covered():
+    found = {str(p.relative_to(SCRIPTS)) for p in SCRIPTS.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert found == set(COVERED), (f"scripts without a smoke test here: {sorted(found - set(COVERED))}; "
+                                   f"listed but gone: {sorted(set(COVERED) - found)}")
+    names = {name for name in globals() if name.startswith("test_")}
+    assert set(COVERED.values()) <= names
+
+
+def test_make_figure_draws_a_recorded_bench(tmp_path):
+    reports = [RESULTS / "2026-11-22-repacked-kernels" / name for name in ("code.json", "chat.json")]
+    out = tmp_path / "speedup.svg"
+    ran(script("make_figure.py", *map(str, reports), "-o", str(out)))
+    svg = out.read_text()
+    assert svg.startswith(("<svg", "<?xml"))
+    kinds = {row["key"] for report in reports for row in json.loads(report.read_text())["results"]
+             if row["group"] == "kind"}
+    assert len(kinds) > 1 and all(f">{kind}, auto K<" in svg for kind in kinds)  # every kind is drawn
+
+
+def test_replay_curves_means_and_added_delays():
+    flat = "flat=" + ",".join(f"{n}:0.01" for n in (1, 2, 4, 8, 16, 32, 64))
+    out = ran(script("replay_curves.py", str(RECORDED), "--curve", flat, "--curve", "epyc", "--add-ms", "5",
+                     "--example", "both"))
+    recorded = json.loads(RECORDED.read_text())["outputs"]
+    rows: dict[str, list[float]] = {}
+    for line in out.splitlines():
+        name, output = line.split()[:2]
+        if output != "geometric":
+            rows.setdefault(name, []).append(float(re.search(r"with example ([\d.]+)", line).group(1)))
+            continue
+        mean = float(re.search(r"with example ([\d.]+)", line).group(1))
+        assert mean == pytest.approx(math.exp(sum(map(math.log, rows[name])) / len(rows[name])), abs=2e-3)
+    assert list(rows) == ["flat", "flat+5ms", "epyc", "epyc+5ms"]
+    assert all(len(values) == len(recorded) for values in rows.values())
+    # a pass of 64 tokens costs what one does: every kept copy is free, so no reply is slower
+    assert min(rows["flat"]) >= 1.0 and max(rows["flat"]) > 1.5
+    # a flat curve with 5 ms more on every pass is still flat: the same rounds, the same ratios
+    assert rows["flat+5ms"] == rows["flat"]
+    # a fixed cost added to every pass is paid once by a copy of many tokens: copies gain more
+    assert sum(rows["epyc+5ms"]) > sum(rows["epyc"])
+
+
+def test_replay_curves_refuses_a_bad_curve_in_one_line():
+    for bad in ("nonesuch", "mine=1:x", "mine=2:0.1"):
+        result = script("replay_curves.py", str(RECORDED), "--curve", bad)
+        assert result.returncode == 2 and result.stdout == ""
+        assert "Traceback" not in result.stderr and "--curve" in result.stderr.splitlines()[-1]
+
+
+def test_copy_offers_tallies_every_offer_of_a_replay():
+    out = ran(script("copy_offers.py", str(RECORDED)))
+    counts = [int(n) for n in re.findall(r"of +(\d+)", out)]
+    assert counts and sum(counts) > 0
+
+
+def test_query_bench_times_every_history_length():
+    out = ran(script("query_bench.py"))
+    rows = [line.split() for line in out.splitlines() if line.strip() and line.split()[0].isdigit()]
+    assert [int(row[0]) for row in rows] == [100, 1_000, 4_000, 32_000]
+    assert all(0 < float(row[1]) <= float(row[3]) for row in rows)  # median at most p99
+
+
+def test_compare_reads_llama_cpp_lines_as_recorded():
+    """The folder's draft-free lines give the same best method and rate per prompt as the table it
+    recorded with them (whose specgen columns came from an earlier bench of the same prompts)."""
+    folder = RESULTS / "2026-11-26-specbench-vs-llama-cpp"
+    out = ran(script("llama-cpp/compare.py", str(folder / "draft_free.txt"), str(folder / "bench.json")))
+
+    def best_rates(table: str) -> dict[str, tuple[str, str]]:
+        return {cells[0]: (cells[1], cells[2]) for cells in
+                (line.strip("|").split(" | ") for line in table.splitlines() if line.count("|") == 7)
+                if cells[0].strip() not in ("prompt", "---")}
+
+    recorded = best_rates((folder / "compare-first-run.md").read_text())
+    assert len(recorded) == 30 and best_rates(out) == recorded
+
+
+def test_specbench_prompts_draws_disjoint_splits(tmp_path):
+    kinds = {"writing": "chat", "translation": "translation", "math_reasoning": "math"}
+    questions = [{"question_id": 100 * n + i, "category": category, "turns": [f"question {100 * n + i}", "and then?"]}
+                 for n, category in enumerate(kinds) for i in range(8)]
+    (tmp_path / "question.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
+    ran(script("specbench_prompts.py", str(tmp_path / "question.jsonl"), str(tmp_path / "out"), "--per-kind", "3"))
+    for kind in kinds.values():
+        dev, held = ([json.loads(line) for line in (tmp_path / "out" / split / f"{kind}.jsonl").read_text().split("\n")
+                      if line] for split in ("dev", "heldout"))
+        assert len(dev) == len(held) == 3
+        assert not {r["name"] for r in dev} & {r["name"] for r in held}
+        assert all(r["kind"] == kind and r["prompt"] == f"question {r['name'].split('-')[-1]}" for r in dev + held)
+        assert all(r.get("next_turns") == ["and then?"] for r in dev + held)
+
+
+def test_delay_proxy_holds_each_direction():
+    """A round trip through the proxy takes at least twice its one-way delay longer than without."""
+    upstream = socket.create_server(("127.0.0.1", 0))
+
+    def echo() -> None:
+        connection, _ = upstream.accept()
+        with connection:
+            while data := connection.recv(4096):
+                connection.sendall(data)
+
+    threading.Thread(target=echo, daemon=True).start()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proxy = subprocess.Popen([sys.executable, str(SCRIPTS / "delay_proxy.py"), str(port),
+                              f"127.0.0.1:{upstream.getsockname()[1]}", "150"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client = socket.create_connection(("127.0.0.1", port), timeout=5)
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline and proxy.poll() is None, "the proxy never listened"
+                time.sleep(0.05)
+        with client:
+            start = time.monotonic()
+            client.sendall(b"ping")
+            assert client.recv(16) == b"ping"
+            assert time.monotonic() - start >= 0.3
+    finally:
+        proxy.kill()
+        proxy.wait()
+        upstream.close()
+
+
+def test_server_scripts_answer_help():
+    out = ran(script("fim_bench.py", "--help"))
+    assert "--server" in out and "--cuts" in out
+
+
+def test_shell_scripts_parse():
+    for path in [*SCRIPTS.rglob("*.sh")]:
+        result = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
+        assert result.returncode == 0, f"{path}: {result.stderr}"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+def test_noamx_shim_compiles(tmp_path):
+    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(tmp_path / "noamx.so"),
+                    str(SCRIPTS / "llama-cpp" / "noamx.c")], check=True, capture_output=True)
+    assert (tmp_path / "noamx.so").stat().st_size > 0
+
+
+def test_template_prompts_writes_the_chat_template(tiny_models, tmp_path):
+    prompts = tmp_path / "kind.txt"
+    prompts.write_text("first question\n---\nsecond question\n")
+    ran(script("llama-cpp/template_prompts.py", str(tmp_path / "out"), str(tiny_models["target"]), str(prompts)))
+    written = sorted((tmp_path / "out").iterdir())
+    assert [p.name for p in written] == ["kind-1.txt", "kind-2.txt"]
+    # the tiny target's template is ChatML, written out by hand here
+    assert written[0].read_text() == "<|im_start|>user\nfirst question<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_record_outputs_records_the_target_alones_reply(tiny_models, tmp_path):
+    prompts = tmp_path / "kind.txt"
+    prompts.write_text("the def return\n")
+    out = tmp_path / "outputs.json"
+    ran(script("record_outputs.py", str(tiny_models["target"]), str(out), str(prompts), "-n", "12"))
+    record = json.loads(out.read_text())["outputs"]["kind:1"]
+    assert 0 < len(record["output"]) <= 12 and record["quoted"] is False
+    # the same prompt through the command a user runs, target alone, greedy
+    command = ["run", "--target", str(tiny_models["target"]), "--no-draft", "-k", "0", "-n", "12", "--quiet"]
+    plain = subprocess.run([sys.executable, "-m", "specgen", *command, "the def return"], capture_output=True,
+                           text=True, timeout=120, cwd=ROOT)
+    assert plain.returncode == 0, plain.stderr
+    assert record["text"] == plain.stdout.rstrip("\n")
+
+
+def test_copy_ceiling_prices_a_tiny_models_schema_reply(tiny_models, tmp_path):
+    prompts = tmp_path / "new.jsonl"
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    prompts.write_text(json.dumps({"name": "json-a", "prompt": "give a", "json_schema": schema}) + "\n")
+    costs = tmp_path / "bench.json"
+    costs.write_text(json.dumps({"step_costs": {"verify": {str(n): 0.01 * n for n in (1, 2, 4, 8, 16, 32, 64)},
+                                                "switch": 0.0}}))
+    out = ran(script("copy_ceiling.py", str(tiny_models["target"]), str(prompts), "--costs", str(costs), "-n", "32"))
+    line = out.strip()
+    assert line.startswith("json-a") and "pass ms 1/4/16/64: 10.0, 40.0, 160.0, 640.0, switch 0.0" in line
+    # a pass costs its tokens here, so drafting saves nothing: the oracle is plain decoding exactly
+    assert "oracle copier 1.00x" in line
+
+
+def test_copy_ceiling_oracle_on_a_hand_worked_reply():
+    """The bound's two parts against schedules worked out by hand."""
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import copy_ceiling
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    # reply 1 2 3 9 after context 1 2 3: at 0 all of "1 2 3" is written before, at 1 "2 3", at 2 "3"
+    assert copy_ceiling.longest_matches([1, 2, 3], [1, 2, 3, 9]) == [3, 2, 1, 0]
+    # every pass costs 1: one round drafting the three (and the target adding the 9) costs 1
+    assert copy_ceiling.cheapest([3, 2, 1, 0], lambda size: 1.0) == 1.0
+    # a pass costs its size: no schedule beats four single passes
+    assert copy_ceiling.cheapest([3, 2, 1, 0], float) == 4.0
+    # 4 tokens cost 2.5, 2 tokens 1.5: drafting 3 (2.5) beats 1+1+1+1 (4) and 2+2 (3.0)
+    assert copy_ceiling.cheapest([3, 2, 1, 0], {1: 1.0, 2: 1.5, 3: 2.0, 4: 2.5}.__getitem__) == 2.5
