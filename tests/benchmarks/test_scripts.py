@@ -253,6 +253,10 @@ def test_copy_ceiling_oracle_on_a_hand_worked_reply():
         sys.path.remove(str(SCRIPTS))
     # reply 1 2 3 9 after context 1 2 3: at 0 all of "1 2 3" is written before, at 1 "2 3", at 2 "3"
     assert copy_ceiling.longest_matches([1, 2, 3], [1, 2, 3, 9]) == [3, 2, 1, 0]
+    # a match may run to the reply's last token, but copies only what was written before it:
+    # 5 5 5 after one 5 finds one 5, then two, then one
+    assert copy_ceiling.longest_matches([7, 1, 2], [1, 2]) == [2, 1]
+    assert copy_ceiling.longest_matches([5], [5, 5, 5]) == [1, 2, 1]
     # every pass costs 1: one round drafting the three (and the target adding the 9) costs 1
     assert copy_ceiling.cheapest([3, 2, 1, 0], lambda size: 1.0) == 1.0
     # a pass costs its size: no schedule beats four single passes
