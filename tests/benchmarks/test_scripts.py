@@ -85,10 +85,12 @@ def test_replay_curves_means_and_added_delays():
     rows: dict[str, list[float]] = {}
     for line in out.splitlines():
         name, output = line.split()[:2]
+        found = re.search(r"with example ([\d.]+)", line)
+        assert found, line
         if output != "geometric":
-            rows.setdefault(name, []).append(float(re.search(r"with example ([\d.]+)", line).group(1)))
+            rows.setdefault(name, []).append(float(found.group(1)))
             continue
-        mean = float(re.search(r"with example ([\d.]+)", line).group(1))
+        mean = float(found.group(1))
         assert mean == pytest.approx(math.exp(sum(map(math.log, rows[name])) / len(rows[name])), abs=2e-3)
     assert list(rows) == ["flat", "flat+5ms", "epyc", "epyc+5ms"]
     assert all(len(values) == len(recorded) for values in rows.values())
