@@ -17,12 +17,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
-from copyreplay import CURVES, RecordedTarget, qwen_vocabulary  # noqa: E402
+from copyreplay import CURVES, RecordedTarget, qwen_vocabulary
 
-from specgen.decoding import auto  # noqa: E402
-from specgen.decoding.costs import StepCosts  # noqa: E402
-from specgen.decoding.loop import GenerationConfig, generate  # noqa: E402
-from specgen.decoding.policy import Policy  # noqa: E402
+from specgen.decoding import auto
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.policy import Policy
 
 BINS = (1, 2, 3, 4, 6, 8, 16)
 

@@ -155,7 +155,8 @@ def summary(results: list[Result], servers: list[tuple[str, str]]) -> str:
                   if r.decode_tps > 0 and baseline[r.where].decode_tps > 0]
         firsts = [r.first_token_client_s for r in own if r.first_token_client_s is not None]
         same = sum(r.content == baseline[r.where].content for r in own)
-        rows.append(f"{name:>8}: {len(own)} replies, decode {geomean([r.decode_tps for r in own if r.decode_tps > 0]):.2f}"
+        decode = geomean([r.decode_tps for r in own if r.decode_tps > 0])
+        rows.append(f"{name:>8}: {len(own)} replies, decode {decode:.2f}"
                     f" tok/s (geometric mean), x{geomean(ratios):.3f} {base} on the same cuts, first token median "
                     f"{statistics.median(firsts) if firsts else float('nan'):.3f}s, total "
                     f"{sum(r.total_s for r in own):.1f}s, text the same as {base}'s in {same} of {len(own)}")

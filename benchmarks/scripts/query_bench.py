@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from specgen.decoding.auto import PatternSource
-from specgen.decoding.drafters.lookup import Copier
 from specgen.decoding.drafters.base import Vocabulary
+from specgen.decoding.drafters.lookup import Copier
 
 RECORDED = Path(__file__).resolve().parents[2] / "tests" / "data" / "greedy-outputs.json"
 LENGTHS = (100, 1_000, 4_000, 32_000)

@@ -20,16 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
-
 from contextlib import ExitStack
+from pathlib import Path
 
 from specgen.bench.prompts import read_prompt_files
 from specgen.bench.runner import encode_all, prompt_grammar
-from specgen.llama.grammar import schema_example
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.llama.grammar import Grammar
+from specgen.llama.grammar import Grammar, schema_example
 from specgen.llama.model import LoadOptions, Model
 from specgen.llama.pair import encode_messages
 

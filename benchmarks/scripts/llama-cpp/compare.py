@@ -21,6 +21,7 @@ import math
 import re
 import sys
 from collections import defaultdict
+from pathlib import Path
 
 LINE = re.compile(r"^(\S+) (\S+) \| decoded +(\d+) tokens in +([\d.]+) seconds, speed: +([\d.]+)")
 
@@ -29,7 +30,7 @@ def llama_rates(paths: list[str], every: bool = False) -> dict[str, dict[str, fl
     """prompt -> method -> decode tok/s: the last line's, or with `every` the geometric mean of all."""
     runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for path in paths:
-        for line in open(path, encoding="utf-8"):
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
             found = LINE.match(line)
             if found:
                 runs[found[1]][found[2]].append(float(found[5]))
@@ -47,19 +48,20 @@ def best_per_kind(llama: dict[str, dict[str, float]]) -> dict[str, str]:
     for prompt in llama:
         prompts[kind_of(prompt)].append(prompt)
     chosen = {}
-    for kind, names in prompts.items():
+    for names in prompts.values():
         common = set.intersection(*(set(llama[name]) for name in names))
         method = max(sorted(common), key=lambda m: geometric_mean([llama[name][m] for name in names]))
-        chosen.update({name: method for name in names})
+        chosen.update(dict.fromkeys(names, method))
     return chosen
 
 
 def specgen_rates(path: str) -> dict[str, dict[str, float]]:
     """prompt -> config -> decode tok/s (the median over repeats)."""
     runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for run in json.load(open(path, encoding="utf-8"))["runs"]:
+    for run in json.loads(Path(path).read_text(encoding="utf-8"))["runs"]:
         runs[run["prompt"]][run["config"]].append(run["tokens_per_second"])
-    return {prompt: {config: sorted(v)[len(v) // 2] for config, v in configs.items()} for prompt, configs in runs.items()}
+    return {prompt: {config: sorted(v)[len(v) // 2] for config, v in configs.items()}
+            for prompt, configs in runs.items()}
 
 
 def geometric_mean(values: list[float]) -> float:
