@@ -4,7 +4,7 @@
 verified in one batch), keeping the curve as measured; `cached_costs` keeps the result per
 machine, model files, threads and llama.cpp build in specgen's cache folder, so only the first
 run pays, until a reply shows the cached costs were measured on a busy machine
-(`recheck_costs`). Neither ever raises: what does not fit in the context is left out, and with no room
+(`forget_costs`). Neither ever raises: what does not fit in the context is left out, and with no room
 at all a fixed profile stands in. The auto policy starts from these numbers and `specgen bench` predicts
 speedups from them.
 """
@@ -20,15 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
-from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import Vocabulary
-from specgen.decoding.drafters.lookup import PromptLookupDrafter
-from specgen.decoding.drafters.model import ModelDrafter
-from specgen.decoding.drafters.prediction import Prediction, PredictionDrafter
-from specgen.decoding.drafters.suffix import SuffixIndex
-from specgen.decoding.loop import GenerationConfig
-from specgen.decoding.policy import Policy
 from specgen.llama.kernels import cpu_info
 from specgen.storage import cache_dir, write_atomically
 
@@ -83,7 +75,7 @@ def _switch_cost(model, base: int, filler: int) -> float:
     for _ in range(2):
         for n in (1, 2):
             same[n] += _passes(model, [n] * 4, base, filler)[1:]
-        for n, seconds in zip([1, 2] * 3, _passes(model, [1, 2] * 3, base, filler)):
+        for n, seconds in zip([1, 2] * 3, _passes(model, [1, 2] * 3, base, filler), strict=True):
             mixed[n].append(seconds)
     extra = min(statistics.median(mixed[n]) - statistics.median(same[n]) for n in (1, 2))
     return max(extra, 0.0)
@@ -145,14 +137,11 @@ def cached_costs(target, draft, seeded: bool = False) -> StepCosts:
     return costs if stored or not seeded else _default(draft)
 
 
-def recheck_costs(target, drafter) -> bool:
-    """After a reply: where the auto policy found the target's one-token passes running well under
-    their cached cost (`Policy.calibration_too_slow`), the cache was measured while the machine
-    was busy; remove it, so that the next `cached_costs` measures again. Whether it was removed."""
-    if not isinstance(drafter, AutoDrafter) or not drafter.policy.calibration_too_slow():
-        return False
+def forget_costs(target, draft) -> bool:
+    """Remove the cached costs of these models (measured, a reply showed, while the machine was
+    busy), so that the next `cached_costs` measures again. Whether they were removed."""
     try:
-        _path(target, drafter.model.model if drafter.model is not None else None).unlink()
+        _path(target, draft).unlink()
     except OSError:
         return False
     return True
@@ -191,42 +180,3 @@ def _key(target, draft) -> str:
              target.identity]
     parts.append(draft.identity if draft is not None else "-")
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
-
-
-def base_drafter(draft_model):
-    """What drafts for run, chat and serve: the draft model when there is one, else copying from
-    what was written (it costs nothing to draft, and auto copies only where it pays). With
-    K = 0 the loop drafts nothing either way: plain decoding."""
-    return ModelDrafter(draft_model) if draft_model is not None else PromptLookupDrafter()
-
-
-def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: tuple[SuffixIndex, ...] = (),
-                costs: StepCosts | None = None, prediction: Prediction | None = None, quoted: bool = False,
-                example: str = ""):
-    """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or
-    with `auto` the auto policy over it, starting from this machine's step costs and
-    copying also from `shared` (a conversation's index, a `LookupMemory`'s) and from prompt
-    lookup's own shared sources, and offering what the output's record pattern predicts in the
-    target's vocabulary. With a `prediction` (the text the output is expected to resemble, in
-    the target's tokens) auto offers it too, and a fixed K drafts from it where it knows its
-    place, `drafter` elsewhere. `quoted`: the reply is written in JSON (a schema, tool calls), so
-    auto copies also from the prompt's text as JSON escapes it; `example`: a document of the
-    reply's JSON shape (`grammar.schema_example` of its schema), whose keys auto copies in the
-    reply's first record.
-
-    A seeded run decides from cached costs alone (or a fixed profile), not from live timings,
-    so that the same seed gives the same draft lengths and so the same text. `costs`: the step
-    costs when the caller measured them already (serve does, once, before taking requests).
-    """
-    if not auto:
-        return PredictionDrafter(prediction, drafter) if prediction is not None else drafter
-    if drafter is None:
-        return drafter
-    model = drafter if isinstance(drafter, ModelDrafter) else None
-    if isinstance(drafter, PromptLookupDrafter):
-        shared = (*shared, *drafter.shared)
-    seeded = config.sampling.seed is not None
-    costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
-    vocabulary = Vocabulary(target.piece, target.continuation)
-    return AutoDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary, prediction,
-                       quoted, example)
