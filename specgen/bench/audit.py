@@ -162,15 +162,16 @@ def position_test(position: int, a: list[int], b: list[int]) -> PositionTest:
 def pooled_table(a: Counter, b: Counter) -> list[tuple[int, int]]:
     """(count in a, count in b) per category; categories rarer than MIN_COUNT pooled into one,
     which joins the smallest other category if it is itself too rare."""
-    common, rare = [], [0, 0]
+    common: list[tuple[int, int]] = []
+    rare = (0, 0)
     for token in sorted(a.keys() | b.keys()):
         pair = (a[token], b[token])
         if sum(pair) >= MIN_COUNT:
             common.append(pair)
         else:
-            rare = [rare[0] + pair[0], rare[1] + pair[1]]
+            rare = (rare[0] + pair[0], rare[1] + pair[1])
     if sum(rare) >= MIN_COUNT or not common:
-        return [*common, tuple(rare)] if sum(rare) else common
+        return [*common, rare] if sum(rare) else common
     smallest = min(range(len(common)), key=lambda i: sum(common[i]))
     common[smallest] = (common[smallest][0] + rare[0], common[smallest][1] + rare[1])
     return common
@@ -241,7 +242,7 @@ def audit(target, prompts: list[list[int]], records: list[RunRecord],
         bad = [r for r in runs if r.output != base.output]
         gbnf = grammars[p] if grammars else None
         ended = (base.summary.stop_reason == "eog", bad[0].summary.stop_reason == "eog") if bad else (False, False)
-        first = (divergence(target, prompts[p], base.output, bad[0].output, bad[0].rounds, base.rounds, gbnf, ended)
+        first = (divergence(target, prompts[p], base.ids(), bad[0].ids(), bad[0].rounds, base.rounds, gbnf, ended)
                  if bad else None)
         audits.append(Audit(p, config, len(runs), len(bad), first))
     return audits

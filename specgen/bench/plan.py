@@ -96,6 +96,11 @@ class RunRecord:
     rounds: Rounds = ()
     prediction: PredictionReport | None = None  # what became of the prompt's prediction, if it has one
 
+    def ids(self) -> tuple[int, ...]:
+        """A local run's output ids (only an endpoint's output is text)."""
+        assert not isinstance(self.output, str), f"{self.config} is an endpoint: its output is text"
+        return self.output
+
 
 def make_drafter(config: Config, target: Model, draft: Model | None) -> Drafter | None:
     """A fresh drafter for a configuration (None for the target alone)."""

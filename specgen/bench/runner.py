@@ -66,10 +66,10 @@ class BenchResult:
     verdict: Verdict
     endpoints: tuple[EndpointCheck, ...]
     peak_rss_mib: float
-    step_costs: object | None  # costs.StepCosts from the calibration
-    memory_mib: dict = field(default_factory=dict)  # resident memory at the end, by kind (Linux)
-    machine: dict = field(default_factory=dict)
-    settings: dict = field(default_factory=dict)
+    step_costs: StepCosts | None  # from the calibration
+    memory_mib: dict[str, float] = field(default_factory=dict)  # resident memory at the end, by kind (Linux)
+    machine: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
 
     def copy_ceiling(self) -> tuple[int, float] | None:
         """The most a copy kept whole gains on the measured costs: (tokens a pass, speedup)."""
@@ -89,7 +89,7 @@ class BenchResult:
             "machine": self.machine,
             "peak_rss_mib": self.peak_rss_mib,
             "memory_mib": self.memory_mib,
-            "step_costs": _costs_dict(self.step_costs, self.copy_ceiling()),
+            "step_costs": _costs_dict(self.step_costs),
             "prompts": [{"name": p.name, "kind": p.kind, "prompt_tokens": n, "text": p.text, "prediction": p.prediction}
                         for p, n in zip(self.prompts, self.prompt_tokens, strict=True)],
             "configs": [asdict(c) for c in self.plan.configs],
@@ -143,9 +143,10 @@ def sampled_audit(target: Model, draft: Model | None, tokens: list[list[int]], p
     return distribution_audit(target, draft, tokens, plan.local, make_drafter, progress, asks)
 
 
-def _costs_dict(costs, ceiling: tuple[int, float] | None) -> dict | None:
+def _costs_dict(costs: StepCosts | None) -> dict[str, Any] | None:
     if costs is None:
         return None
+    ceiling = costs.copy_ceiling(LOOKUP_MAX)
     return {"verify": {str(n): s for n, s in sorted(costs.verify.items())}, "draft_step": costs.draft_step,
             "switch": costs.switch, "copy_ceiling": {"tokens": ceiling[0], "speedup": ceiling[1]}}
 
@@ -209,7 +210,7 @@ def run_endpoint(config: Config, text: str, raw: bool, conversation: tuple[tuple
 
 def endpoint_checks(target: Model, plan: Plan, records: list[RunRecord]) -> tuple[EndpointCheck, ...]:
     """Per endpoint: runs whose text is the target alone's first run's on that prompt."""
-    reference = {r.prompt: b"".join(map(target.piece, r.output)).decode("utf-8", errors="replace")
+    reference = {r.prompt: b"".join(map(target.piece, r.ids())).decode("utf-8", errors="replace")
                  for r in records if r.config == BASELINE and r.repeat == 0}
     checks = []
     for config in (c for c in plan.configs if c.drafter == ENDPOINT):

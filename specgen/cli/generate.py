@@ -43,11 +43,12 @@ def run(
     files: Annotated[list[Path] | None, typer.Option(
         "--file", "-f", metavar="PATH", help="Attach this file's text to the prompt, named and fenced "
         "(repeatable; files come first, then stdin, then PROMPT).")] = None,
-    models: ModelChoice = ModelChoice(),
-    sampling: Sampling = Sampling(max_tokens=256),
+    models: ModelChoice = ModelChoice(),  # noqa: B008 - typer reads its options from defaults
+    sampling: Sampling = Sampling(max_tokens=256),  # noqa: B008 - typer reads its options from defaults
     draft_tokens: DraftTokensOpt = "auto",
     raw: RawOpt = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the text and all statistics.")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object with the text and all statistics.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
     lookup_cache: Annotated[Path | None, typer.Option(
         "--lookup-cache", dir_okay=False, metavar="FILE", rich_help_panel=MODEL,
@@ -61,7 +62,7 @@ def run(
         "--json-schema", dir_okay=False, metavar="FILE",
         help="Reply with JSON that fits the JSON schema in FILE: a grammar masks every token the "
         "schema forbids, for the draft's tokens and the target's alike (the output stays the target's).")] = None,
-    resources: Resources = Resources(),
+    resources: Resources = Resources(),  # noqa: B008 - typer reads its options from defaults
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome).
 
@@ -94,10 +95,10 @@ def run(
 
     load = load_options(resources)
     with open_models(paths, load) as (target_model, draft_model):
-        request = Request(tuple(encode_prompt(target_model, text, raw)), config, auto,
-                          Rules(gbnf) if gbnf else None,
-                          tuple(prediction_tokens(target_model, predicted, predict)) if predicted is not None else None,
-                          quoted=gbnf is not None, example=example,
+        tokens = tuple(encode_prompt(target_model, text, raw))
+        expected = prediction_tokens(target_model, predicted, predict) if predict and predicted is not None else None
+        request = Request(tokens, config, auto, Rules(gbnf) if gbnf else None,
+                          tuple(expected) if expected is not None else None, quoted=gbnf is not None, example=example,
                           shared=(memory.index,) if memory is not None else ())
         with Generation(target_model, base_drafter(draft_model), request) as generation:
             answer, summary = generation.consume(on_round)
@@ -164,7 +165,7 @@ def read_prompt(prompt: str | None, files: list[Path]) -> str:
     elif stdin_is_piped():
         piped = read_stdin()
         parts += [piped] if piped.strip() else []
-    if not stdin_only:
+    if prompt is not None and not stdin_only:
         parts.append(prompt)
     return "\n\n".join([part.rstrip("\r\n") for part in parts[:-1]] + parts[-1:])
 
@@ -237,15 +238,15 @@ def prediction_tokens(target: Model, text: str, path: Path) -> list[int]:
 ))
 @option_groups
 def chat(
-    models: ModelChoice = ModelChoice(),
+    models: ModelChoice = ModelChoice(),  # noqa: B008 - typer reads its options from defaults
     system: Annotated[str | None, typer.Option("--system", help="System prompt for the whole chat.")] = None,
-    sampling: Sampling = Sampling(max_tokens=512),
+    sampling: Sampling = Sampling(max_tokens=512),  # noqa: B008 - typer reads its options from defaults
     draft_tokens: DraftTokensOpt = "auto",
     show_rejected: Annotated[bool, typer.Option(
         "--show-rejected", help="Also show the rejected draft tokens, struck through.")] = False,
     plain: Annotated[bool, typer.Option(
         "--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe).")] = False,
-    resources: Resources = Resources(),
+    resources: Resources = Resources(),  # noqa: B008 - typer reads its options from defaults
 ) -> None:
     """Chat in turns, and watch which tokens the draft model got right as each reply streams.
 

@@ -19,10 +19,14 @@ import platform
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from specgen.decoding.costs import StepCosts
 from specgen.llama.kernels import cpu_info
 from specgen.storage import cache_dir, write_atomically
+
+if TYPE_CHECKING:
+    from specgen.llama.model import Model
 
 SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)  # target batch sizes timed; others interpolated
 DRAFT_SIZES = (1, 2, 4, 8, 16)  # a draft model drafts one token a pass, catches up in larger ones
@@ -41,7 +45,7 @@ DEFAULT = StepCosts(
 )
 
 
-def time_passes(model, sizes: tuple[int, ...] = SIZES, switching: bool = True) -> tuple[dict[int, float], float]:
+def time_passes(model: Model, sizes: tuple[int, ...] = SIZES, switching: bool = True) -> tuple[dict[int, float], float]:
     """Seconds of one pass at each size that fits after the model's current cache (rolled back
     after each) where the pass before it had the same size, and what a pass costs more after one
     of another size (`StepCosts.switch`, from `_switch_cost`; 0 unless `switching`: the policy
@@ -65,7 +69,7 @@ def time_passes(model, sizes: tuple[int, ...] = SIZES, switching: bool = True) -
     return steady, switch
 
 
-def _switch_cost(model, base: int, filler: int) -> float:
+def _switch_cost(model: Model, base: int, filler: int) -> float:
     """The extra seconds of a pass whose size differs from the pass before it: 1- and 2-token
     passes alternating against each size's passes in a row (after the first of the row), twice
     over, medians compared; the lesser of the two sizes' differences, so that a burst of noise
@@ -81,7 +85,7 @@ def _switch_cost(model, base: int, filler: int) -> float:
     return max(extra, 0.0)
 
 
-def _passes(model, sizes: list[int], base: int, filler: int) -> list[float]:
+def _passes(model: Model, sizes: list[int], base: int, filler: int) -> list[float]:
     """Seconds of a pass of each of `sizes` in turn, each rolled back to `base` after it."""
     out = []
     for n in sizes:
@@ -92,7 +96,7 @@ def _passes(model, sizes: list[int], base: int, filler: int) -> list[float]:
     return out
 
 
-def calibrate(target, draft=None) -> StepCosts:
+def calibrate(target: Model, draft: Model | None = None) -> StepCosts:
     """Time both models now (about 4 s for the 1.5B target and 1 s for its 0.5B draft on
     two CPU cores). The curve is kept as measured, dips included: on CPUs a 16-token batch can
     cost less than a 12-token one, and the policy sizes long copies to such batches. Where the
@@ -100,7 +104,7 @@ def calibrate(target, draft=None) -> StepCosts:
     return _measure(target, draft)[0]
 
 
-def _measure(target, draft) -> tuple[StepCosts, bool]:
+def _measure(target: Model, draft: Model | None) -> tuple[StepCosts, bool]:
     """The costs, and whether every size was measured (none left out for lack of room)."""
     verify, switch = time_passes(target)
     drafts = time_passes(draft, DRAFT_SIZES, switching=False)[0] if draft is not None else {}
@@ -113,7 +117,7 @@ def _measure(target, draft) -> tuple[StepCosts, bool]:
                      switch if 1 in verify else fallback.switch), complete
 
 
-def cached_costs(target, draft, seeded: bool = False) -> StepCosts:
+def cached_costs(target: Model, draft: Model | None, seeded: bool = False) -> StepCosts:
     """`calibrate`'s result for this machine, these files and settings: from the cache, or
     measured once and cached.
 
@@ -137,7 +141,7 @@ def cached_costs(target, draft, seeded: bool = False) -> StepCosts:
     return costs if stored or not seeded else _default(draft)
 
 
-def forget_costs(target, draft) -> bool:
+def forget_costs(target: Model, draft: Model | None) -> bool:
     """Remove the cached costs of these models (measured, a reply showed, while the machine was
     busy), so that the next `cached_costs` measures again. Whether they were removed."""
     try:
@@ -147,7 +151,7 @@ def forget_costs(target, draft) -> bool:
     return True
 
 
-def _path(target, draft) -> Path:
+def _path(target: Model, draft: Model | None) -> Path:
     return cache_dir() / "step-costs" / f"{_key(target, draft)}.json"
 
 
@@ -161,18 +165,18 @@ def _writable(path: Path) -> bool:
     return True
 
 
-def _default(draft) -> StepCosts:
+def _default(draft: Model | None) -> StepCosts:
     return StepCosts(dict(DEFAULT.verify), dict(DEFAULT.draft) if draft is not None else {}, DEFAULT.switch)
 
 
-def _table(raw: dict) -> dict[int, float]:
+def _table(raw: dict[str, float]) -> dict[int, float]:
     table = {int(size): float(seconds) for size, seconds in raw.items()}
     if table and 1 not in table:
         raise ValueError("no single-token cost")
     return table
 
 
-def _key(target, draft) -> str:
+def _key(target: Model, draft: Model | None) -> str:
     """Costs hold for these files and threads on this CPU: a VM moved to a CPU of another model or
     other features (another day, another host) measures again."""
     model_name, flags = cpu_info()

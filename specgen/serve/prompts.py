@@ -136,6 +136,7 @@ class Prompts:
 
     def _infill(self, request: GenRequest, reply_tokens: int) -> Encoded:
         fim, infill = self.target.fim, request.infill
+        assert infill is not None  # encode sends only fill-in-the-middle requests here
         param = "input_suffix" if request.kind == "infill" else "suffix"
         if not fim.usable:
             raise ApiError(400, f"this model has no fill-in-the-middle tokens; {self.target.path.name} cannot fill "

@@ -314,8 +314,9 @@ class Scheduler:
         try:
             if forced:
                 tools = [t for t in request.tools if request.forced_tool in (None, t["function"]["name"])]
-                return Rules(*call_grammar(user.prompts.template().format, tools,
-                                           single=not request.parallel_tool_calls))
+                calls = user.prompts.template().format
+                assert calls is not None  # encoding the prompt refused tools the template cannot call
+                return Rules(*call_grammar(calls, tools, single=not request.parallel_tool_calls))
             if fmt is None:
                 return None
             if request.tools and request.tool_choice == "auto":
