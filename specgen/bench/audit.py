@@ -25,7 +25,6 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -228,7 +227,7 @@ def _upper_fraction(a: float, z: float) -> float:
     return h
 
 
-def audit(target, prompts: list[list[int]], records: list[RunRecord],
+def audit(target: Model, prompts: list[list[int]], records: list[RunRecord],
           grammars: list[str | None] | None = None) -> list[Audit]:
     """Compare every run with the target alone's first run on the same prompt (greedy runs only);
     `grammars`: each prompt's GBNF where its output was constrained."""
@@ -248,7 +247,7 @@ def audit(target, prompts: list[list[int]], records: list[RunRecord],
     return audits
 
 
-def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...],
+def divergence(target: Model, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...],
                rounds: Rounds = (), expected_rounds: Rounds = (), gbnf: str | None = None,
                ended: tuple[bool, bool] = (False, False)) -> Divergence:
     """The first position where `got` leaves `expected`, the target's top-2 margin there, and
@@ -280,7 +279,7 @@ def divergence(target, prompt: list[int], expected: tuple[int, ...], got: tuple[
                       near or flip, flip)
 
 
-def allowed_mask(target, gbnf: str, output: tuple[int, ...]) -> np.ndarray:
+def allowed_mask(target: Model, gbnf: str, output: tuple[int, ...]) -> np.ndarray:
     """Which tokens the grammar allows after `output` (a bool per vocabulary id)."""
     with Grammar(target, gbnf) as grammar:
         grammar.accept(output)
@@ -291,7 +290,7 @@ def _masked(logits: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return logits if mask is None else np.where(mask, logits, -np.inf)
 
 
-def batched_choices(target, tokens: list[int], mask: np.ndarray | None = None,
+def batched_choices(target: Model, tokens: list[int], mask: np.ndarray | None = None,
                     sizes: tuple[int, ...] = (2, 4, 8, 16)) -> set[int]:
     """The target's greedy choices (among `mask`'s tokens) after `tokens` when the last 2, 4, 8 or
     16 of them are decoded as one batch, as a verify pass does: batched kernels round differently
@@ -303,7 +302,7 @@ def batched_choices(target, tokens: list[int], mask: np.ndarray | None = None,
     return choices
 
 
-def replayed_logits(target, prompt: list[int], output: tuple[int, ...], rounds: Rounds,
+def replayed_logits(target: Model, prompt: list[int], output: tuple[int, ...], rounds: Rounds,
                     position: int) -> np.ndarray | None:
     """The target's logits for output `position` with its passes replayed as the run made them:
     the same prefill, then each round's batch [last, drafted...], rolled back to what was kept.
@@ -324,7 +323,7 @@ def replayed_logits(target, prompt: list[int], output: tuple[int, ...], rounds: 
     return None
 
 
-def _token_at(target: Any, output: tuple[int, ...], position: int, logits: np.ndarray, ended: bool = False
+def _token_at(target: Model, output: tuple[int, ...], position: int, logits: np.ndarray, ended: bool = False
               ) -> int | None:
     """The output's token there. Where it ended: at an end-of-text token (`ended`), the end token
     the target weighs most there; else the end token the target chose if its best token is one,
@@ -339,13 +338,13 @@ def _token_at(target: Any, output: tuple[int, ...], position: int, logits: np.nd
     return top if target.is_eog(top) else None
 
 
-def logits_after(target, tokens: list[int]) -> np.ndarray:
+def logits_after(target: Model, tokens: list[int]) -> np.ndarray:
     """The target's next-token logits after `tokens`, as the target alone computes them."""
     target.sync(tokens[:-1])
     return target.forward([tokens[-1]], all_logits=False)[0].copy()
 
 
-def _piece(target, token: int | None) -> str:
+def _piece(target: Model, token: int | None) -> str:
     if token is None or target.is_eog(token):
         return "(end)"
     return target.piece(token).decode("utf-8", errors="replace")

@@ -244,7 +244,7 @@ def run_once(target: Model, draft: Model | None, tokens: list[int], config: Conf
     return RunRecord(prompt, config.name, repeat, summary, summary.rejected_rounds, tuple(output), tuple(rounds), fate)
 
 
-def encode_all(target, prompts: list[BenchPrompt], raw: bool) -> list[list[int]]:
+def encode_all(target: Model, prompts: list[BenchPrompt], raw: bool) -> list[list[int]]:
     """Token ids of every prompt, chat-templated unless raw (as `specgen run` does); a
     conversation through the chat template whole (as `specgen chat` and serve do); one with
     tools through the template's own Jinja text and its tool prompt (as serve does)."""
