@@ -1,15 +1,15 @@
 """What a front end asks of one generation, as one frozen value: the prompt's tokens, the
-settings, what the reply must follow (a grammar, from a JSON schema or a tool-call format), the
-text it is expected to resemble, and the copy sources shared with other generations."""
+settings, what the reply must follow (a grammar, from a JSON schema or a tool-call format, with a
+document of the schema's shape), the text it is expected to resemble, and the copy sources
+shared with other generations. Each front end turns its own input (a --json-schema file, a
+`response_format`, a bench prompt's "json_schema") into one, naming its own errors."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 from specgen.decoding.drafters.suffix import SuffixIndex
 from specgen.decoding.loop import GenerationConfig
-from specgen.llama.grammar import schema_example, schema_grammar
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,3 @@ class Request:
     quoted: bool = False
     example: str = ""
     shared: tuple[SuffixIndex, ...] = ()
-
-    def with_schema(self, schema: dict[str, Any]) -> Request:
-        """The request answered in JSON that fits `schema`: its grammar, its example, quoted
-        (a `GrammarError` when the schema cannot be a grammar)."""
-        return replace(self, grammar=Rules(schema_grammar(schema)), example=schema_example(schema), quoted=True)
