@@ -8,7 +8,7 @@ warm-up repeats run the same way and are dropped. Every run
 starts from an empty KV cache, so prefill is measured alike too. At temperature 0 an audit
 checks that each output equals the target alone's token for token and, where it does not,
 reads the target's top-2 logit margin at the first difference (`audit`); when sampling, the
-distribution audit compares the first tokens over many seeds instead. Both audits check the
+distribution audit compares the first tokens over many seeds instead, sampling the very
 generations the timed runs make (`plan.generation`). After the runs, isolated passes of both
 models are timed (`llama.calibrate`) for the predicted speedups. `stats` turns the runs into the
 reported numbers.
