@@ -14,9 +14,10 @@ ALLOWED = {
     "decoding": {"decoding"},
     "models": {"models", "decoding"},
     "llama": {"llama", "models", "decoding"},
-    "bench": {"bench", "llama", "models", "decoding"},
-    "terminal": {"terminal", "llama", "models", "decoding"},
-    "serve": {"serve", "llama", "models", "decoding"},
+    "engine": {"engine", "llama", "models", "decoding"},  # builds and runs a generation for the front ends
+    "bench": {"bench", "engine", "llama", "models", "decoding"},
+    "terminal": {"terminal", "engine", "llama", "models", "decoding"},
+    "serve": {"serve", "engine", "llama", "models", "decoding"},
 }
 BASE = {"errors", "storage", "__version__"}
 
@@ -76,4 +77,16 @@ def test_the_drafters_stand_below_the_policy_that_chooses_among_them():
     wrong = [f"{path.relative_to(PACKAGE)} imports {name}"
              for path in (PACKAGE / "decoding" / "drafters").rglob("*.py") for name in imports(path)
              if name.startswith("specgen.") and not any(name == a or name.startswith(a + ".") for a in allowed)]
+    assert not wrong
+
+
+# what only the engine may call: a front end that ran the loop or chose a drafter itself would
+# build its generation by hand again, and drift from the others (issue 47)
+ENGINE_ONLY = {"specgen.decoding.loop.generate", "specgen.decoding.auto.AutoDrafter",
+               "specgen.decoding.drafters.prediction.PredictionDrafter", "specgen.engine.drafting.drafter_for"}
+
+
+def test_only_the_engine_builds_and_runs_a_generation():
+    wrong = [f"{path.relative_to(PACKAGE)} imports {name}" for path in modules()
+             if path.parent.name not in ("engine", "decoding") for name in imports(path) & ENGINE_ONLY]
     assert not wrong

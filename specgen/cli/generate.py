@@ -6,9 +6,8 @@ import json
 import os
 import stat
 import sys
-from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +26,9 @@ from specgen.cli.options import (
 )
 from specgen.errors import UsageError
 
+if TYPE_CHECKING:
+    from specgen.llama.model import Model
+
 
 @app.command(epilog=examples(
     "specgen run --raw -n 64 'def fibonacci(n: int) -> int:'",
@@ -35,42 +37,41 @@ from specgen.errors import UsageError
 ))
 @option_groups
 def run(
-    prompt: Annotated[Optional[str], typer.Argument(
+    prompt: Annotated[str | None, typer.Argument(
         help="Prompt text. With text piped on stdin too, the prompt is the piped text, a blank line, then this; "
         "stdin alone when omitted or '-'.")] = None,
-    files: Annotated[Optional[list[Path]], typer.Option(
+    files: Annotated[list[Path] | None, typer.Option(
         "--file", "-f", metavar="PATH", help="Attach this file's text to the prompt, named and fenced "
         "(repeatable; files come first, then stdin, then PROMPT).")] = None,
-    models: ModelChoice = ModelChoice(),
-    sampling: Sampling = Sampling(max_tokens=256),
+    models: ModelChoice = ModelChoice(),  # noqa: B008 - typer reads its options from defaults
+    sampling: Sampling = Sampling(max_tokens=256),  # noqa: B008 - typer reads its options from defaults
     draft_tokens: DraftTokensOpt = "auto",
     raw: RawOpt = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object with the text and all statistics.")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object with the text and all statistics.")] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
-    lookup_cache: Annotated[Optional[Path], typer.Option(
+    lookup_cache: Annotated[Path | None, typer.Option(
         "--lookup-cache", dir_okay=False, metavar="FILE", rich_help_panel=MODEL,
         help="Copy drafts also from the outputs of earlier runs kept in FILE, and add this one "
         "(with auto; shared safely by several processes; bounded; one file per model family).")] = None,
-    predict: Annotated[Optional[Path], typer.Option(
+    predict: Annotated[Path | None, typer.Option(
         "--predict", metavar="FILE", rich_help_panel=MODEL,
         help="The text the output is expected to resemble (the file an edit reprints): drafts follow it, "
         "and the output stays the model's own.")] = None,
-    json_schema: Annotated[Optional[Path], typer.Option(
+    json_schema: Annotated[Path | None, typer.Option(
         "--json-schema", dir_okay=False, metavar="FILE",
         help="Reply with JSON that fits the JSON schema in FILE: a grammar masks every token the "
         "schema forbids, for the draft's tokens and the target's alike (the output stays the target's).")] = None,
-    resources: Resources = Resources(),
+    resources: Resources = Resources(),  # noqa: B008 - typer reads its options from defaults
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome).
 
     The prompt, a blank line apart: each --file (named, fenced), the text piped on stdin, then PROMPT.
     """
-    from specgen.decoding.drafters.prediction import Prediction, report
-    from specgen.decoding.events import consume
-    from specgen.decoding.loop import generate
+    from specgen.engine.drafting import base_drafter
+    from specgen.engine.generation import Generation
+    from specgen.engine.request import Request, Rules
     from specgen.llama import lookup_cache as memory_file
-    from specgen.llama.calibrate import base_drafter, drafter_for, recheck_costs
-    from specgen.llama.grammar import Grammar
     from specgen.llama.library import backend_name
     from specgen.llama.pair import encode_prompt, open_models
     from specgen.llama.rpc import placement
@@ -93,21 +94,19 @@ def run(
         show(event)
 
     load = load_options(resources)
-    with open_models(paths, load) as (target_model, draft_model), ExitStack() as owned:
-        tokens = encode_prompt(target_model, text, raw)
-        prediction = Prediction(prediction_tokens(target_model, predicted, predict)) if predicted is not None else None
-        drafter = base_drafter(draft_model)
-        shared = (memory.index,) if memory is not None else ()
-        grammar = owned.enter_context(Grammar(target_model, gbnf)) if gbnf else None
-        drafter = drafter_for(target_model, drafter, config, auto, shared, prediction=prediction,
-                              quoted=grammar is not None, example=example)
-        answer, summary = consume(generate(target_model, drafter, tokens, config, grammar), on_round)
-        recheck_costs(target_model, drafter)
+    with open_models(paths, load) as (target_model, draft_model):
+        tokens = tuple(encode_prompt(target_model, text, raw))
+        expected = prediction_tokens(target_model, predicted, predict) if predict and predicted is not None else None
+        request = Request(tokens, config, auto, Rules(gbnf) if gbnf else None,
+                          tuple(expected) if expected is not None else None, quoted=gbnf is not None, example=example,
+                          shared=(memory.index,) if memory is not None else ())
+        with Generation(target_model, base_drafter(draft_model), request) as generation:
+            answer, summary = generation.consume(on_round)
+        predicted_report = generation.report(output, summary)
         kernels, mapped = target_model.kernels, target_model.mapped
         layers = (target_model.layers, draft_model.layers if draft_model else {})
     if lookup_cache and not memory_file.save(lookup_cache, vocabulary, output):
         print(f"specgen: warning: could not write --lookup-cache {lookup_cache}", file=sys.stderr)
-    predicted_report = report(prediction, output, summary.by_source.get("prediction")) if prediction is not None else None
     if json_out:
         where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name(),
                  "extra_bufts": kernels.on, "extra_bufts_reason": kernels.reason, "mmap": mapped,
@@ -166,7 +165,7 @@ def read_prompt(prompt: str | None, files: list[Path]) -> str:
     elif stdin_is_piped():
         piped = read_stdin()
         parts += [piped] if piped.strip() else []
-    if not stdin_only:
+    if prompt is not None and not stdin_only:
         parts.append(prompt)
     return "\n\n".join([part.rstrip("\r\n") for part in parts[:-1]] + parts[-1:])
 
@@ -222,7 +221,7 @@ def read_text(path: Path, where: str, folder_hint: str) -> str:
                          "files only, or convert it first (iconv -t UTF-8)") from error
 
 
-def prediction_tokens(target, text: str, path: Path) -> list[int]:
+def prediction_tokens(target: Model, text: str, path: Path) -> list[int]:
     """The prediction in the target's tokens, as text the output continues; a UsageError when
     it is longer than the context."""
     tokens = target.continuation(text) if text else []
@@ -239,15 +238,15 @@ def prediction_tokens(target, text: str, path: Path) -> list[int]:
 ))
 @option_groups
 def chat(
-    models: ModelChoice = ModelChoice(),
-    system: Annotated[Optional[str], typer.Option("--system", help="System prompt for the whole chat.")] = None,
-    sampling: Sampling = Sampling(max_tokens=512),
+    models: ModelChoice = ModelChoice(),  # noqa: B008 - typer reads its options from defaults
+    system: Annotated[str | None, typer.Option("--system", help="System prompt for the whole chat.")] = None,
+    sampling: Sampling = Sampling(max_tokens=512),  # noqa: B008 - typer reads its options from defaults
     draft_tokens: DraftTokensOpt = "auto",
     show_rejected: Annotated[bool, typer.Option(
         "--show-rejected", help="Also show the rejected draft tokens, struck through.")] = False,
     plain: Annotated[bool, typer.Option(
         "--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe).")] = False,
-    resources: Resources = Resources(),
+    resources: Resources = Resources(),  # noqa: B008 - typer reads its options from defaults
 ) -> None:
     """Chat in turns, and watch which tokens the draft model got right as each reply streams.
 

@@ -163,7 +163,7 @@ def sampling_params(sampling: Sampling):
 
 def generation_config(sampling: Sampling, draft_tokens: str, cap: int):
     """The sampling options and --draft-tokens -> (decoding.loop.GenerationConfig, whether the
-    auto policy chooses each round: llama.calibrate.drafter_for's `auto`)."""
+    auto policy chooses each round: engine.drafting.drafter_for's `auto`)."""
     from specgen.decoding.loop import GenerationConfig
 
     k, auto = draft_length(draft_tokens, cap)

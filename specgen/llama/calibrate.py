@@ -4,7 +4,7 @@
 verified in one batch), keeping the curve as measured; `cached_costs` keeps the result per
 machine, model files, threads and llama.cpp build in specgen's cache folder, so only the first
 run pays, until a reply shows the cached costs were measured on a busy machine
-(`recheck_costs`). Neither ever raises: what does not fit in the context is left out, and with no room
+(`forget_costs`). Neither ever raises: what does not fit in the context is left out, and with no room
 at all a fixed profile stands in. The auto policy starts from these numbers and `specgen bench` predicts
 speedups from them.
 """
@@ -19,18 +19,14 @@ import platform
 import statistics
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import Vocabulary
-from specgen.decoding.drafters.lookup import PromptLookupDrafter
-from specgen.decoding.drafters.model import ModelDrafter
-from specgen.decoding.drafters.prediction import Prediction, PredictionDrafter
-from specgen.decoding.drafters.suffix import SuffixIndex
-from specgen.decoding.loop import GenerationConfig
-from specgen.decoding.policy import Policy
 from specgen.llama.kernels import cpu_info
 from specgen.storage import cache_dir, write_atomically
+
+if TYPE_CHECKING:
+    from specgen.llama.model import Model
 
 SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)  # target batch sizes timed; others interpolated
 DRAFT_SIZES = (1, 2, 4, 8, 16)  # a draft model drafts one token a pass, catches up in larger ones
@@ -49,7 +45,7 @@ DEFAULT = StepCosts(
 )
 
 
-def time_passes(model, sizes: tuple[int, ...] = SIZES, switching: bool = True) -> tuple[dict[int, float], float]:
+def time_passes(model: Model, sizes: tuple[int, ...] = SIZES, switching: bool = True) -> tuple[dict[int, float], float]:
     """Seconds of one pass at each size that fits after the model's current cache (rolled back
     after each) where the pass before it had the same size, and what a pass costs more after one
     of another size (`StepCosts.switch`, from `_switch_cost`; 0 unless `switching`: the policy
@@ -73,7 +69,7 @@ def time_passes(model, sizes: tuple[int, ...] = SIZES, switching: bool = True) -
     return steady, switch
 
 
-def _switch_cost(model, base: int, filler: int) -> float:
+def _switch_cost(model: Model, base: int, filler: int) -> float:
     """The extra seconds of a pass whose size differs from the pass before it: 1- and 2-token
     passes alternating against each size's passes in a row (after the first of the row), twice
     over, medians compared; the lesser of the two sizes' differences, so that a burst of noise
@@ -83,13 +79,13 @@ def _switch_cost(model, base: int, filler: int) -> float:
     for _ in range(2):
         for n in (1, 2):
             same[n] += _passes(model, [n] * 4, base, filler)[1:]
-        for n, seconds in zip([1, 2] * 3, _passes(model, [1, 2] * 3, base, filler)):
+        for n, seconds in zip([1, 2] * 3, _passes(model, [1, 2] * 3, base, filler), strict=True):
             mixed[n].append(seconds)
     extra = min(statistics.median(mixed[n]) - statistics.median(same[n]) for n in (1, 2))
     return max(extra, 0.0)
 
 
-def _passes(model, sizes: list[int], base: int, filler: int) -> list[float]:
+def _passes(model: Model, sizes: list[int], base: int, filler: int) -> list[float]:
     """Seconds of a pass of each of `sizes` in turn, each rolled back to `base` after it."""
     out = []
     for n in sizes:
@@ -100,7 +96,7 @@ def _passes(model, sizes: list[int], base: int, filler: int) -> list[float]:
     return out
 
 
-def calibrate(target, draft=None) -> StepCosts:
+def calibrate(target: Model, draft: Model | None = None) -> StepCosts:
     """Time both models now (about 4 s for the 1.5B target and 1 s for its 0.5B draft on
     two CPU cores). The curve is kept as measured, dips included: on CPUs a 16-token batch can
     cost less than a 12-token one, and the policy sizes long copies to such batches. Where the
@@ -108,7 +104,7 @@ def calibrate(target, draft=None) -> StepCosts:
     return _measure(target, draft)[0]
 
 
-def _measure(target, draft) -> tuple[StepCosts, bool]:
+def _measure(target: Model, draft: Model | None) -> tuple[StepCosts, bool]:
     """The costs, and whether every size was measured (none left out for lack of room)."""
     verify, switch = time_passes(target)
     drafts = time_passes(draft, DRAFT_SIZES, switching=False)[0] if draft is not None else {}
@@ -121,7 +117,7 @@ def _measure(target, draft) -> tuple[StepCosts, bool]:
                      switch if 1 in verify else fallback.switch), complete
 
 
-def cached_costs(target, draft, seeded: bool = False) -> StepCosts:
+def cached_costs(target: Model, draft: Model | None, seeded: bool = False) -> StepCosts:
     """`calibrate`'s result for this machine, these files and settings: from the cache, or
     measured once and cached.
 
@@ -145,20 +141,17 @@ def cached_costs(target, draft, seeded: bool = False) -> StepCosts:
     return costs if stored or not seeded else _default(draft)
 
 
-def recheck_costs(target, drafter) -> bool:
-    """After a reply: where the auto policy found the target's one-token passes running well under
-    their cached cost (`Policy.calibration_too_slow`), the cache was measured while the machine
-    was busy; remove it, so that the next `cached_costs` measures again. Whether it was removed."""
-    if not isinstance(drafter, AutoDrafter) or not drafter.policy.calibration_too_slow():
-        return False
+def forget_costs(target: Model, draft: Model | None) -> bool:
+    """Remove the cached costs of these models (measured, a reply showed, while the machine was
+    busy), so that the next `cached_costs` measures again. Whether they were removed."""
     try:
-        _path(target, drafter.model.model if drafter.model is not None else None).unlink()
+        _path(target, draft).unlink()
     except OSError:
         return False
     return True
 
 
-def _path(target, draft) -> Path:
+def _path(target: Model, draft: Model | None) -> Path:
     return cache_dir() / "step-costs" / f"{_key(target, draft)}.json"
 
 
@@ -172,18 +165,18 @@ def _writable(path: Path) -> bool:
     return True
 
 
-def _default(draft) -> StepCosts:
+def _default(draft: Model | None) -> StepCosts:
     return StepCosts(dict(DEFAULT.verify), dict(DEFAULT.draft) if draft is not None else {}, DEFAULT.switch)
 
 
-def _table(raw: dict) -> dict[int, float]:
+def _table(raw: dict[str, float]) -> dict[int, float]:
     table = {int(size): float(seconds) for size, seconds in raw.items()}
     if table and 1 not in table:
         raise ValueError("no single-token cost")
     return table
 
 
-def _key(target, draft) -> str:
+def _key(target: Model, draft: Model | None) -> str:
     """Costs hold for these files and threads on this CPU: a VM moved to a CPU of another model or
     other features (another day, another host) measures again."""
     model_name, flags = cpu_info()
@@ -191,42 +184,3 @@ def _key(target, draft) -> str:
              target.identity]
     parts.append(draft.identity if draft is not None else "-")
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]
-
-
-def base_drafter(draft_model):
-    """What drafts for run, chat and serve: the draft model when there is one, else copying from
-    what was written (it costs nothing to draft, and auto copies only where it pays). With
-    K = 0 the loop drafts nothing either way: plain decoding."""
-    return ModelDrafter(draft_model) if draft_model is not None else PromptLookupDrafter()
-
-
-def drafter_for(target, drafter, config: GenerationConfig, auto: bool, shared: tuple[SuffixIndex, ...] = (),
-                costs: StepCosts | None = None, prediction: Prediction | None = None, quoted: bool = False,
-                example: str = ""):
-    """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or
-    with `auto` the auto policy over it, starting from this machine's step costs and
-    copying also from `shared` (a conversation's index, a `LookupMemory`'s) and from prompt
-    lookup's own shared sources, and offering what the output's record pattern predicts in the
-    target's vocabulary. With a `prediction` (the text the output is expected to resemble, in
-    the target's tokens) auto offers it too, and a fixed K drafts from it where it knows its
-    place, `drafter` elsewhere. `quoted`: the reply is written in JSON (a schema, tool calls), so
-    auto copies also from the prompt's text as JSON escapes it; `example`: a document of the
-    reply's JSON shape (`grammar.schema_example` of its schema), whose keys auto copies in the
-    reply's first record.
-
-    A seeded run decides from cached costs alone (or a fixed profile), not from live timings,
-    so that the same seed gives the same draft lengths and so the same text. `costs`: the step
-    costs when the caller measured them already (serve does, once, before taking requests).
-    """
-    if not auto:
-        return PredictionDrafter(prediction, drafter) if prediction is not None else drafter
-    if drafter is None:
-        return drafter
-    model = drafter if isinstance(drafter, ModelDrafter) else None
-    if isinstance(drafter, PromptLookupDrafter):
-        shared = (*shared, *drafter.shared)
-    seeded = config.sampling.seed is not None
-    costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
-    vocabulary = Vocabulary(target.piece, target.continuation)
-    return AutoDrafter(model, Policy(costs, config.draft_tokens, timed=not seeded), shared, vocabulary, prediction,
-                       quoted, example)

@@ -463,7 +463,7 @@ def access_line(scope, record: Record) -> str:
 def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, auto: bool, options: ServeOptions) -> None:
     """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one scheduler thread generates,
     with the auto policy choosing each round where `auto`."""
-    from specgen.llama.calibrate import base_drafter
+    from specgen.engine.drafting import base_drafter
     from specgen.llama.pair import open_models
     from specgen.llama.rpc import placement
 

@@ -21,23 +21,25 @@ from collections import deque
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 
+from specgen.decoding.drafters.base import Drafter
 from specgen.decoding.drafters.model import ModelDrafter
-from specgen.decoding.drafters.prediction import Prediction, report
 from specgen.decoding.drafters.suffix import LookupMemory
-from specgen.decoding.events import consume
-from specgen.decoding.loop import GenerationConfig, generate
+from specgen.decoding.events import Round
+from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import Policy
 from specgen.decoding.tokens import common_prefix
+from specgen.engine.generation import Generation
+from specgen.engine.request import Request, Rules
 from specgen.errors import SpecgenError
-from specgen.llama.calibrate import cached_costs, drafter_for, recheck_costs
-from specgen.llama.conversation import Conversation, Prompt
-from specgen.llama.grammar import Grammar, GrammarError, json_grammar, schema_example, schema_grammar
-from specgen.llama.templates import ChatTemplate, TemplateError, call_grammar, model_template
+from specgen.llama.calibrate import cached_costs
+from specgen.llama.grammar import GrammarError, json_grammar, schema_example, schema_grammar
 from specgen.llama.lookup_cache import MAX_TOKENS
-from specgen.llama.model import ContextFull
-from specgen.serve.infill import EditorLimits, files_tokens, fim_prompt
-from specgen.serve.states import SavedStates
+from specgen.llama.model import Model
+from specgen.llama.templates import call_grammar
 from specgen.serve.pipe import ReplyPipe
+from specgen.serve.prompts import Encoded, Prompts
+from specgen.serve.states import SavedStates
+from specgen.serve.stops import ReplyCut
 from specgen.serve.wire import ApiError, GenRequest, Logprob, Outcome, finish_reason
 
 PREFILL_CHUNK = 128  # prompt tokens per prefill step: a client gone is noticed within one
@@ -98,255 +100,6 @@ class Job:
         return event
 
 
-class StopMatcher:
-    """Cuts streamed text at the first stop string, holding back text that may begin one.
-
-    An Aho-Corasick automaton over the stop strings reads each character once, so the cost is
-    linear in the reply, however many and however long the stop strings (a hostile request
-    cannot stall the one generating thread), and the state's depth is exactly the text to hold
-    back: the longest end of the text that begins some stop string.
-    """
-
-    def __init__(self, stops: tuple[str, ...]):
-        self.stops = stops
-        self._next: list[dict[str, int]] = [{}]
-        self._depth, self._fail, self._ends = [0], [0], [0]  # per state; _ends: longest stop ending here
-        for stop in stops:
-            self._add(stop)
-        self._link()
-        self._state = 0
-        self.pending = ""
-        self.found = ""  # the stop string that ended the text
-
-    def _add(self, stop: str) -> None:
-        state = 0
-        for char in stop:
-            if char not in self._next[state]:
-                self._next.append({})
-                self._depth.append(self._depth[state] + 1)
-                self._fail.append(0)
-                self._ends.append(0)
-                self._next[state][char] = len(self._next) - 1
-            state = self._next[state][char]
-        self._ends[state] = len(stop)
-
-    def _link(self) -> None:
-        """Failure links, breadth first: each state's longest proper suffix that is also a state."""
-        queue = list(self._next[0].values())
-        for state in queue:
-            for char, child in self._next[state].items():
-                fail = self._fail[state]
-                while fail and char not in self._next[fail]:
-                    fail = self._fail[fail]
-                self._fail[child] = self._next[fail].get(char, 0) if self._next[fail].get(char) != child else 0
-                self._ends[child] = max(self._ends[child], self._ends[self._fail[child]])
-                queue.append(child)
-
-    def feed(self, text: str) -> tuple[str, bool]:
-        """The text safe to send now, and whether a stop string was found (text ends before it)."""
-        held, state = self.pending, self._state
-        for position, char in enumerate(text):
-            while state and char not in self._next[state]:
-                state = self._fail[state]
-            state = self._next[state].get(char, 0)
-            if self._ends[state]:
-                cut = len(held) + position + 1 - self._ends[state]
-                self.pending, self._state = "", 0
-                self.found = (held + text)[cut : cut + self._ends[state]]
-                return (held + text)[:cut], True
-        self._state = state
-        whole = held + text
-        keep = self._depth[state]
-        self.pending = whole[len(whole) - keep:] if keep else ""
-        return whole[: len(whole) - keep], False
-
-    def flush(self) -> str:
-        out, self.pending, self._state = self.pending, "", 0
-        return out
-
-
-class ReplyCut:
-    """Where the text sent ends before the loop ends the reply: at the first stop string, or for
-    a fill-in-the-middle request where an editor's limits say (serve.infill.EditorLimits). `ended`
-    says why ("stop string", "indent", "time limit"), None while the text goes on. It is the
-    `stops` of a serve.pipe.ReplyPipe."""
-
-    def __init__(self, request: GenRequest, start: float):
-        self.stops = StopMatcher(request.stop)
-        infill = request.infill
-        self.limits = EditorLimits(infill.n_indent, infill.t_max_predict_ms, start) if infill else None
-        self.ended: str | None = None
-
-    def feed(self, text: str) -> tuple[str, bool]:
-        """The part of a round's text to send now, and whether the reply has ended."""
-        text, stopped = self.stops.feed(text)
-        text = self._limited(text, "stop string" if stopped else None, time.perf_counter())
-        return text, self.ended is not None
-
-    def flush(self) -> str:
-        """What was held back, once the loop has ended the reply."""
-        return "" if self.ended else self._limited(self.stops.flush(), None, None)
-
-    def _limited(self, text: str, reason: str | None, now: float | None) -> str:
-        if self.limits is not None:
-            text, limited = self.limits.feed(text, now)
-            reason = limited or reason
-        self.ended = reason
-        return text
-
-
-@dataclass(frozen=True)
-class Encoded:
-    """A request's prompt tokens; for a user's chat turn also its Prompt and its conversation."""
-
-    tokens: list[int]
-    prompt: Prompt | None = None
-    conversation: Conversation | None = None
-    prediction: list[int] | None = None  # the request's prediction in the target's tokens
-    truncated: bool = False  # a fill-in-the-middle prompt was cut to fit
-
-
-class Prompts:
-    """Turns requests into prompt tokens; a chat continuing one of the recent conversations reuses
-    that conversation's exact tokens (several clients may take turns)."""
-
-    def __init__(self, target, limit: int, kept: int = 16):
-        self.target = target
-        self.limit = min(limit, target.n_ctx - 1)
-        self.kept = kept
-        self.conversations: list[Conversation] = []  # least recently used first
-        self._template: ChatTemplate | None = None
-
-    def encode(self, request: GenRequest, reply_tokens: int = 0) -> Encoded:
-        """The request's prompt tokens; a fill-in-the-middle prompt for /infill is cut to leave
-        room for `reply_tokens` (up to half the limit): the server's reply length, not the request's,
-        so that an editor's requests share their cut and so their cache. Any other prompt over the
-        limit is a 400."""
-        if request.infill is not None:
-            encoded = self._infill(request, reply_tokens)
-        elif request.kind == "chat" and request.templated:
-            encoded = Encoded(self._templated(request))
-        elif request.kind == "chat":
-            encoded = self._chat(request.messages)
-        else:
-            encoded = Encoded(self._completion(request.prompt))
-        if not encoded.tokens:
-            raise ApiError(400, "the prompt is empty; send some text", param="prompt")
-        self._check(len(encoded.tokens), "messages" if request.kind == "chat" else "prompt")
-        if request.prediction is None:
-            return encoded
-        return replace(encoded, prediction=self._prediction(request.prediction))
-
-    def _prediction(self, text: str) -> list[int]:
-        """A prediction in the target's tokens, as text the reply continues; a 400 when it is
-        longer than the context."""
-        tokens = self.target.continuation(text) if text else []
-        if len(tokens) > self.target.n_ctx:
-            raise ApiError(400, f"the prediction is {len(tokens)} tokens, longer than this server's "
-                           f"{self.target.n_ctx}-token context: shorten it, or restart serve with a larger --ctx",
-                           param="prediction", code="context_length_exceeded")
-        return tokens
-
-    def remember(self, encoded: Encoded, text: str, tokens: list[int], whole: bool) -> None:
-        """Keep a chat reply's tokens for the next turn; a reply cut short, or that the client
-        never received, is not kept, and its conversation is forgotten."""
-        if encoded.conversation is None:
-            return
-        if encoded.prompt is not None and whole:
-            encoded.conversation.commit(encoded.prompt, text, tokens)
-        else:
-            self.forget(encoded.conversation)
-
-    def forget(self, conversation: Conversation | None) -> None:
-        if conversation in self.conversations:
-            self.conversations.remove(conversation)
-
-    def _chat(self, messages: tuple[tuple[str, str], ...]) -> Encoded:
-        if self.target.chat_template() is None:
-            raise ApiError(400, f"{self.target.path.name} has no chat template, so it cannot tell chat turns "
-                           "apart; use /v1/completions with the text as is", param="messages")
-        *history, (role, text) = messages
-        if role != "user":
-            return Encoded(self.target.encode_chat(list(messages)))
-        conversation = self._conversation(history)
-        try:
-            prompt = conversation.prompt(text, 0)
-        except ContextFull:
-            prompt = None
-        if prompt is None or prompt.dropped:
-            self.forget(conversation)
-            self._check(len(self.target.encode_chat(list(messages))), "messages")
-            raise ApiError(400, "the messages do not fit in the context", param="messages",
-                           code="context_length_exceeded")
-        return Encoded(list(prompt.tokens), prompt, conversation)
-
-    def template(self) -> ChatTemplate:
-        """The target's own chat template, compiled on first use."""
-        if self._template is None:
-            try:
-                self._template = model_template(self.target)
-            except TemplateError as error:
-                raise ApiError(400, f"{self.target.path.name}: {error}", param="messages") from None
-            if self._template is None:
-                raise ApiError(400, f"{self.target.path.name} has no chat template, so it cannot be sent tools or "
-                               "tool messages", param="messages")
-        return self._template
-
-    def _templated(self, request: GenRequest) -> list[int]:
-        """A chat with tools or tool turns, through the model's own template (its tool prompt)."""
-        template = self.template()
-        tools = list(request.tools) if request.tool_choice != "none" else None
-        if tools and template.format is None:
-            raise ApiError(400, f"the chat template of {self.target.path.name} teaches no tool-call format specgen "
-                           "reads (Qwen2.5's <tool_call> blocks, Llama 3.1's JSON); send no tools, or tool_choice "
-                           "none", param="tools")
-        try:
-            return self.target.encode_templated(template.render([dict(m) for m in request.chat], tools))
-        except TemplateError as error:
-            raise ApiError(400, f"{self.target.path.name}: {error}", param="messages") from None
-
-    def _conversation(self, history: list[tuple[str, str]]) -> Conversation:
-        """The recent conversation whose messages are `history`, or a new one, now the most recent."""
-        found = next((c for c in self.conversations if c.messages == history), None)
-        if found is None:
-            found = Conversation(self.target)
-            found.messages = list(history)
-        self.forget(found)
-        self.conversations = [*self.conversations, found][-self.kept :]
-        return found
-
-    def _infill(self, request: GenRequest, reply_tokens: int) -> Encoded:
-        fim, infill = self.target.fim, request.infill
-        param = "input_suffix" if request.kind == "infill" else "suffix"
-        if not fim.usable:
-            raise ApiError(400, f"this model has no fill-in-the-middle tokens; {self.target.path.name} cannot fill "
-                           "a gap: serve a code model that has them (Qwen2.5-Coder does), or send a completion "
-                           "without a suffix", param=param)
-
-        def tokenize(text: str) -> list[int]:
-            return self.target.tokenize(text, add_special=False, parse_special=False)
-
-        budget = self.limit - min(reply_tokens, self.limit // 2) if request.kind == "infill" else 2**31
-        built = fim_prompt(fim, self.target.bos if self.target.add_bos else None, tokenize(infill.prefix),
-                           tokenize(infill.suffix), files_tokens(fim, tokenize, infill.extra), budget)
-        return Encoded(built.tokens, truncated=built.truncated)
-
-    def _completion(self, prompt: str | tuple[int, ...]) -> list[int]:
-        if isinstance(prompt, str):
-            return self.target.tokenize(prompt, add_special=True, parse_special=False)
-        bad = next((t for t in prompt if not 0 <= t < self.target.n_vocab), None)
-        if bad is not None:
-            raise ApiError(400, f"token id {bad} is not in the vocabulary (0 to {self.target.n_vocab - 1})",
-                           param="prompt")
-        return list(prompt)
-
-    def _check(self, count: int, param: str) -> None:
-        if count > self.limit:
-            raise ApiError(400, f"the prompt is {count} tokens; this server takes at most {self.limit} "
-                           f"(its context holds {self.target.n_ctx}): shorten it, or restart serve with a larger "
-                           "--ctx or --max-prompt-tokens", param=param, code="context_length_exceeded")
-
-
 @dataclass(frozen=True)
 class Prefill:
     """The prompt's way into the caches: tokens that were this client's own cache (serve.states),
@@ -377,6 +130,11 @@ class User:
     memory: LookupMemory
 
 
+def _grammar_param(request: GenRequest) -> str:
+    """The request's field a grammar that cannot be had came from."""
+    return "tools" if request.tool_choice in ("required", "function") else "response_format.json_schema.schema"
+
+
 def reply_example(request: GenRequest) -> str:
     """A document of the shape the reply's JSON schema gives, for auto's structure copies; ""
     for a tool call (the prompt's tool definitions hold its keys) and for `json_object`."""
@@ -388,7 +146,8 @@ def reply_example(request: GenRequest) -> str:
 class Scheduler:
     """The thread that runs jobs one at a time, and the bounded queue in front of it."""
 
-    def __init__(self, target, drafter, config: GenerationConfig, auto: bool, limits: Limits):
+    def __init__(self, target: Model, drafter: Drafter | None, config: GenerationConfig, auto: bool,
+                 limits: Limits):
         """With `auto`, step costs are measured (or read from the cache) here, before any request
         waits on them."""
         self.target, self.drafter, self.config, self.auto = target, drafter, config, auto
@@ -501,16 +260,20 @@ class Scheduler:
         started, start, encoded, user = False, time.perf_counter(), None, self._user(job.user)
         try:
             encoded = user.prompts.encode(job.request, min(self.config.max_tokens, self.limits.reply_tokens))
+            request = self.request_for(job.request, user, encoded)
             with ExitStack() as owned:
-                grammar = self._grammar(job.request, user)
-                if grammar is not None:
-                    owned.enter_context(grammar)
+                try:
+                    generation = owned.enter_context(Generation(self.target, self.drafter, request, self.costs))
+                except GrammarError as error:
+                    raise ApiError(400, str(error), param=_grammar_param(job.request)) from None
                 job.send(Started())
                 started = True
-                return self._generate(job, user, encoded, start, grammar)
+                last = self._generate(job, user, encoded, start, generation)
+            self._stale_costs = generation.stale_costs
+            return last
         except ApiError as error:
             return Failed(error)
-        except Exception as error:  # noqa: BLE001 - the thread must survive any request
+        except Exception as error:  # the thread must survive any request
             user.prompts.forget(encoded.conversation if encoded else None)
             if isinstance(error, SpecgenError) and not started:
                 return Failed(ApiError(400, str(error)))
@@ -531,7 +294,18 @@ class Scheduler:
                 model.sync(tokens[:end])
         return Prefill(own, len(tokens) - 1 - reused, time.perf_counter() - start)
 
-    def _grammar(self, request: GenRequest, user: User) -> Grammar | None:
+    def request_for(self, request: GenRequest, user: User, encoded: Encoded) -> Request:
+        """What the engine is asked for one request: its prompt and settings, the grammar its reply
+        must follow, its prediction, and the user's copy memory; a reply in JSON (a format, tool
+        calls) is `quoted`."""
+        fmt = user.prompts.template().format if request.tools and request.tool_choice != "none" else None
+        rules = self._rules(request, user)
+        prediction = tuple(encoded.prediction) if encoded.prediction is not None else None
+        return Request(tuple(encoded.tokens), self.config_for(request), self.auto, rules, prediction,
+                       quoted=rules is not None or fmt is not None, example=reply_example(request),
+                       shared=(user.memory.index,))
+
+    def _rules(self, request: GenRequest, user: User) -> Rules | None:
         """The grammar the reply must follow, or None: a call of the tools where `tool_choice`
         requires one (in the model's own format), else `response_format`'s. A schema that cannot be
         a grammar is the client's 400."""
@@ -540,42 +314,35 @@ class Scheduler:
         try:
             if forced:
                 tools = [t for t in request.tools if request.forced_tool in (None, t["function"]["name"])]
-                return Grammar(self.target, *call_grammar(user.prompts.template().format, tools,
-                                                          single=not request.parallel_tool_calls))
+                calls = user.prompts.template().format
+                assert calls is not None  # encoding the prompt refused tools the template cannot call
+                return Rules(*call_grammar(calls, tools, single=not request.parallel_tool_calls))
             if fmt is None:
                 return None
             if request.tools and request.tool_choice == "auto":
                 raise ApiError(400, "response_format with tools needs tool_choice none, required or a named "
                                "function: a reply cannot both follow the format and call a tool",
                                param="response_format")
-            return Grammar(self.target, json_grammar() if fmt.kind == "json_object" else schema_grammar(fmt.schema))
+            return Rules(json_grammar() if fmt.kind == "json_object" else schema_grammar(fmt.schema))
         except GrammarError as error:
-            raise ApiError(400, str(error), param="tools" if forced else "response_format.json_schema.schema") \
-                from None
+            raise ApiError(400, str(error), param=_grammar_param(request)) from None
 
-    def _generate(self, job: Job, user: User, encoded: Encoded, start: float, grammar: Grammar | None
+    def _generate(self, job: Job, user: User, encoded: Encoded, start: float, generation: Generation
                   ) -> Finished | Gone:
         """Stream one reply's text to the job, cut at stop strings, and return how it ended;
-        `start`: when the scheduler took it; `grammar`: what the reply must follow."""
+        `start`: when the scheduler took it."""
         tokens = encoded.tokens
         prefill = self._prefill(job, tokens)
         if prefill is None:
             user.prompts.forget(encoded.conversation)
             return Gone()
-        config = self.config_for(job.request)
-        seeded = config.sampling.seed is not None  # decides from the cache file or a fixed profile, as run does
-        prediction = Prediction(encoded.prediction) if encoded.prediction is not None else None
         fmt = user.prompts.template().format if job.request.tools and job.request.tool_choice != "none" else None
-        drafter = drafter_for(self.target, self.drafter, config, self.auto, (user.memory.index,),
-                              None if seeded else self.costs, prediction, quoted=grammar is not None or fmt is not None,
-                              example=reply_example(job.request))
-        events = generate(self.target, drafter, tokens, config, grammar)
         cut = ReplyCut(job.request, time.perf_counter())
         pipe = ReplyPipe(cut, fmt, self.target.piece, self._prompt_chars(job.request, tokens))
         reply: list[int] = []
         first = None  # when the first text went out
 
-        def on_round(event) -> None:
+        def on_round(event: Round) -> None:
             nonlocal first
             reply.extend(event.tokens)
             text, logprobs = pipe.feed(event.text, event.logprobs)
@@ -584,8 +351,7 @@ class Scheduler:
             if text or logprobs:
                 job.send(Delta(text, logprobs))
 
-        whole, summary = consume(events, on_round, lambda: pipe.stopped or job.cancelled.is_set())
-        self._stale_costs = recheck_costs(self.target, drafter)
+        whole, summary = generation.consume(on_round, lambda: pipe.stopped or job.cancelled.is_set())
         tail, logprobs, calls = pipe.finish()
         if tail or logprobs:
             job.send(Delta(tail, logprobs))
@@ -595,9 +361,9 @@ class Scheduler:
         user.prompts.remember(encoded, whole, reply, whole=received)
         user.memory.add(reply)
         reason = "tool_calls" if calls else finish_reason(summary.stop_reason, cut.ended == "stop string")
-        predicted = report(prediction, reply, summary.by_source.get("prediction")) if prediction is not None else None
         return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, tool_calls=tuple(calls),
-                                truncated=encoded.truncated, stop_word=cut.stops.found, prediction=predicted))
+                                truncated=encoded.truncated, stop_word=cut.stops.found,
+                                prediction=generation.report(reply, summary)))
 
     def _prompt_chars(self, request: GenRequest, tokens: list[int]) -> int:
         """Where a completion's text begins in prompt + completion (OpenAI's text_offset counts from
@@ -619,5 +385,6 @@ class Scheduler:
             top_p=s.top_p if request.top_p is None else request.top_p,
             seed=s.seed if request.seed is None else request.seed,
         )
-        max_tokens = min(base.max_tokens if request.max_tokens is None else request.max_tokens, self.limits.reply_tokens)
+        asked = base.max_tokens if request.max_tokens is None else request.max_tokens
+        max_tokens = min(asked, self.limits.reply_tokens)
         return replace(base, max_tokens=max_tokens, sampling=sampling, logprobs=request.logprobs)

@@ -21,21 +21,24 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from specgen.terminal.attach import Attachment, attach, read_text
+from specgen.decoding.drafters.base import Drafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Tally
-from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.tokens import MAX_DRAFT_TOKENS
+from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import LOOKUP_MAX
+from specgen.decoding.tokens import MAX_DRAFT_TOKENS
+from specgen.engine.drafting import base_drafter
+from specgen.engine.generation import Generation
+from specgen.engine.request import Request
 from specgen.errors import SpecgenError
-from specgen.llama.calibrate import base_drafter, drafter_for, recheck_costs
 from specgen.llama.conversation import Conversation
 from specgen.llama.lookup_cache import new_memory
-from specgen.llama.model import ContextFull, LoadOptions
+from specgen.llama.model import ContextFull, LoadOptions, Model
 from specgen.llama.pair import open_models
 from specgen.llama.rpc import placement
 from specgen.models.paths import ModelPaths
 from specgen.storage import write_atomically
+from specgen.terminal.attach import Attachment, attach, read_text
 from specgen.terminal.live import PlainView, Reply, RichView, make_view
 from specgen.terminal.transcript import from_jsonl, to_jsonl
 
@@ -92,7 +95,7 @@ def run_chat(paths: ModelPaths, load: LoadOptions, options: ChatOptions) -> None
         chat.loop(line_reader())
 
 
-def require_template(target) -> None:
+def require_template(target: Model) -> None:
     """Fail before the first turn if the model has no chat template llama.cpp can apply."""
     problem = "has no chat template" if target.chat_template() is None else ""
     if not problem:
@@ -161,7 +164,7 @@ def unquoted(argument: str) -> str:
 class Chat:
     """One chat: the conversation, the generation settings /k and /temp change, and the totals."""
 
-    def __init__(self, target, drafter, options: ChatOptions, view: RichView | PlainView):
+    def __init__(self, target: Model, drafter: Drafter | None, options: ChatOptions, view: RichView | PlainView):
         """`drafter`: the draft model's, or copying's where there is no draft model."""
         self.target, self.drafter, self.view = target, drafter, view
         self.config, self.auto = options.config, options.auto
@@ -251,10 +254,9 @@ class Chat:
             self.view.notice(
                 f"context full: forgot the oldest {prompt.dropped} turn(s) to make room (/reset starts over)"
             )
-        drafter = drafter_for(self.target, self.drafter, self.config, self.auto, (self.memory.index,))
-        events = generate(self.target, drafter, list(prompt.tokens), self.config)
-        reply = self.view.render(events, self.k, self.auto, self.totals.tally)
-        recheck_costs(self.target, drafter)
+        request = Request(tuple(prompt.tokens), self.config, self.auto, shared=(self.memory.index,))
+        with Generation(self.target, self.drafter, request) as generation:
+            reply = self.view.render(generation.events(), self.k, self.auto, self.totals.tally)
         self.memory.add(list(reply.tokens))
         self.conversation.commit(prompt, reply.text, list(reply.tokens))
         self.totals.add(reply)

@@ -19,18 +19,11 @@ import pytest
 from costfiles import plant_slow_costs
 
 import specgen.decoding.loop
-from specgen.bench import runner as bench_mod
+from specgen.bench import audit as bench_mod
+from specgen.bench.audit import divergence
+from specgen.bench.plan import Plan, configurations, parse_draft_tokens
 from specgen.bench.prompts import BenchPrompt, read_prompt_files
-from specgen.bench.runner import (
-    Plan,
-    benchmark,
-    configurations,
-    divergence,
-    encode_all,
-    parse_draft_tokens,
-    run_once,
-    run_plan,
-)
+from specgen.bench.runner import benchmark, encode_all, run_once, run_plan
 from specgen.bench.stats import (
     Interval,
     Spread,
@@ -256,7 +249,7 @@ def test_audit_locates_an_altered_sequence(pair):
     target_model = pair[0]
     prompt = target_model.tokenize("x = 1\nfor i in", True, False)
     plan = Plan(configurations((2,), False, True), 20, 1, 0, SamplingParams())
-    _, _, output, _, _ = run_once(target_model, None, prompt, plan.configs[0], plan)
+    output = run_once(target_model, None, prompt, plan.configs[0], plan).output
     altered = (*output[:7], (output[7] + 1) % target_model.n_vocab, *output[8:])
     found = divergence(target_model, prompt, output, altered)
     assert (found.position, found.baseline_token, found.other_token) == (7, output[7], altered[7])
@@ -270,7 +263,8 @@ def test_replaying_a_runs_own_batches_gives_every_token_it_emitted(pair):
     target_model, draft_model = pair
     prompt = target_model.tokenize("the print of self", True, False)
     plan = Plan(configurations((4,), True, False), 40, 1, 0, SamplingParams())
-    _, _, output, rounds, _ = run_once(target_model, draft_model, prompt, plan.configs[1], plan)
+    run = run_once(target_model, draft_model, prompt, plan.configs[1], plan)
+    output, rounds = run.output, run.rounds
     assert any(len(drafted) > 1 and kept for drafted, kept in rounds), "drafts were verified in batches"
     for position, token in enumerate(output):
         assert int(np.argmax(bench_mod.replayed_logits(target_model, prompt, output, rounds, position))) == token

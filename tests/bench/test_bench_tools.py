@@ -13,7 +13,8 @@ import sys
 import pytest
 
 from specgen.bench.prompts import PromptFileError, read_prompt_files
-from specgen.bench.runner import Plan, benchmark, configurations, encode_all
+from specgen.bench.plan import Plan, configurations
+from specgen.bench.runner import benchmark, encode_all
 from specgen.decoding.sampling import SamplingParams
 from specgen.errors import SpecgenError
 from specgen.llama.model import LoadOptions, Model

@@ -12,7 +12,7 @@ import pytest
 
 from specgen.bench.audit import chi2_sf, distribution_audit, pooled_table, position_test
 from specgen.bench.prompts import read_prompt_files
-from specgen.bench.runner import Plan, configurations, make_drafter
+from specgen.bench.plan import Plan, configurations, make_drafter
 from specgen.bench.view import distribution_lines
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.sampling import Dist, SamplingParams

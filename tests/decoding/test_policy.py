@@ -25,7 +25,9 @@ from specgen.decoding.copy_rates import AGREE, TEXT, CopyEvidence
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
 import specgen.llama.calibrate as calibrate_module
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
-from specgen.llama.calibrate import cached_costs, calibrate, drafter_for, recheck_costs, time_passes
+from specgen.engine.drafting import drafter_for
+from specgen.engine.generation import recheck_costs
+from specgen.llama.calibrate import cached_costs, calibrate, time_passes
 
 FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.6}, {1: 0.15, 16: 0.5})
 STEEP = StepCosts({1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0, 16: 16.0}, {1: 0.6, 16: 6.0})

@@ -20,7 +20,8 @@ from specgen.decoding.auto import evidence
 from specgen.decoding.copy_rates import TEXT
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
-from specgen.llama.calibrate import DEFAULT, SIZES, cached_costs, calibrate, drafter_for
+from specgen.engine.drafting import drafter_for
+from specgen.llama.calibrate import DEFAULT, SIZES, cached_costs, calibrate
 
 sequences = st.lists(st.integers(0, 3), min_size=1, max_size=120)
 

@@ -17,7 +17,7 @@ from tinymodels import DRAFT, TARGET, write_model
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.sampling import SamplingParams
-from specgen.llama.calibrate import drafter_for
+from specgen.engine.drafting import drafter_for
 from specgen.llama.model import LoadOptions, Model
 from specgen.llama.pair import open_models
 from specgen.llama.vocabmap import DraftVocabulary

@@ -16,7 +16,7 @@ from test_serve import KEY, Server, client, pinned_costs, post, reference
 
 from specgen.llama.model import FimTokens, LoadOptions, Model
 from specgen.serve.infill import EditorLimits, files_tokens, fim_prompt, picked
-from specgen.serve.scheduler import Prompts
+from specgen.serve.prompts import Prompts
 from specgen.serve.wire import ApiError, GenRequest, Infill
 
 PREFIX, SUFFIX = "def area(r):\n    a =", "\n    return a\n"

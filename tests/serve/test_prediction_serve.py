@@ -13,7 +13,7 @@ import string
 
 import openai
 import pytest
-from test_serve import KEY, Server, client, post
+from test_serve import KEY, Server, client, pinned_costs, post
 
 WALK = [{"role": "user", "content": "walk"}]
 LENGTH = 40
@@ -21,9 +21,11 @@ MODEL = "tiny-target_fim_context_free"  # the served id: the file's name
 
 
 @pytest.fixture(scope="module")
-def server(tiny_models):
-    running = Server("--target", str(tiny_models["target_fim_context_free"]), "--no-draft", "--ctx", "512",
-                     "-t", "1", keys=KEY)
+def server(tiny_models, tmp_path_factory):
+    """Step costs pinned (`pinned_costs`): the loss bound lets a prediction's copies in however
+    busy the machine was when the costs were measured, so every reply below drafts from it."""
+    args = ("--target", str(tiny_models["target_fim_context_free"]), "--no-draft", "--ctx", "512", "-t", "1")
+    running = Server(*args, keys=KEY, env=pinned_costs(tmp_path_factory.mktemp("costs"), *args))
     yield running
     running.stop()
 
@@ -79,6 +81,7 @@ def test_a_streamed_chat_carries_the_counts_in_its_usage_chunk(server, alone):
     details = chunks[-1].usage.completion_tokens_details
     assert details.accepted_prediction_tokens == common_subsequence(predicted, alone)
     assert details.rejected_prediction_tokens == len(predicted) - details.accepted_prediction_tokens
+    assert chunks[-1].model_dump()["specgen"]["prediction"]["kept"] > 0  # the served prediction really drafted
 
 
 def test_a_completion_takes_a_prediction_in_text_parts(server, alone):
@@ -89,6 +92,7 @@ def test_a_completion_takes_a_prediction_in_text_parts(server, alone):
     details = reply.usage.completion_tokens_details
     assert details.accepted_prediction_tokens == common_subsequence(alone, text)
     assert details.accepted_prediction_tokens + details.rejected_prediction_tokens == LENGTH
+    assert reply.model_dump()["specgen"]["prediction"]["kept"] > 0  # the served prediction really drafted
 
 
 @pytest.mark.parametrize("prediction, param", [

@@ -27,7 +27,8 @@ from specgen.llama.conversation import Conversation
 from specgen.llama.model import LoadOptions, Model
 from specgen.serve.wire import ApiError, GenRequest
 from specgen.serve.states import SavedStates
-from specgen.serve.scheduler import Prompts, StopMatcher
+from specgen.serve.prompts import Prompts
+from specgen.serve.stops import StopMatcher
 
 SPECGEN = [sys.executable, "-m", "specgen"]
 KEY = "test-key-123"

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from specgen.serve.wire import MAX_STOP_CHARS, MAX_STOPS, ApiError, parse_request
-from specgen.serve.scheduler import StopMatcher
+from specgen.serve.stops import StopMatcher
 
 
 def reference(stops: tuple[str, ...], text: str) -> tuple[str, bool]:

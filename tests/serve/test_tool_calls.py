@@ -14,7 +14,7 @@ from test_structured import client, tools_server
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar
 from specgen.llama.templates import HERMES, call_grammar, model_template
-from specgen.serve.scheduler import Prompts
+from specgen.serve.prompts import Prompts
 from specgen.serve.tools import parse_calls
 from specgen.serve.wire import ApiError, parse_request
 
