@@ -32,6 +32,7 @@ from specgen.bench import endpoint
 from specgen.bench.audit import DistributionAudit, distribution_audit
 from specgen.bench.prompts import BenchPrompt
 from specgen.bench.stats import BASELINE, ENDPOINT, Stats, Verdict, summarize, verdict
+from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, PredictionReport, report
@@ -170,7 +171,7 @@ class BenchResult:
     verdict: Verdict
     endpoints: tuple[EndpointCheck, ...]
     peak_rss_mib: float
-    step_costs: object | None  # costs.StepCosts from the calibration
+    step_costs: StepCosts | None  # from the calibration
     memory_mib: dict = field(default_factory=dict)  # resident memory at the end, by kind (Linux)
     machine: dict = field(default_factory=dict)
     settings: dict = field(default_factory=dict)

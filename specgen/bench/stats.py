@@ -139,6 +139,20 @@ def summarize(records, configs, prompts, costs=None) -> list[Stats]:
 class _Totals:
     """Sums over a list of runs of one configuration."""
 
+    tokens: int
+    rounds: int
+    drafted: int
+    accepted: int
+    lookup_rounds: int
+    model_drafted: int
+    missed_copy_rounds: int
+    decode_s: float
+    draft_s: float
+    verify_s: float
+    other_s: float
+    python_s: float
+    constraint_s: float
+
     def __init__(self, runs):
         summaries = [r.summary for r in runs]
         self.records = runs

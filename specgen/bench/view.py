@@ -154,7 +154,9 @@ def header(result: BenchResult) -> str:
         sizes = [n for n in sorted(costs.verify) if n & (n - 1) == 0]  # 1, 2, 4, ... 64: the shape of the curve
         verify = ", ".join(f"{n}: {costs.verify_cost(n) * 1000:.0f}" for n in sizes)
         draft = f"; draft step {costs.draft_step * 1000:.1f} ms" if costs.draft_step else ""
-        tokens, gain = result.copy_ceiling()
+        ceiling = result.copy_ceiling()
+        assert ceiling is not None, "there are step costs"
+        tokens, gain = ceiling
         line += (f"; target pass by batch size (ms, after a pass of its size) {verify}, "
                  f"+{costs.switch * 1000:.1f} after another size{draft}; a copy kept whole gains at most "
                  f"{gain:.2f}× here ({tokens} tokens a pass)")
@@ -198,6 +200,7 @@ def audit_lines(result: BenchResult) -> list[str]:
     lines = []
     for a in bad:
         d = a.first
+        assert d is not None, "a diverged audit holds its first divergence"
         cause = ("the target's own batched pass picks it too: kernel arithmetic, not a bug" if d.batched_flip
                  else "a near-tie, batched arithmetic" if d.near_tie
                  else "not a near-tie: a bug; rerun with SPECGEN_DEBUG=1 and report it")
@@ -270,7 +273,7 @@ def verdict_line(result: BenchResult) -> str:
         "costs": f"verdict: every configuration is slower than the target alone; the best, {v.best} at {speed} "
                  f"({rates}); speculation does not pay for this pair on this machine",
     }[v.outcome]
-    if result.audits and any(a.diverged and not a.first.near_tie for a in result.audits):
+    if result.audits and any(a.first is not None and not a.first.near_tie for a in result.audits):
         line += "; WARNING: some outputs differ from the target alone's (see exactness above)"
     if result.distribution is not None and not result.distribution.passed:
         line += "; WARNING: some output distributions differ from the target alone's (see distribution above)"
@@ -303,7 +306,7 @@ def write_json(result: BenchResult, path: str) -> None:
         _write(path, text)
 
 
-def write_csv(result: BenchResult, path: str) -> None:
+def write_csv(result: BenchResult, path: str | Path) -> None:
     rows = csv_rows(list(result.stats))
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=list(rows[0]))
@@ -312,6 +315,6 @@ def write_csv(result: BenchResult, path: str) -> None:
     _write(path, text.getvalue())
 
 
-def _write(path: str, text: str) -> None:
+def _write(path: str | Path, text: str) -> None:
     if not write_atomically(Path(path).expanduser(), text):
         raise SpecgenError(f"cannot write {path}; the results are in the table above")

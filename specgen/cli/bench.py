@@ -94,11 +94,11 @@ def bench(
     settings = {"pair": models.pair, "target": str(selection.paths.target),
                 "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw, "ctx": resources.ctx,
                 "rpc": resources.rpc}
-    with open_models(selection.paths, load_options(resources)) as models:
+    with open_models(selection.paths, load_options(resources)) as (target, draft):
         total = len(prompts) * (repeats + warmup) * len(plan.configs)
         total += len(prompts) * len(plan.local.configs) * audit_seeds if sampling.temp > 0 else 0
         with progress(total, [p.name for p in prompts], repeats) as started:
-            result = benchmark(*models, prompts, plan, raw, started, settings)
+            result = benchmark(target, draft, prompts, plan, raw, started, settings)
     render(result, sys.stderr if json_path == "-" else sys.stdout)
     if json_path:
         write_json(result, json_path)

@@ -131,7 +131,7 @@ def option_groups(command: Callable) -> Callable:
             values[name] = group(**{field.name: values.pop(field.name) for field in dataclasses.fields(group)})
         return command(**values)
 
-    with_groups.__signature__ = signature.replace(parameters=shown)
+    with_groups.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]  # read by inspect; typeshed does not declare it
     with_groups.__annotations__ = {parameter.name: parameter.annotation for parameter in shown}
     return with_groups
 

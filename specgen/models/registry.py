@@ -190,7 +190,8 @@ def key_path(text: str) -> tuple[str, ...] | None:
 def line_of(lines: list[str], path: tuple[str, ...]) -> int:
     """The first line (1-based) that shares the longest leading part with `path`: a key's own line
     where it has one, else the header or inline table that holds it, or a table inside it; 0 if none."""
-    best, best_length, table = 0, 0, ()
+    best, best_length = 0, 0
+    table: tuple[str, ...] = ()
     for number, text in enumerate(lines, 1):
         parts = key_path(text)
         if parts is None:
