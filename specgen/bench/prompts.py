@@ -182,8 +182,8 @@ def _tools(record: dict, where: str) -> tuple[dict, ...]:
         raise PromptFileError(f'{where}: "tools" must be a list of function tools; {fix}')
     for tool in tools:
         function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict) or tool.get("type") != "function" or not isinstance(function.get("name"), str) \
-                or not isinstance(function.get("parameters", {}), dict):
+        if (not isinstance(function, dict) or tool.get("type") != "function"
+                or not isinstance(function.get("name"), str) or not isinstance(function.get("parameters", {}), dict)):
             raise PromptFileError(f'{where}: each of "tools" must be a function tool; {fix}')
     return tuple(tools)
 

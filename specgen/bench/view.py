@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -75,9 +75,11 @@ def render(result: BenchResult, out: TextIO) -> None:
 
 def results_table(result: BenchResult) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title="specgen bench: decode speed against the target alone")
-    for name, justify in [("prompt", "left"), ("config", "left"), ("tok/s", "right"), ("min–max", "right"),
-                          ("speedup", "left"), ("95% interval", "left"), ("predicted", "right"), ("accepted", "right"),
-                          ("missed", "right"), ("tok/round", "right"), ("draft/verify/other (python)", "right"), ("prefill", "right")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("prompt", "left"), ("config", "left"), ("tok/s", "right"), ("min–max", "right"), ("speedup", "left"),
+        ("95% interval", "left"), ("predicted", "right"), ("accepted", "right"), ("missed", "right"),
+        ("tok/round", "right"), ("draft/verify/other (python)", "right"), ("prefill", "right")]
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)
     scale = max([1.0, *(s.speedup or 0.0 for s in result.stats)])
     for section in _sections(result):
@@ -184,7 +186,7 @@ def positions_table(result: BenchResult) -> Table:
 def _span_rate(s, lo: int, hi: int) -> str:
     rates, drafted = s.acceptance_by_position[lo - 1 : hi], s.drafted_by_position[lo - 1 : hi]
     total = sum(drafted)
-    return f"{sum(r * d for r, d in zip(rates, drafted)) / total:.0%}" if total else ""
+    return f"{sum(r * d for r, d in zip(rates, drafted, strict=True)) / total:.0%}" if total else ""
 
 
 def audit_lines(result: BenchResult) -> list[str]:
@@ -250,7 +252,8 @@ def distribution_lines(result: BenchResult) -> list[str]:
     scope = (f"{configs} configurations × {_count(len(result.prompts), 'prompt')} against the target alone, "
              f"{audit.seeds} seeds each, first {_count(audit.tokens, 'token')}")
     if audit.passed:
-        return [f"distribution: PASS at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.3g})"]
+        return [f"distribution: PASS at the {audit.level:g} level ({scope}; "
+                f"smallest corrected p = {audit.p_value:.3g})"]
     lines = [f"distribution: FAIL at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.2g})"]
     for check in audit.failed():
         worst = min(check.positions, key=lambda t: t.p_value)

@@ -13,11 +13,11 @@ import difflib
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from types import MappingProxyType
-from typing import Mapping
 
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import SpecgenError, UsageError
@@ -199,7 +199,8 @@ def line_of(lines: list[str], path: tuple[str, ...]) -> int:
         full = parts if text.lstrip().startswith("[") else table + parts
         if text.lstrip().startswith("["):
             table = parts
-        length = next((i for i, (a, b) in enumerate(zip(full, path)) if a != b), min(len(full), len(path)))
+        length = next((i for i, (a, b) in enumerate(zip(full, path, strict=False)) if a != b),
+                      min(len(full), len(path)))
         if length > best_length:
             best, best_length = number, length
     return best
@@ -275,7 +276,8 @@ class _Validator:
         gated = self.typed(table, "gated", bool, where, section, False)
         base = self.typed(table, "base", str, where, section, "")
         if base and not repo_is_valid(base):
-            self.fail(f"{where}: base '{base}' is not a Hugging Face repo id; fix it in {self.path.name}", *section, "base")
+            self.fail(f"{where}: base '{base}' is not a Hugging Face repo id; fix it in {self.path.name}",
+                      *section, "base")
         return ModelFile(repo, file, quant, float(size), license_, gated, base)
 
     def typed(self, table: dict, key: str, kind, where: str, section: tuple[str, ...], default=_MISSING):
