@@ -17,10 +17,10 @@ import json
 import os
 import platform
 import statistics
-import time
 from pathlib import Path
 
 from specgen.decoding.auto import AutoDrafter
+from specgen.decoding.clock import now
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
@@ -93,9 +93,9 @@ def _passes(model, sizes: list[int], base: int, filler: int) -> list[float]:
     """Seconds of a pass of each of `sizes` in turn, each rolled back to `base` after it."""
     out = []
     for n in sizes:
-        start = time.perf_counter()
+        start = now()
         model.forward([filler] * n, all_logits=True)
-        out.append(time.perf_counter() - start)
+        out.append(now() - start)
         model.truncate(base)
     return out
 
