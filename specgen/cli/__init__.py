@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         result = command.main(args=argv, prog_name="specgen", standalone_mode=False)
     except NoArgsIsHelp:
         result = 0  # a bare `specgen` asks for the help, which is printed
-    except Exception as error:  # every error becomes one line
+    except Exception as error:  # noqa: BLE001 - every error becomes one line
         sys.exit(_report(error))
     except KeyboardInterrupt as error:
         sys.exit(_report(error))
