@@ -1,10 +1,11 @@
 """`specgen doctor`: what this build and this machine can do, in one report to read or paste.
 
 When generation is slow or fails, the cause is usually the build (a CPU-only llama.cpp on a
-machine with a GPU, or one without the RPC backend that --rpc and `specgen worker` need), the CPU (no AVX2; AMX reported but unusable), or the files (nothing
-downloaded, a user registry overriding the shipped pairs). `gather()` collects those facts
-into frozen dataclasses, `render()` writes them as text and `as_json()` as one JSON object.
-Nothing here loads a model; llama.cpp is reached only through engine.py.
+machine with a GPU, or one without the RPC backend that --rpc and `specgen worker` need), the CPU
+(no AVX2; AMX reported but unusable), or the files (nothing downloaded, a user registry overriding
+the shipped pairs). `gather()` collects those facts into frozen dataclasses, `render()` writes them
+as text and `as_json()` as one JSON object. Nothing here loads a model; llama.cpp is reached only
+through llama/library.py.
 """
 
 from __future__ import annotations
@@ -289,7 +290,8 @@ def detect_accelerator() -> tuple[str, str]:
         return "Metal", "-DGGML_METAL=on"
     if shutil.which("nvidia-smi"):
         capability = _first_line(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"])
-        arch = f" -DCMAKE_CUDA_ARCHITECTURES={capability.replace('.', '')}" if re.fullmatch(r"\d+\.\d", capability) else ""
+        sm = capability.replace(".", "")
+        arch = f" -DCMAKE_CUDA_ARCHITECTURES={sm}" if re.fullmatch(r"\d+\.\d", capability) else ""
         return "CUDA", "-DGGML_CUDA=on" + arch
     if shutil.which("rocminfo"):
         target = re.search(r"\bgfx[0-9a-f]+\b", _run(["rocminfo"]))
@@ -341,7 +343,8 @@ def render(report: Report) -> str:
                                                                                   else "")) for f in report.registry]
     rows.append(("pairs downloaded", _pairs(report.pairs)))
     rows.append(("lookup memory", f"up to {report.lookup_memory_tokens:,} tokens of past outputs (about "
-                 f"{report.lookup_memory_tokens * 100 >> 20} MB) in chat and serve; run keeps it only with --lookup-cache FILE"))
+                 f"{report.lookup_memory_tokens * 100 >> 20} MB) in chat and serve; "
+                 "run keeps it only with --lookup-cache FILE"))
     rows.append(("RPC", "built in: --rpc HOST:PORT and 'specgen worker' work" if b.rpc else
                  f"not in this build, so --rpc and 'specgen worker' do not work; to add it: {r.command}"))
     rows.append(("rebuild", _rebuild(r, b)))

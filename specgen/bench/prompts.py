@@ -98,24 +98,24 @@ def _looks_like_jsonl(text: str) -> bool:
 
 
 def _jsonl(text: str, label: str, kind: str, folder: Path) -> list[BenchPrompt]:
-    prompts = []
+    prompts: list[BenchPrompt] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{label} line {number}"
         try:
             record = json.loads(line)
-        except ValueError as error:
+        except json.JSONDecodeError as error:
             raise PromptFileError(f"{where} is not valid JSON ({error.msg}); write one JSON object per line") from None
         if not isinstance(record, dict):
             raise PromptFileError(f'{where} is not an object; write {{"prompt": "..."}}')
         tools = _tools(record, where)
         chat = _tool_chat(record, where) if tools and "messages" in record else ()
         messages = _messages(record, where) if "messages" in record and not chat else ()
-        text = messages[-1][1] if messages else chat[-1]["content"] if chat else record.get("prompt")
-        if not isinstance(text, str):
+        prompt = messages[-1][1] if messages else chat[-1]["content"] if chat else record.get("prompt")
+        if not isinstance(prompt, str):
             raise PromptFileError(f'{where} has no "prompt" string; write {{"prompt": "..."}}')
-        if not text.strip():
+        if not prompt.strip():
             raise PromptFileError(f'{where} has an empty "prompt"')
         for key in ("name", "kind"):
             if key in record and not isinstance(record[key], str):
@@ -125,8 +125,8 @@ def _jsonl(text: str, label: str, kind: str, folder: Path) -> list[BenchPrompt]:
             raise PromptFileError(f'{where}: "json_schema" must be a JSON schema object, such as {{"type": "object"}}')
         name = record.get("name") or f"{kind}:{len(prompts) + 1}"
         if tools and not chat:
-            chat = ({"role": "user", "content": text},)
-        prompts.append(BenchPrompt(name, record.get("kind") or kind, text, messages,
+            chat = ({"role": "user", "content": prompt},)
+        prompts.append(BenchPrompt(name, record.get("kind") or kind, prompt, messages,
                                    prediction=_prediction(record, where, folder), json_schema=schema,
                                    tools=tools, chat=chat))
     return prompts
@@ -182,8 +182,8 @@ def _tools(record: dict, where: str) -> tuple[dict, ...]:
         raise PromptFileError(f'{where}: "tools" must be a list of function tools; {fix}')
     for tool in tools:
         function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict) or tool.get("type") != "function" or not isinstance(function.get("name"), str) \
-                or not isinstance(function.get("parameters", {}), dict):
+        if (not isinstance(function, dict) or tool.get("type") != "function"
+                or not isinstance(function.get("name"), str) or not isinstance(function.get("parameters", {}), dict)):
             raise PromptFileError(f'{where}: each of "tools" must be a function tool; {fix}')
     return tuple(tools)
 
@@ -237,7 +237,8 @@ def _well_formed_calls(calls) -> bool:
 
 def _separated(text: str, label: str, kind: str) -> list[BenchPrompt]:
     """Prompts between `---` lines; blank lines around each prompt are dropped."""
-    prompts, lines, start = [], [], 1
+    prompts: list[BenchPrompt] = []
+    lines, start = [], 1
     for number, line in enumerate([*text.splitlines(), SEPARATOR], start=1):
         if line.strip() != SEPARATOR:
             lines.append(line)

@@ -139,6 +139,20 @@ def summarize(records, configs, prompts, costs=None) -> list[Stats]:
 class _Totals:
     """Sums over a list of runs of one configuration."""
 
+    tokens: int
+    rounds: int
+    drafted: int
+    accepted: int
+    lookup_rounds: int
+    model_drafted: int
+    missed_copy_rounds: int
+    decode_s: float
+    draft_s: float
+    verify_s: float
+    other_s: float
+    python_s: float
+    constraint_s: float
+
     def __init__(self, runs):
         summaries = [r.summary for r in runs]
         self.records = runs
@@ -167,7 +181,8 @@ class _Totals:
             if drafting and costs is not None and config.drafter != ENDPOINT else None,
             acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
             tokens_per_round=self.tokens / self.rounds if self.rounds else 0.0,
-            acceptance_by_position=tuple(a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at)),
+            acceptance_by_position=tuple(a / d if d else 0.0
+                                         for a, d in zip(self.accepted_at, self.drafted_at, strict=True)),
             decode_s=self.decode_s, draft_s=self.draft_s, verify_s=self.verify_s, other_s=self.other_s,
             prefill_s=self.prefill, python_s=self.python_s, drafted_by_position=tuple(self.drafted_at),
             constraint_s=self.constraint_s,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -75,9 +75,11 @@ def render(result: BenchResult, out: TextIO) -> None:
 
 def results_table(result: BenchResult) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title="specgen bench: decode speed against the target alone")
-    for name, justify in [("prompt", "left"), ("config", "left"), ("tok/s", "right"), ("min–max", "right"),
-                          ("speedup", "left"), ("95% interval", "left"), ("predicted", "right"), ("accepted", "right"),
-                          ("missed", "right"), ("tok/round", "right"), ("draft/verify/other (python)", "right"), ("prefill", "right")]:
+    columns: list[tuple[str, JustifyMethod]] = [
+        ("prompt", "left"), ("config", "left"), ("tok/s", "right"), ("min–max", "right"), ("speedup", "left"),
+        ("95% interval", "left"), ("predicted", "right"), ("accepted", "right"), ("missed", "right"),
+        ("tok/round", "right"), ("draft/verify/other (python)", "right"), ("prefill", "right")]
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)
     scale = max([1.0, *(s.speedup or 0.0 for s in result.stats)])
     for section in _sections(result):
@@ -154,7 +156,9 @@ def header(result: BenchResult) -> str:
         sizes = [n for n in sorted(costs.verify) if n & (n - 1) == 0]  # 1, 2, 4, ... 64: the shape of the curve
         verify = ", ".join(f"{n}: {costs.verify_cost(n) * 1000:.0f}" for n in sizes)
         draft = f"; draft step {costs.draft_step * 1000:.1f} ms" if costs.draft_step else ""
-        tokens, gain = result.copy_ceiling()
+        ceiling = result.copy_ceiling()
+        assert ceiling is not None, "there are step costs"
+        tokens, gain = ceiling
         line += (f"; target pass by batch size (ms, after a pass of its size) {verify}, "
                  f"+{costs.switch * 1000:.1f} after another size{draft}; a copy kept whole gains at most "
                  f"{gain:.2f}× here ({tokens} tokens a pass)")
@@ -182,7 +186,7 @@ def positions_table(result: BenchResult) -> Table:
 def _span_rate(s, lo: int, hi: int) -> str:
     rates, drafted = s.acceptance_by_position[lo - 1 : hi], s.drafted_by_position[lo - 1 : hi]
     total = sum(drafted)
-    return f"{sum(r * d for r, d in zip(rates, drafted)) / total:.0%}" if total else ""
+    return f"{sum(r * d for r, d in zip(rates, drafted, strict=True)) / total:.0%}" if total else ""
 
 
 def audit_lines(result: BenchResult) -> list[str]:
@@ -198,6 +202,7 @@ def audit_lines(result: BenchResult) -> list[str]:
     lines = []
     for a in bad:
         d = a.first
+        assert d is not None, "a diverged audit holds its first divergence"
         cause = ("the target's own batched pass picks it too: kernel arithmetic, not a bug" if d.batched_flip
                  else "a near-tie, batched arithmetic" if d.near_tie
                  else "not a near-tie: a bug; rerun with SPECGEN_DEBUG=1 and report it")
@@ -247,7 +252,8 @@ def distribution_lines(result: BenchResult) -> list[str]:
     scope = (f"{configs} configurations × {_count(len(result.prompts), 'prompt')} against the target alone, "
              f"{audit.seeds} seeds each, first {_count(audit.tokens, 'token')}")
     if audit.passed:
-        return [f"distribution: PASS at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.3g})"]
+        return [f"distribution: PASS at the {audit.level:g} level ({scope}; "
+                f"smallest corrected p = {audit.p_value:.3g})"]
     lines = [f"distribution: FAIL at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.2g})"]
     for check in audit.failed():
         worst = min(check.positions, key=lambda t: t.p_value)
@@ -270,7 +276,7 @@ def verdict_line(result: BenchResult) -> str:
         "costs": f"verdict: every configuration is slower than the target alone; the best, {v.best} at {speed} "
                  f"({rates}); speculation does not pay for this pair on this machine",
     }[v.outcome]
-    if result.audits and any(a.diverged and not a.first.near_tie for a in result.audits):
+    if result.audits and any(a.first is not None and not a.first.near_tie for a in result.audits):
         line += "; WARNING: some outputs differ from the target alone's (see exactness above)"
     if result.distribution is not None and not result.distribution.passed:
         line += "; WARNING: some output distributions differ from the target alone's (see distribution above)"
@@ -303,7 +309,7 @@ def write_json(result: BenchResult, path: str) -> None:
         _write(path, text)
 
 
-def write_csv(result: BenchResult, path: str) -> None:
+def write_csv(result: BenchResult, path: str | Path) -> None:
     rows = csv_rows(list(result.stats))
     text = io.StringIO(newline="")
     writer = csv.DictWriter(text, fieldnames=list(rows[0]))
@@ -312,6 +318,6 @@ def write_csv(result: BenchResult, path: str) -> None:
     _write(path, text.getvalue())
 
 
-def _write(path: str, text: str) -> None:
+def _write(path: str | Path, text: str) -> None:
     if not write_atomically(Path(path).expanduser(), text):
         raise SpecgenError(f"cannot write {path}; the results are in the table above")

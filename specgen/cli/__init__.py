@@ -11,10 +11,11 @@ import errno
 import os
 import sys
 import traceback
+from typing import Any, NoReturn, TextIO
 
 import typer
 
-from specgen.cli import bench, generate, models, worker, export, serve  # noqa: F401 - registers commands in this order
+from specgen.cli import bench, generate, models, worker, export, serve  # noqa: F401 - registers commands in this order  # isort: skip
 from specgen.cli.app import ClickException, NoArgsIsHelp, app
 from specgen.errors import SpecgenError, error_line
 
@@ -52,10 +53,10 @@ class _GuardedStdout:
     """sys.stdout, except that a reader that quit ends the command with `OutputClosed` (one line
     on stderr) where Click would exit silently; later writes go nowhere."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: TextIO) -> None:
         self.stream = stream
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
 
     def write(self, text: str) -> int:
@@ -70,7 +71,7 @@ class _GuardedStdout:
         except BrokenPipeError:
             self._closed()
 
-    def _closed(self):
+    def _closed(self) -> NoReturn:
         null = os.open(os.devnull, os.O_WRONLY)
         os.dup2(null, self.stream.fileno())  # what is still buffered goes nowhere
         os.close(null)

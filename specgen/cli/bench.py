@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -52,17 +52,18 @@ def bench(
     audit_tokens: Annotated[int, typer.Option(
         "--audit-tokens", min=1, rich_help_panel=SAMPLING, help="Positions the distribution audit compares.")] = 6,
     raw: RawOpt = False,
-    json_path: Annotated[Optional[str], typer.Option(
+    json_path: Annotated[str | None, typer.Option(
         "--json", metavar="PATH",
         help="Write every result as JSON (docs/bench-json.md); '-': stdout, table to stderr.")] = None,
-    csv_path: Annotated[Optional[Path], typer.Option(
+    csv_path: Annotated[Path | None, typer.Option(
         "--csv", metavar="PATH", dir_okay=False, help="Write the results table as CSV.")] = None,
-    endpoints: Annotated[Optional[list[str]], typer.Option(
+    endpoints: Annotated[list[str] | None, typer.Option(
         "--endpoint", metavar="URL", help="Also run the prompts on this OpenAI-compatible server (llama-server, "
         "vLLM, Ollama, LM Studio, specgen serve), as one more row (repeatable).")] = None,
-    endpoint_model: Annotated[Optional[str], typer.Option(
-        "--endpoint-model", metavar="NAME", help="The model to ask the endpoints for (default: the first they list).")] = None,
-    endpoint_key: Annotated[Optional[str], typer.Option(
+    endpoint_model: Annotated[str | None, typer.Option(
+        "--endpoint-model", metavar="NAME",
+        help="The model to ask the endpoints for (default: the first they list).")] = None,
+    endpoint_key: Annotated[str | None, typer.Option(
         "--endpoint-key", metavar="KEY", envvar="SPECGEN_ENDPOINT_KEY", help="API key for the endpoints.")] = None,
     resources: Resources = Resources(),
 ) -> None:
@@ -93,13 +94,13 @@ def bench(
     plan = Plan(configs, sampling.max_tokens, repeats, warmup, sampling_params(sampling), audit_seeds, audit_tokens,
                 endpoint_key)
     settings = {"pair": models.pair, "target": str(selection.paths.target),
-                "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw, "ctx": resources.ctx,
-                "rpc": resources.rpc}
-    with open_models(selection.paths, load_options(resources)) as models:
+                "draft": str(selection.paths.draft) if selection.paths.draft else None, "raw": raw,
+                "ctx": resources.ctx, "rpc": resources.rpc}
+    with open_models(selection.paths, load_options(resources)) as (target, draft):
         total = len(prompts) * (repeats + warmup) * len(plan.configs)
         total += len(prompts) * len(plan.local.configs) * audit_seeds if sampling.temp > 0 else 0
         with progress(total, [p.name for p in prompts], repeats) as started:
-            result = benchmark(*models, prompts, plan, raw, started, settings)
+            result = benchmark(target, draft, prompts, plan, raw, started, settings)
     render(result, sys.stderr if json_path == "-" else sys.stdout)
     if json_path:
         write_json(result, json_path)

@@ -7,7 +7,7 @@ import shlex
 import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -24,13 +24,13 @@ from specgen.errors import UsageError
 def export(
     name: Annotated[str, typer.Argument(metavar="PAIR", help="Pair name from 'specgen pairs'.")],
     to: Annotated[str, typer.Option("--to", metavar="ENGINE", help="llama-server or vllm.")],
-    method: Annotated[Optional[str], typer.Option(
+    method: Annotated[str | None, typer.Option(
         "--method", help="draft (the pair's draft model), ngram or suffix (copying, no draft model; suffix: vLLM "
         "only). Default: what --bench found fastest, else draft.")] = None,
-    k: Annotated[Optional[int], typer.Option(
+    k: Annotated[int | None, typer.Option(
         "--draft-tokens", "-k", min=1, max=64, help="Tokens drafted per round (default: from --bench, else the "
         "pair's K).")] = None,
-    bench: Annotated[Optional[Path], typer.Option(
+    bench: Annotated[Path | None, typer.Option(
         "--bench", dir_okay=False, metavar="FILE", help="A 'specgen bench --json FILE' result: export the "
         "method and K that were fastest there.")] = None,
     ctx: CtxOpt = 4096,

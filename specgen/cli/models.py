@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -27,7 +27,7 @@ def pairs(
     local: Annotated[bool, typer.Option(
         "--local", help="Pair the GGUF files already on disk ($SPECGEN_MODELS, Hugging Face cache, LM Studio, "
         "Ollama) instead of listing the registry.")] = False,
-    dirs: Annotated[Optional[list[Path]], typer.Option(
+    dirs: Annotated[list[Path] | None, typer.Option(
         "--dir", file_okay=False, help="Also look in this folder (repeatable; implies --local).")] = None,
 ) -> None:
     """List the matched target/draft pairs: sizes, draft length K, whether they are downloaded.
@@ -54,7 +54,8 @@ def pairs(
         models = [f"{model.quant} {human_size(round(model.size_gb * 1e9))}" for model in (pair.target, pair.draft)]
         rows.append([pair.name + mark, *models, str(pair.draft_tokens), state])
     print_table(["pair", "target", "draft", "K", "downloaded"], rows)
-    print("* the default pair; 'specgen pairs show NAME' for repos and files, 'specgen pull NAME' to download", file=sys.stderr)
+    print("* the default pair; 'specgen pairs show NAME' for repos and files, 'specgen pull NAME' to download",
+          file=sys.stderr)
 
 
 def local_pairs(dirs: list[Path]) -> None:

@@ -12,9 +12,10 @@ import dataclasses
 import functools
 import inspect
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated
 
 import typer
 
@@ -22,13 +23,13 @@ from specgen.errors import UsageError
 
 MODEL, SAMPLING, RESOURCES = "Model", "Sampling", "Context and threads"
 
-PairOpt = Annotated[Optional[str], typer.Option(
+PairOpt = Annotated[str | None, typer.Option(
     "--pair", rich_help_panel=MODEL,
     help="A matched pair from 'specgen pairs', downloaded on first use (default pair without --target).")]
-TargetOpt = Annotated[Optional[Path], typer.Option(
+TargetOpt = Annotated[Path | None, typer.Option(
     "--target", dir_okay=False, rich_help_panel=MODEL,
     help="Target model (GGUF file), e.g. one listed by 'specgen pairs --local'.")]
-DraftOpt = Annotated[Optional[Path], typer.Option(
+DraftOpt = Annotated[Path | None, typer.Option(
     "--draft", dir_okay=False, rich_help_panel=MODEL,
     help="Draft model (GGUF file) sharing the target's vocabulary.")]
 NoDraftOpt = Annotated[bool, typer.Option(
@@ -48,14 +49,14 @@ TopKOpt = Annotated[int, typer.Option(
     "--top-k", min=0, rich_help_panel=SAMPLING, help="Keep only the k most likely tokens (0: all).")]
 TopPOpt = Annotated[float, typer.Option(
     "--top-p", min=0.0, max=1.0, rich_help_panel=SAMPLING, help="Nucleus sampling mass.")]
-SeedOpt = Annotated[Optional[int], typer.Option("--seed", rich_help_panel=SAMPLING, help="Random seed for sampling.")]
+SeedOpt = Annotated[int | None, typer.Option("--seed", rich_help_panel=SAMPLING, help="Random seed for sampling.")]
 RawOpt = Annotated[bool, typer.Option(
     "--raw", rich_help_panel=SAMPLING, help="Send the prompt as is, without the chat template.")]
 
 CtxOpt = Annotated[int, typer.Option("--ctx", min=16, rich_help_panel=RESOURCES, help="Context size in tokens.")]
-ThreadsOpt = Annotated[Optional[int], typer.Option(
+ThreadsOpt = Annotated[int | None, typer.Option(
     "--threads", "-t", min=1, rich_help_panel=RESOURCES, help="CPU threads (default: all cores).")]
-GpuLayersOpt = Annotated[Optional[int], typer.Option(
+GpuLayersOpt = Annotated[int | None, typer.Option(
     "--gpu-layers", min=0, rich_help_panel=RESOURCES,
     help="Layers to offload to the GPU or the --rpc workers (default: all, where there is one).")]
 
@@ -69,7 +70,7 @@ def _check_rpc(text: str | None) -> str | None:
     return text
 
 
-RpcOpt = Annotated[Optional[str], typer.Option(
+RpcOpt = Annotated[str | None, typer.Option(
     "--rpc", metavar="HOST:PORT[,...]", callback=_check_rpc, rich_help_panel=RESOURCES,
     help="Put the target's layers on these 'specgen worker' (or llama.cpp rpc-server) machines; the draft stays here.")]
 
@@ -121,7 +122,8 @@ def option_groups(command: Callable) -> Callable:
         defaults = parameter.default if parameter.default is not parameter.empty else groups[name]()
         field_hints = typing.get_type_hints(groups[name], include_extras=True)
         shown += [inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=field_hints[field.name],
-                                    default=getattr(defaults, field.name)) for field in dataclasses.fields(groups[name])]
+                                    default=getattr(defaults, field.name))
+                  for field in dataclasses.fields(groups[name])]
     names = [parameter.name for parameter in shown]
     assert len(names) == len(set(names)), f"an option of {command.__name__} is declared twice: {names}"
 
@@ -131,7 +133,7 @@ def option_groups(command: Callable) -> Callable:
             values[name] = group(**{field.name: values.pop(field.name) for field in dataclasses.fields(group)})
         return command(**values)
 
-    with_groups.__signature__ = signature.replace(parameters=shown)
+    with_groups.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]  # read by inspect; typeshed does not declare it
     with_groups.__annotations__ = {parameter.name: parameter.annotation for parameter in shown}
     return with_groups
 

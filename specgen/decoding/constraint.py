@@ -21,7 +21,7 @@ over llama.cpp's grammar sampler.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -54,7 +54,7 @@ class Constraint(Protocol):
 
 
 def verify_constrained(rows: np.ndarray, drafted: list[int], q: list[Dist], params: SamplingParams,
-                       checks, masks: RowMasks) -> Verdict:
+                       checks: Callable[[int], np.ndarray], masks: RowMasks) -> Verdict:
     """The target's verdict on a draft, each row masked by the constraint's state at its place:
     greedy comparison with each masked row's argmax, or the p/q rule on masked rows (`checks(i)`:
     the uniforms of draft position i, as verify_sampled takes them)."""

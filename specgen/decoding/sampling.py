@@ -198,7 +198,7 @@ class TokenLogprob:
 def token_logprobs(rows: np.ndarray, tokens: list[int], top: int) -> tuple[TokenLogprob, ...]:
     """Log-softmax of row i at tokens[i], with the `top` largest entries of each row."""
     out = []
-    for row, token in zip(rows, tokens):
+    for row, token in zip(rows, tokens, strict=False):  # rows may run past the tokens kept
         logits = np.asarray(row, dtype=np.float64)
         peak = logits.max()
         normaliser = peak + np.log(np.exp(logits - peak).sum())

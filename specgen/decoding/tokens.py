@@ -11,7 +11,7 @@ MAX_DRAFT_TOKENS = 32  # the largest K a user may ask for (-k, /k, a pair's draf
 def common_prefix(have: Sequence[int], want: Sequence[int]) -> int:
     """How many leading tokens the two sequences share."""
     common = 0
-    for a, b in zip(have, want):
+    for a, b in zip(have, want, strict=False):
         if a != b:
             break
         common += 1

@@ -17,10 +17,10 @@ import json
 import os
 import platform
 import statistics
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from specgen.decoding.clock import now
 from specgen.decoding.costs import StepCosts
 from specgen.llama.kernels import cpu_info
 from specgen.storage import cache_dir, write_atomically
@@ -89,9 +89,9 @@ def _passes(model: Model, sizes: list[int], base: int, filler: int) -> list[floa
     """Seconds of a pass of each of `sizes` in turn, each rolled back to `base` after it."""
     out = []
     for n in sizes:
-        start = time.perf_counter()
+        start = now()
         model.forward([filler] * n, all_logits=True)
-        out.append(time.perf_counter() - start)
+        out.append(now() - start)
         model.truncate(base)
     return out
 

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from specgen.errors import UsageError
 from specgen.llama.library import build_info
@@ -120,7 +120,7 @@ def verdicts_path() -> Path:
     return cache_dir() / "kernels.json"
 
 
-def read_verdicts() -> dict:
+def read_verdicts() -> dict[str, Any]:
     """Cached probe verdicts by key; an unreadable file counts as none (the probe runs again)."""
     try:
         data = json.loads(verdicts_path().read_text(encoding="utf-8"))
@@ -129,7 +129,7 @@ def read_verdicts() -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def write_verdict(key: str, choice: KernelChoice, about: dict) -> None:
+def write_verdict(key: str, choice: KernelChoice, about: dict[str, str]) -> None:
     """Add one verdict, atomically; a cache that cannot be written only costs a probe next time."""
     path = verdicts_path()
     data = {**read_verdicts(), key: {"on": choice.on, "reason": choice.reason, "amx": choice.amx, **about,

@@ -14,14 +14,20 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-_lib = None
-_log_callback = None
+if TYPE_CHECKING:
+    from _ctypes import CFuncPtr
+    from ctypes import _CDataType, _CFunctionType, _Pointer
+
+_lib: ModuleType | None = None
+_log_callback: object = None  # the ctypes callback llama.cpp holds: kept alive here
 _log_capture: list[str] | None = None  # llama.cpp's log lines, kept while a capture is open
-_abort_callback = None
+_abort_callback: object = None
 
 
-def llama():
+def llama() -> ModuleType:
     """Import llama_cpp on first use (so `specgen --help` stays instant) and quiet its logging."""
     global _lib, _log_callback
     if _lib is None:
@@ -30,7 +36,7 @@ def llama():
         llama_cpp.llama_backend_init()
         debug = os.environ.get("SPECGEN_DEBUG") == "1"
 
-        def log(level, text, user_data):
+        def log(level: int, text: bytes | None, user_data: int | None) -> None:
             if text and (debug or _log_capture is not None):
                 line = text.decode("utf-8", errors="replace")
                 if _log_capture is not None:
@@ -44,9 +50,10 @@ def llama():
     return _lib
 
 
-def native():
+def native() -> ctypes.CDLL:
     """The shared library itself (ctypes), for ggml's functions that llama_cpp does not wrap."""
-    return llama().llama_cpp._lib
+    shared: ctypes.CDLL = llama().llama_cpp._lib
+    return shared
 
 
 def default_threads() -> int:
@@ -72,9 +79,9 @@ class Device:
         return f"{self.name}: {self.description}"
 
 
-def _bind(name: str, restype, *argtypes):
+def _bind(name: str, restype: type[_CDataType] | None, *argtypes: type[_CDataType]) -> Callable[..., Any]:
     """A ggml function of the shared library, with its C signature declared."""
-    function = getattr(native(), name)
+    function: CFuncPtr = getattr(native(), name)
     function.restype, function.argtypes = restype, list(argtypes)
     return function
 
@@ -121,7 +128,7 @@ def gpu_backends() -> list[str]:
     return [found for found in (_text(name(get(index))) for index in range(count())) if found not in ("CPU", "RPC")]
 
 
-def _text(raw) -> str:
+def _text(raw: bytes | str | None) -> str:
     return raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw or "")
 
 
@@ -140,7 +147,7 @@ def build_info() -> tuple[str, str]:
     return lib.__version__, lib.llama_print_system_info().decode("utf-8", errors="replace")
 
 
-def _cpu_extra_buffer_types():
+def _cpu_extra_buffer_types() -> tuple[_Pointer[ctypes.c_void_p] | None, Callable[..., Any]]:
     """llama.cpp's own list of the CPU's extra buffer types (a null-terminated array of
     pointers that it reads whenever a model loads), and the function naming an entry."""
     by_type = _bind("ggml_backend_dev_by_type", ctypes.c_void_p, ctypes.c_int)
@@ -159,7 +166,8 @@ def _proc_address(registry: int | None, function: str) -> int | None:
     if not registry:
         return None
     lookup = _bind("ggml_backend_reg_get_proc_address", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)
-    return lookup(registry, function.encode())
+    address: int | None = lookup(registry, function.encode())
+    return address
 
 
 def extra_buffer_type_names() -> list[str]:
@@ -182,8 +190,10 @@ def drop_amx_buffer_type() -> None:
     the AMX entry from it in place, keeping the others in order.
     """
     entries, name = _cpu_extra_buffer_types()
+    if not entries:
+        return
     kept, i = [], 0
-    while entries and entries[i]:
+    while entries[i]:
         if name(entries[i]) != b"AMX":
             kept.append(entries[i])
         i += 1
@@ -199,7 +209,7 @@ _RPC_START_SERVER = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, cty
 _ABORT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 
 
-def _rpc_function(name: str, prototype):
+def _rpc_function(name: str, prototype: type[_CFunctionType]) -> _CFunctionType | None:
     """One of the RPC backend's functions, or None in a build without it."""
     try:
         registry = _bind("ggml_backend_reg_by_name", ctypes.c_void_p, ctypes.c_char_p)(b"RPC")
@@ -218,6 +228,7 @@ def rpc_devices(endpoint: str) -> list[Device]:
     """Connect to the RPC server at "host:port" and return its devices (llama.cpp keeps the
     connection for the process). It aborts the process when nothing answers there: check first."""
     add_server = _rpc_function("ggml_backend_rpc_add_server", _RPC_ADD_SERVER)
+    assert add_server is not None, "rpc_devices needs a build with RPC: check has_rpc() first"
     registry = add_server(endpoint.encode())
     if not registry:
         return []
@@ -236,11 +247,12 @@ def run_rpc_server(endpoint: str, cache_dir: str | None, threads: int, offered: 
     """Serve `offered` to RPC clients on "address:port" until the process ends (returns only on
     failure: a port it cannot bind). Blocks in C without the GIL: run it on a thread."""
     start = _rpc_function("ggml_backend_rpc_start_server", _RPC_START_SERVER)
+    assert start is not None, "run_rpc_server needs a build with RPC: check has_rpc() first"
     handles = (ctypes.c_void_p * len(offered))(*(device.handle for device in offered))
     start(endpoint.encode(), cache_dir.encode() if cache_dir else None, threads, len(offered), handles)
 
 
-def device_list(chosen: list[Device]):
+def device_list(chosen: list[Device]) -> tuple[ctypes.Array[ctypes.c_void_p], int | None]:
     """A null-terminated array of device handles for llama_model_params.devices (keep it alive
     while the model loads) and its address."""
     array = (ctypes.c_void_p * (len(chosen) + 1))(*(device.handle for device in chosen), None)
@@ -260,7 +272,8 @@ def captured_log() -> Iterator[list[str]]:
     """llama.cpp's log lines while the block runs (how it placed a model's layers, say)."""
     global _log_capture
     llama()
-    _log_capture = lines = []
+    lines: list[str] = []
+    _log_capture = lines
     try:
         yield lines
     finally:

@@ -10,8 +10,10 @@ tools, with the template's own Jinja text, as `serve` does).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
+from typing import Any
 
 from specgen.errors import SpecgenError
 from specgen.llama.model import ContextFull, LoadOptions, Model
@@ -42,15 +44,16 @@ def preflight(paths: ModelPaths) -> GGUFInfo | None:
 
 
 @contextmanager
-def open_models(paths: ModelPaths, options: LoadOptions):
+def open_models(paths: ModelPaths, options: LoadOptions) -> Iterator[tuple[Model, Model | DraftVocabulary | None]]:
     """Yield (target, draft or None), loaded after a successful pre-flight; free both on exit.
     Only the target gets the RPC workers: the draft, a few small passes a round, stays here."""
     header = preflight(paths)
     with ExitStack() as stack:
         target = stack.enter_context(Model(paths.target, options))
-        draft = stack.enter_context(Model(paths.draft, replace(options, rpc=()))) if paths.draft else None
-        if draft is not None and draft.n_vocab != target.n_vocab:
-            draft = DraftVocabulary(draft, target.n_vocab, stand_in(header, min(draft.n_vocab, target.n_vocab)))
+        loaded = stack.enter_context(Model(paths.draft, replace(options, rpc=()))) if paths.draft else None
+        draft: Model | DraftVocabulary | None = loaded
+        if loaded is not None and header is not None and loaded.n_vocab != target.n_vocab:
+            draft = DraftVocabulary(loaded, target.n_vocab, stand_in(header, min(loaded.n_vocab, target.n_vocab)))
         yield target, draft
 
 
@@ -73,7 +76,7 @@ def encode_messages(target: Model, messages: list[tuple[str, str]]) -> list[int]
     return tokens
 
 
-def encode_tool_chat(target: Model, messages: list[dict], tools: list[dict]) -> list[int]:
+def encode_tool_chat(target: Model, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> list[int]:
     """Tokens for a conversation with tools (OpenAI's message objects, earlier calls' arguments as
     JSON text), through the model's own chat template and its tool prompt, as `serve` renders it."""
     template = model_template(target)
@@ -87,7 +90,7 @@ def encode_tool_chat(target: Model, messages: list[dict], tools: list[dict]) -> 
     return tokens
 
 
-def _with_object_arguments(call: dict) -> dict:
+def _with_object_arguments(call: dict[str, Any]) -> dict[str, Any]:
     """An OpenAI tool call with its arguments as the object a template writes out (not JSON text)."""
     function = call["function"]
     return {**call, "function": {**function, "arguments": json.loads(function["arguments"])}}

@@ -81,7 +81,7 @@ def probe(endpoint: Endpoint, timeout: float = PROBE_TIMEOUT) -> str:
     except ConnectionRefusedError:
         raise RpcError(f"nothing is listening at {endpoint}; start a worker there with "
                        f"'specgen worker --port {endpoint.port}'") from None
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         raise RpcError(f"no answer from {endpoint} within {timeout:g} s: a wrong address, or a firewall") from None
     except OSError as error:
         raise RpcError(f"cannot reach {endpoint}: {error.strerror or error}") from None
@@ -90,7 +90,7 @@ def probe(endpoint: Endpoint, timeout: float = PROBE_TIMEOUT) -> str:
             sock.sendall(bytes([HELLO]) + struct.pack("<Q", CAPS) + bytes(CAPS))
             size = struct.unpack("<Q", _receive(sock, 8))[0]
             reply = _receive(sock, size) if size == 4 + CAPS else b""
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             raise RpcError(f"{endpoint} took the connection but did not answer within {timeout:g} s: a worker "
                            "serves one client at a time (is another using it?), or it is not an RPC worker") from None
         except OSError:
@@ -141,7 +141,7 @@ def connect(endpoints: tuple[Endpoint, ...]) -> list[library.Device]:
     for endpoint in endpoints:
         if endpoint not in _connected:
             probe(endpoint)
-            _report_aborts(tuple(_connected) + (endpoint,))
+            _report_aborts((*_connected, endpoint))
             with signals_for_main_thread_only():
                 _connected[endpoint] = library.rpc_devices(str(endpoint))
             if not _connected[endpoint]:
@@ -184,7 +184,7 @@ def _refuses(endpoint: Endpoint) -> bool:
     connection waiting, or drop it when its one-deep queue is full: a timeout is not proof."""
     try:
         socket.create_connection((endpoint.host, endpoint.port), timeout=0.5).close()
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         return False
     except OSError:
         return True
@@ -194,7 +194,8 @@ def _refuses(endpoint: Endpoint) -> bool:
 def placement(target_layers: dict[str, int], draft_layers: dict[str, int] | None) -> str:
     """"target on 10.0.0.2:50052 (20 layers), CPU (9 layers); draft on CPU (25 layers)"."""
     def spread(layers: dict[str, int]) -> str:
-        return ", ".join(f"{where} ({count} layer{'' if count == 1 else 's'})" for where, count in layers.items()) or "?"
+        return ", ".join(f"{where} ({count} layer{'' if count == 1 else 's'})"
+                         for where, count in layers.items()) or "?"
 
     return f"target on {spread(target_layers)}" + (f"; draft on {spread(draft_layers)}" if draft_layers else "")
 
@@ -242,6 +243,7 @@ def _check_port(host: str, port: int) -> None:
     try:
         sock.bind((host, port))
     except OSError as error:
-        raise RpcError(f"cannot listen on {host}:{port}: {error.strerror or error}; pick another --port or --host")
+        raise RpcError(f"cannot listen on {host}:{port}: {error.strerror or error}; "
+                       "pick another --port or --host") from error
     finally:
         sock.close()

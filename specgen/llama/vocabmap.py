@@ -11,11 +11,15 @@ target's. `tokens` keeps the ids as given, so the drafter's view of the history 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from specgen.decoding.tokens import common_prefix
 from specgen.models.gguf import GGUFInfo
+
+if TYPE_CHECKING:
+    from specgen.llama.model import Model, SavedState
 
 
 def stand_in(draft: GGUFInfo, shared: int) -> int:
@@ -29,12 +33,12 @@ def stand_in(draft: GGUFInfo, shared: int) -> int:
 class DraftVocabulary:
     """`model` (a loaded draft) answering in a vocabulary of `n_vocab` ids; the rest is the model's."""
 
-    def __init__(self, model, n_vocab: int, stand_in: int):
+    def __init__(self, model: Model, n_vocab: int, stand_in: int) -> None:
         self.model, self.n_vocab, self.stand_in = model, n_vocab, stand_in
         self.shared = min(n_vocab, model.n_vocab)
         self.tokens: list[int] = []
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         """path, identity, n_ctx, n_batch, bos, threads, is_eog, piece: the draft model's own."""
         return getattr(self.model, name)
 
@@ -67,11 +71,11 @@ class DraftVocabulary:
         self.model.truncate(n_keep)
         del self.tokens[len(self.model.tokens) :]
 
-    def save_state(self):
+    def save_state(self) -> SavedState:
         """The draft's saved cache, holding the ids as given (`load_state` maps them again)."""
         return replace(self.model.save_state(), tokens=tuple(self.tokens))
 
-    def load_state(self, saved) -> None:
+    def load_state(self, saved: SavedState) -> None:
         self.model.load_state(replace(saved, tokens=tuple(self._mapped(list(saved.tokens)))))
         self.tokens[:] = saved.tokens
 

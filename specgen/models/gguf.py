@@ -151,7 +151,9 @@ class _Reader:
             raise GGUFError(f"{self.path} has a malformed {TOKENS}; it is damaged")
         count = self.count(8, "tokens")
         start = self.pos
-        tokens = [self.string() for _ in range(count)] if decode else self.skip_strings(count)
+        tokens = [self.string() for _ in range(count)] if decode else None
+        if not decode:
+            self.skip_strings(count)
         digest = hashlib.blake2b(self.buf[start : self.pos], digest_size=16).hexdigest()
         return tokens, count, digest
 

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,17 +81,22 @@ def default_folders() -> list[tuple[str, Path]]:
     ]
 
 
-def scan(extra: list[Path] = ()) -> Scan:
+def scan(extra: Sequence[Path] = ()) -> Scan:
     """Every GGUF model in the usual folders and in `extra`, and every pair among them."""
     folders = default_folders() + [("--dir", Path(folder).expanduser()) for folder in extra]
-    models, skipped, seen = [], [], set()
+    models: list[LocalModel] = []
+    skipped: list[Skipped] = []
+    seen = set()
     for label, path, name in candidates(folders):
         real = os.path.realpath(path)
         if real in seen:
             continue
         seen.add(real)
         found = _read(label, path, name)
-        (models if isinstance(found, LocalModel) else skipped).append(found)
+        if isinstance(found, LocalModel):
+            models.append(found)
+        else:
+            skipped.append(found)
     return Scan(folders, models, pair_up(models), skipped)
 
 

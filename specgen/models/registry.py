@@ -13,11 +13,11 @@ import difflib
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from types import MappingProxyType
-from typing import Mapping
 
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.errors import SpecgenError, UsageError
@@ -190,7 +190,8 @@ def key_path(text: str) -> tuple[str, ...] | None:
 def line_of(lines: list[str], path: tuple[str, ...]) -> int:
     """The first line (1-based) that shares the longest leading part with `path`: a key's own line
     where it has one, else the header or inline table that holds it, or a table inside it; 0 if none."""
-    best, best_length, table = 0, 0, ()
+    best, best_length = 0, 0
+    table: tuple[str, ...] = ()
     for number, text in enumerate(lines, 1):
         parts = key_path(text)
         if parts is None:
@@ -198,7 +199,8 @@ def line_of(lines: list[str], path: tuple[str, ...]) -> int:
         full = parts if text.lstrip().startswith("[") else table + parts
         if text.lstrip().startswith("["):
             table = parts
-        length = next((i for i, (a, b) in enumerate(zip(full, path)) if a != b), min(len(full), len(path)))
+        length = next((i for i, (a, b) in enumerate(zip(full, path, strict=False)) if a != b),
+                      min(len(full), len(path)))
         if length > best_length:
             best, best_length = number, length
     return best
@@ -274,7 +276,8 @@ class _Validator:
         gated = self.typed(table, "gated", bool, where, section, False)
         base = self.typed(table, "base", str, where, section, "")
         if base and not repo_is_valid(base):
-            self.fail(f"{where}: base '{base}' is not a Hugging Face repo id; fix it in {self.path.name}", *section, "base")
+            self.fail(f"{where}: base '{base}' is not a Hugging Face repo id; fix it in {self.path.name}",
+                      *section, "base")
         return ModelFile(repo, file, quant, float(size), license_, gated, base)
 
     def typed(self, table: dict, key: str, kind, where: str, section: tuple[str, ...], default=_MISSING):

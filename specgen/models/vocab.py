@@ -31,7 +31,7 @@ def check_vocabularies(target: GGUFInfo, draft: GGUFInfo) -> Verdict:
             f"vocabulary sizes differ by more than {MAX_SIZE_DIFFERENCE}: "
             f"{len(t_tokens)} vs {len(d_tokens)}",
         )
-    for index, (a, b) in enumerate(zip(t_tokens, d_tokens)):
+    for index, (a, b) in enumerate(zip(t_tokens, d_tokens, strict=False)):
         if a != b:
             return Verdict(False, f"token {index} differs: {a!r} vs {b!r}")
     for label, t_id, d_id in (("BOS", target.bos_id, draft.bos_id), ("EOS", target.eos_id, draft.eos_id)):

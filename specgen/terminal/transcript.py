@@ -24,7 +24,8 @@ def to_jsonl(messages: list[tuple[str, str]]) -> str:
     for end, (role, _) in enumerate(messages):
         if role != "user":
             continue
-        record = {"messages": [{"role": r, "content": c} for r, c in messages[: end + 1]]}
+        record: dict[str, list[dict[str, str]] | str] = {
+            "messages": [{"role": r, "content": c} for r, c in messages[: end + 1]]}
         if end + 1 < len(messages):
             record["reply"] = messages[end + 1][1]
         lines.append(json.dumps(record, ensure_ascii=False) + "\n")
@@ -40,7 +41,7 @@ def from_jsonl(text: str, label: str) -> list[tuple[str, str]]:
     where = f"cannot load {label}: line {number}"
     try:
         record = json.loads(line)
-    except ValueError as error:
+    except json.JSONDecodeError as error:
         raise UsageError(f"{where} is not valid JSON ({error.msg})") from None
     if not isinstance(record, dict) or not isinstance(record.get("messages"), list):
         raise UsageError(f'{where} has no "messages" list; /load reads the files /save writes')

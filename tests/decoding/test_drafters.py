@@ -4,9 +4,8 @@ forgets what the target refused (directly, and after every round of a whole gene
 
 from __future__ import annotations
 
-import time
-
 import pytest
+from fakeclock import FakeClock, fake_clock
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -103,28 +102,31 @@ def test_the_loop_drives_a_drafter_through_the_interface(target_model):
 
 
 class Slow(Drafter):
-    """Drafts nothing; takes 4 ms to propose and 3 ms to observe, and notes what it is told it spent."""
+    """Drafts nothing; takes 4 ms to propose and 3 ms to observe (on `clock`), and notes what it
+    is told it spent."""
 
     name = "slow"
 
-    def __init__(self):
+    def __init__(self, clock: FakeClock):
+        self.clock = clock
         self.looked: list[float] = []
 
     def propose(self, history, last, k, params, draws, keep=None) -> Draft:
-        time.sleep(0.004)
+        self.clock.advance(0.004)
         return NO_DRAFT
 
     def observe(self, draft, emitted, seconds, looked=0.0):
         self.looked.append(looked)
-        time.sleep(0.003)
+        self.clock.advance(0.003)
 
 
-def test_the_loop_tells_the_drafter_what_its_propose_and_its_last_observe_took(target_model):
-    drafter = Slow()
+def test_the_loop_tells_the_drafter_what_its_propose_and_its_last_observe_took(target_model, monkeypatch):
+    """On a fake clock: only the drafter's own work takes time, so what it is told is exact."""
+    drafter = Slow(fake_clock(monkeypatch))
     list(generate(target_model, drafter, encode(target_model, "x = 1"), GenerationConfig(max_tokens=6, draft_tokens=3)))
     first, *later = drafter.looked
-    assert first >= 0.004  # its propose; no observe before it
-    assert later and all(0.007 <= looked < 0.03 for looked in later)  # a propose and the observe before it
+    assert first == pytest.approx(0.004)  # its propose; no observe before it
+    assert later and all(looked == pytest.approx(0.007) for looked in later)  # a propose and the observe before it
     assert min(later) - first >= 0.002
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import time
 
 import pytest
 from costfiles import plant_slow_costs
+from fakeclock import PricedModel, fake_clock, pass_price
 from policysim import CPU, GPU, TRACES, World, oracle, realize, round_seconds, simulate
 
 from specgen.decoding.auto import AutoDrafter
@@ -213,30 +213,17 @@ def test_calibration_measures_every_size_and_is_cached(target_model, draft_model
     assert cached_costs(target_model, draft_model) == first  # the second comes from the cache file
 
 
-class SwitchingModel:
-    """A real model whose pass sleeps `extra` seconds more when its size differs from the pass
-    before it's: a planted switch cost, as CUDA's graph replay and llama.cpp's graph reuse make one."""
-
-    def __init__(self, model, extra: float):
-        self.model, self.extra, self.last = model, extra, 0
-
-    def __getattr__(self, name):
-        return getattr(self.model, name)
-
-    def forward(self, tokens, all_logits):
-        if len(tokens) != self.last:
-            time.sleep(self.extra)
-        self.last = len(tokens)
-        return self.model.forward(tokens, all_logits)
-
-
-def test_calibration_measures_what_a_change_of_pass_size_costs_apart_from_each_size(target_model):
+def test_calibration_measures_what_a_change_of_pass_size_costs_apart_from_each_size(target_model, monkeypatch):
+    """The real model's passes on a fake clock, priced by size, with a planted switch cost (a pass
+    after one of another size costs `planted` more): a busy machine cannot blur either."""
     target_model.sync(target_model.tokenize("def add(a, b):", add_special=True, parse_special=False))
+    clock = fake_clock(monkeypatch)
     planted = 0.02
-    steady, switch = time_passes(SwitchingModel(target_model, planted), (1, 2, 4, 8))
+    steady, switch = time_passes(PricedModel(target_model, clock, switch=planted), (1, 2, 4, 8))
     assert 0.7 * planted < switch < 1.5 * planted
     assert all(seconds < planted / 2 for seconds in steady.values()), steady  # passes after one of their size
-    assert time_passes(target_model, (1, 2, 4, 8))[1] < planted / 4  # the fixture's own: a CPU's, small
+    assert switch == pytest.approx(planted) and steady == pytest.approx({n: pass_price(n) for n in (1, 2, 4, 8)})
+    assert time_passes(PricedModel(target_model, clock), (1, 2, 4, 8))[1] < planted / 4  # none planted: none found
 
 
 def test_cached_step_costs_hold_only_for_the_cpu_that_measured_them(target_model, draft_model, monkeypatch, tmp_path):
@@ -281,21 +268,24 @@ def test_one_token_passes_well_under_their_calibrated_cost_show_a_calibration_fr
 
 def test_a_reply_that_finds_the_cached_costs_too_slow_removes_them_and_the_next_run_measures_again(
         target_model, monkeypatch, tmp_path):
+    """The real model's passes on a fake clock (each size at one price), so the calibration and
+    the reply see the same machine however busy this one is."""
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
-    prompt = target_model.tokenize("def add(a, b):", add_special=True, parse_special=False)
+    target = PricedModel(target_model, fake_clock(monkeypatch))
+    prompt = target.tokenize("def add(a, b):", add_special=True, parse_special=False)
     config = GenerationConfig(max_tokens=48)
 
     def reply() -> bool:
-        drafter = drafter_for(target_model, PromptLookupDrafter(), config, True)
-        list(generate(target_model, drafter, prompt, config))
-        return recheck_costs(target_model, drafter)
+        drafter = drafter_for(target, PromptLookupDrafter(), config, True)
+        list(generate(target, drafter, prompt, config))
+        return recheck_costs(target, drafter)
 
-    measured = cached_costs(target_model, None)
+    measured = cached_costs(target, None)
     [stored] = (tmp_path / "step-costs").glob("*.json")
-    assert not reply() and stored.exists()  # costs measured on this (idle) machine hold
+    assert not reply() and stored.exists()  # costs measured on the machine the reply runs on hold
     plant_slow_costs(tmp_path)  # as if measured while the machine was busy
     assert reply() and not stored.exists()
-    assert cached_costs(target_model, None).verify[1] < 5 * measured.verify[1] and stored.exists()
+    assert cached_costs(target, None).verify[1] < 5 * measured.verify[1] and stored.exists()
 
 
 # a machine where the draft model pays (verify nearly flat, a cheap draft step), injected as the
