@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from specgen.errors import SpecgenError
-from specgen.llama.grammar import schema_grammar
+from specgen.llama.grammar import check_schema, schema_grammar
 from specgen.llama.library import llama
 from specgen.llama.markup import Templated, split
 from specgen.llama.model import check_message_count
@@ -133,6 +133,8 @@ def model_template(model) -> ChatTemplate | None:
 def call_grammar(fmt: ToolFormat, tools: list[dict], single: bool) -> tuple[str, str]:
     """GBNF (and its start rule) for one well-formed call of one of `tools` in `fmt`, or several
     in a row unless `single`: the name is one of theirs, the arguments fit its parameters."""
+    for index, tool in enumerate(tools):
+        check_schema(tool["function"].get("parameters") or {"type": "object"}, f"tools[{index}].function.parameters")
     calls = [{"type": "object", "properties": {"name": {"const": tool["function"]["name"]},
                                                fmt.arguments: tool["function"].get("parameters") or {"type": "object"}},
               "required": ["name", fmt.arguments]} for tool in tools]
