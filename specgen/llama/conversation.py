@@ -13,8 +13,9 @@ dropped to make room, or a saved conversation is restored, the conversation is e
 and `sync` reuses whatever prefix still matches. Old turns are dropped in one step: the
 conversation is encoded once, the tokens each turn took are read off that encoding, and the
 oldest turns that must go are known before the one encoding of what stays (so a long history
-costs a few encodings, not one per turn dropped). At most MAX_MESSAGES messages are kept. Taking the newest turn back (to generate its reply again) returns to the exact
-tokens held before it, so the same message gives the same prompt and its prefill is cached.
+costs a few encodings, not one per turn dropped). At most MAX_MESSAGES messages are kept.
+Taking the newest turn back (to generate its reply again) returns to the exact tokens held
+before it, so the same message gives the same prompt and its prefill is cached.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specgen.llama.markup import Encoded, Templated
-from specgen.llama.model import MAX_MESSAGES, ContextFull
+from specgen.llama.model import MAX_MESSAGES, ContextFull, Model
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class Prompt:
 class Conversation:
     """Messages with the chat template of `model`, and the token history its cache should hold."""
 
-    def __init__(self, model, system: str | None = None):
+    def __init__(self, model: Model, system: str | None = None):
         self.model = model
         self.system = system
         self.reset()

@@ -15,7 +15,8 @@ bounds: the converter writes every count out in full (`maxLength: 5000000` took 
 web) and repeats a pattern's groups inline, so a schema is refused, naming the field, where any
 length or count passes MAX_COUNT, a pattern would be written out past MAX_PATTERN, it has more
 than MAX_NODES schemas, nests deeper than MAX_DEPTH, lists more than MAX_ENUM values, or refers
-outside itself; the grammar written must stay under MAX_GBNF characters. Example documents of their shape for auto's structure copies
+outside itself; the grammar written must stay under MAX_GBNF characters. Example documents
+of their shape for auto's structure copies
 (`schema_example`), whose keys are in the order that converter has the grammar write them.
 A token the grammar forbids is never handed to llama.cpp's `accept`, which would abort the
 process: each is checked first.
@@ -27,6 +28,7 @@ import ctypes
 import json
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -60,16 +62,17 @@ class GrammarError(SpecgenError):
 
 def json_grammar() -> str:
     """GBNF for any JSON object (OpenAI's `json_object`)."""
-    return llama().llama_grammar.JSON_GBNF
+    gbnf: str = llama().llama_grammar.JSON_GBNF
+    return gbnf
 
 
-def schema_grammar(schema) -> str:
+def schema_grammar(schema: object) -> str:
     """GBNF for the JSON documents `schema` describes, by llama.cpp's converter, once the schema
     is known to be within bounds (`check_schema`)."""
     check_schema(schema)
     try:
-        gbnf = llama().llama_grammar.json_schema_to_gbnf(json.dumps(schema)).replace(_LOOSE_CHAR, _JSON_CHAR)
-    except Exception as error:  # noqa: BLE001 - any failure of the converter is the schema's (untrusted input)
+        gbnf: str = llama().llama_grammar.json_schema_to_gbnf(json.dumps(schema)).replace(_LOOSE_CHAR, _JSON_CHAR)
+    except Exception as error:  # any failure of the converter is the schema's (untrusted input)
         raise GrammarError(f"the JSON schema cannot be turned into a grammar ({type(error).__name__}: "
                            f"{error}); simplify it") from None
     if len(gbnf) > MAX_GBNF:
@@ -78,7 +81,7 @@ def schema_grammar(schema) -> str:
     return gbnf
 
 
-def check_schema(schema, where: str = "schema") -> None:
+def check_schema(schema: object, where: str = "schema") -> None:
     """Walk a JSON schema (and what its local `$ref`s name, once each) before any work on it;
     GrammarError naming the field (`where` and its path) at the first bound it passes."""
     if not isinstance(schema, dict):
@@ -109,7 +112,7 @@ def check_schema(schema, where: str = "schema") -> None:
                 stack.append((value, f"{path}.{key}", depth + 1))
 
 
-def _check_node(node: dict, path: str) -> None:
+def _check_node(node: dict[str, Any], path: str) -> None:
     """The bounds of one schema's own keywords."""
     for key in _COUNTS:
         value = node.get(key)
@@ -174,7 +177,7 @@ def pattern_size(pattern: str) -> int:
     return sum(sum(group) for group in groups)
 
 
-def schema_example(schema) -> str:
+def schema_example(schema: object) -> str:
     """Documents of the shape `schema` describes, for the structure source to align a reply's
     first record with: its keys in the order llama.cpp's converter has the grammar write them
     (required properties in the schema's order, then the others), two elements per array (so
@@ -187,17 +190,18 @@ def schema_example(schema) -> str:
     return _written(example, "") + "\n" + _written(example, " ")
 
 
-def _written(value, inner: str) -> str:
+def _written(value: Any, inner: str) -> str:
     """`value` as JSON with `", "` and `": "` between items, and `inner` inside brackets."""
     if isinstance(value, dict) and value:
-        items = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {_written(item, inner)}" for key, item in value.items())
+        items = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {_written(item, inner)}"
+                          for key, item in value.items())
         return "{" + inner + items + inner + "}"
     if isinstance(value, list) and value:
         return "[" + inner + ", ".join(_written(item, inner) for item in value) + inner + "]"
     return json.dumps(value, ensure_ascii=False)  # a placeholder, {} or []
 
 
-def _example(schema, root, depth: int, budget: list[int]):
+def _example(schema: Any, root: Any, depth: int, budget: list[int]) -> Any:
     """A placeholder value of `schema` (refs resolved in `root`); `budget`: how many more values
     may be written (references can make a small schema describe a vast document)."""
     budget[0] -= 1
@@ -215,17 +219,17 @@ def _example(schema, root, depth: int, budget: list[int]):
     kind = schema.get("type")
     kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
     if kind == "object" or isinstance(schema.get("properties"), dict):
-        properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
+        required: list[Any] = schema["required"] if isinstance(schema.get("required"), list) else []
         order = [k for k in properties if k in required] + [k for k in properties if k not in required]
         return {key: _example(properties[key], root, depth + 1, budget) for key in order}
     if kind == "array" or "items" in schema:
         items = schema.get("items")
         return [_example(items, root, depth + 1, budget) for _ in range(2)] if isinstance(items, dict) else []
-    return _PLACEHOLDERS.get(kind, "A")
+    return _PLACEHOLDERS.get(kind, "A") if isinstance(kind, str) else "A"
 
 
-def _resolve(root, ref: str):
+def _resolve(root: Any, ref: str) -> Any:
     """The schema a local `#/...` reference names; None where it names none."""
     if not ref.startswith("#"):
         return None
@@ -264,7 +268,7 @@ class Grammar:
     Owns two native samplers, the accepted state and one scratch clone per round, freed by
     `close` (a context manager)."""
 
-    def __init__(self, model, gbnf: str, root: str = "root"):
+    def __init__(self, model: Any, gbnf: str, root: str = "root"):
         if nesting(gbnf) > MAX_NESTING:  # llama.cpp's parser recurses per level: deep enough, it overflows the stack
             raise GrammarError(f"the grammar nests deeper than {MAX_NESTING} levels (a length or count in the "
                                "schema, or a repetition in a pattern, in the thousands); bound it lower")
@@ -285,7 +289,7 @@ class Grammar:
     def __enter__(self) -> Grammar:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- the Constraint protocol --------------------------------------------------------------
@@ -300,13 +304,13 @@ class Grammar:
 
     # -- on a sampler -------------------------------------------------------------------------
 
-    def advance(self, sampler, token: int) -> None:
+    def advance(self, sampler: Any, token: int) -> None:
         """Feed `token` to `sampler`, once checked: llama.cpp aborts on a token its grammar forbids."""
         if not self.allowed(sampler, np.array([token]))[0]:
             raise SpecgenError(f"token {token} does not fit the grammar here; this is a bug in specgen")
         self._lib.llama_sampler_accept(sampler, token)
 
-    def allowed(self, sampler, tokens: np.ndarray) -> np.ndarray:
+    def allowed(self, sampler: Any, tokens: np.ndarray) -> np.ndarray:
         """Which of `tokens` the grammar in `sampler`'s state allows next."""
         candidates = np.zeros(tokens.shape[0], dtype=_CANDIDATE)
         candidates["id"] = tokens
@@ -314,9 +318,10 @@ class Grammar:
         data = candidates.ctypes.data_as(ctypes.POINTER(lib.llama_token_data))
         array = lib.llama_token_data_array(data, candidates.shape[0], -1, False)
         lib.llama_sampler_apply(sampler, ctypes.byref(array))
-        return candidates["logit"] == 0.0
+        allowed: np.ndarray = candidates["logit"] == 0.0
+        return allowed
 
-    def scratch(self):
+    def scratch(self) -> Any:
         """A clone of the accepted state for this round's draft (made on first use)."""
         if self._scratch is None:
             self._scratch = self._lib.llama_sampler_clone(self.state)
@@ -336,7 +341,7 @@ class GrammarRows:
         self.grammar, self.drafted = grammar, drafted
         self._advanced = 0  # draft tokens the scratch clone has taken
 
-    def _sampler(self, row: int):
+    def _sampler(self, row: int) -> Any:
         if row == 0:
             return self.grammar.state
         scratch = self.grammar.scratch()

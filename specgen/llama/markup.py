@@ -25,6 +25,7 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 STRUCTURAL = frozenset({"role", "type"})  # values a template branches on: never replaced by a mark
 
@@ -72,7 +73,7 @@ class Encoded:
         return self.counts[index - 1] if index else 0
 
 
-def marked(messages: list, texts: dict[str, str], owners: dict[str, int]) -> list:
+def marked(messages: list[Any], texts: dict[str, str], owners: dict[str, int]) -> list[Any]:
     """`messages` (dicts, lists, tuples of (role, content)) with each text (a non-empty string that
     is not a role or type) replaced by its mark; `texts` gets each mark's text, `owners` the message
     that holds it. In dicts, the same text gets the same mark, so a template that compares two
@@ -90,7 +91,7 @@ def marked(messages: list, texts: dict[str, str], owners: dict[str, int]) -> lis
             texts[by_text[text]], owners[by_text[text]] = text, message
         return by_text[text]
 
-    def walk(value, key: str | None):
+    def walk(value: Any, key: str | None) -> Any:
         if isinstance(value, str):
             return value if key in STRUCTURAL else mark(value)
         if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], str):  # (role, content)
@@ -103,12 +104,12 @@ def marked(messages: list, texts: dict[str, str], owners: dict[str, int]) -> lis
         return value
 
     out = []
-    for message, value in enumerate(messages):
+    for message, value in enumerate(messages):  # noqa: B007 - `mark` reads `message`, the one being walked
         out.append(walk(value, None))
     return out
 
 
-def split(render: Callable[[list], str], messages: list) -> Templated:
+def split(render: Callable[[list[Any]], str], messages: list[Any]) -> Templated:
     """Render `messages` with `render` and tell the template's markup from the messages' texts."""
     texts: dict[str, str] = {}
     owners: dict[str, int] = {}
@@ -118,7 +119,7 @@ def split(render: Callable[[list], str], messages: list) -> Templated:
     markup, marks = pieces[::2], pieces[1::2]
     given = [texts[mark] for mark in marks]
     written = _aligned(render(messages), markup, given)
-    parts = [piece for pair in zip(markup, [*(written or given), ""]) for piece in pair][:-1]
+    parts = [piece for pair in zip(markup, [*(written or given), ""], strict=True) for piece in pair][:-1]
     return Templated(tuple(parts), tuple(owners.get(mark, 0) for mark in marks))
 
 
@@ -128,7 +129,7 @@ def _aligned(real: str, markup: list[str], texts: list[str]) -> list[str] | None
     if not real.startswith(markup[0]):
         return None
     at, written = len(markup[0]), []
-    for text, after in zip(texts, markup[1:]):
+    for text, after in zip(texts, markup[1:], strict=True):
         found = next((form for form in _forms(text)
                       if real.startswith(form, at) and real.startswith(after, at + len(form))), None)
         if found is None:

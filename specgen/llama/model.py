@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ctypes
 import re
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +33,6 @@ from specgen.llama.library import (
 )
 from specgen.llama.markup import Control, Encoded, Templated, encode, split
 from specgen.llama.rpc import Endpoint, connect, signals_for_main_thread_only
-
 
 MAX_MESSAGES = 1024  # the most messages one prompt may hold: a chat (run, serve) with more is refused
 
@@ -136,12 +137,12 @@ class Model:
             raise
         self.tokens: list[int] = []
 
-    def _load(self, lib, options: LoadOptions) -> None:
+    def _load(self, lib: Any, options: LoadOptions) -> None:
         mparams = lib.llama_model_default_params()
         offload = connect(options.rpc) + offload_devices()  # workers first, as llama.cpp orders them
         mparams.n_gpu_layers = (999 if offload else 0) if options.n_gpu_layers is None else options.n_gpu_layers
         if options.rpc:
-            chosen, mparams.devices = device_list(offload)  # `chosen` keeps the array alive through the load
+            _chosen, mparams.devices = device_list(offload)  # `_chosen` keeps the array alive through the load
         self.kernels = extra_buffer_types(self.path)
         mparams.use_extra_bufts = self.kernels.on
         if self.kernels.on and not self.kernels.amx:
@@ -193,7 +194,7 @@ class Model:
         self._add_eos = bool(lib.llama_vocab_get_add_eos(self._vocab))
         self._controls: list[Control] | None = None
 
-    def _special(self, lookup) -> int | None:
+    def _special(self, lookup: Callable[[Any], int]) -> int | None:
         token = lookup(self._vocab)
         return token if 0 <= token < self.n_vocab else None
 
@@ -203,7 +204,7 @@ class Model:
     def __enter__(self) -> Model:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- decoding ---------------------------------------------------------------------------
@@ -316,7 +317,7 @@ class Model:
         return buf.raw[:count]
 
     @property
-    def vocab_handle(self):
+    def vocab_handle(self) -> Any:
         """llama.cpp's vocabulary of this model, for a grammar sampler (llama.grammar)."""
         return self._vocab
 
@@ -334,7 +335,7 @@ class Model:
             raise SpecgenError(f"{self.path.name} has no chat template; use --raw to send the text as is")
         keep = [(role.encode(), content.encode()) for role, content in messages]
         chat = (self._lib.llama_chat_message * len(keep))()
-        for slot, (role, content) in zip(chat, keep):
+        for slot, (role, content) in zip(chat, keep, strict=True):
             slot.role, slot.content = role, content
         size = 1024 + 2 * sum(len(c) for _, c in keep)
         while True:

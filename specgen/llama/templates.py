@@ -25,14 +25,17 @@ import json
 import re
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from types import FrameType
+from typing import Any
 
 from specgen.errors import SpecgenError
 from specgen.llama.grammar import check_schema, schema_grammar
 from specgen.llama.library import llama
 from specgen.llama.markup import Templated, split
-from specgen.llama.model import check_message_count
+from specgen.llama.model import Model, check_message_count
 
 GRAMMAR_ROOT = "specgen-tool-calls"  # the forced calls' start rule, beside the schema's own rules
 RENDER_SECONDS = 0.4  # the longest a template may run over one request's messages (it renders twice)
@@ -93,14 +96,14 @@ class ChatTemplate:
         self._template.root_render_func.__globals__["str_join"] = _joined  # `~`, checked for size
         self._specials = {"bos_token": bos_token, "eos_token": eos_token}
 
-    def render(self, messages: list[dict], tools: list[dict] | None) -> Templated:
+    def render(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Templated:
         """The prompt for `messages` (OpenAI's shape), ending with the assistant's turn, its markup
         apart from the messages' and tools' texts; within the budget of one rendering."""
         check_message_count(len(messages))
         limit = max(MIN_OUTPUT, 2 * len(json.dumps([messages, tools], ensure_ascii=False, default=str)))
         return split(lambda values: self._render(values[:-1], values[-1], limit), [*messages, tools or []])
 
-    def _render(self, messages: list, tools: list, limit: int) -> str:
+    def _render(self, messages: list[Any], tools: list[Any], limit: int) -> str:
         deadline = time.monotonic() + RENDER_SECONDS
         chunks: list[str] = []
         written = 0
@@ -115,13 +118,13 @@ class ChatTemplate:
         except _OverBudget as error:
             raise TemplateError(f"the chat template stopped: it {error}, past the budget of one rendering; "
                                 "the template may loop without end: fix the GGUF's template") from None
-        except Exception as error:  # noqa: BLE001 - the template is untrusted code: any failure is its own
+        except Exception as error:  # the template is untrusted code: any failure is its own
             raise TemplateError(f"the chat template cannot render these messages ({type(error).__name__}: "
                                 f"{error})") from None
         return "".join(chunks)
 
 
-def model_template(model) -> ChatTemplate | None:
+def model_template(model: Model) -> ChatTemplate | None:
     """The template in a model's GGUF header, with its BOS and EOS texts (None: it has none)."""
     source = model.chat_template()
     if source is None:
@@ -130,7 +133,7 @@ def model_template(model) -> ChatTemplate | None:
     return ChatTemplate(source, _token_text(model, model.bos), _token_text(model, eos))
 
 
-def call_grammar(fmt: ToolFormat, tools: list[dict], single: bool) -> tuple[str, str]:
+def call_grammar(fmt: ToolFormat, tools: list[dict[str, Any]], single: bool) -> tuple[str, str]:
     """GBNF (and its start rule) for one well-formed call of one of `tools` in `fmt`, or several
     in a row unless `single`: the name is one of theirs, the arguments fit its parameters."""
     for index, tool in enumerate(tools):
@@ -150,7 +153,7 @@ def _literal(text: str) -> str:
     return json.dumps(text)  # a GBNF string literal escapes as JSON does
 
 
-def _token_text(model, token: int) -> str:
+def _token_text(model: Model, token: int) -> str:
     if token < 0:
         return ""
     raw = llama().llama_vocab_get_text(model.vocab_handle, token)
@@ -162,25 +165,26 @@ class _timed:
     with _OverBudget once `deadline` (time.monotonic) has passed."""
 
     def __init__(self, deadline: float):
-        self.deadline, self.previous = deadline, None
+        self.deadline = deadline
+        self.previous: Callable[..., Any] | None = None
 
-    def _line(self, frame, event: str, arg):
+    def _line(self, frame: FrameType, event: str, arg: object) -> Callable[..., Any]:
         if time.monotonic() > self.deadline:
             raise _OverBudget(f"ran over {RENDER_SECONDS} s")
         return self._line
 
-    def _call(self, frame, event: str, arg):
+    def _call(self, frame: FrameType, event: str, arg: object) -> Callable[..., Any] | None:
         return self._line if frame.f_code.co_filename == "<template>" else None
 
     def __enter__(self) -> None:
         self.previous = sys.gettrace()
         sys.settrace(self._call)
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         sys.settrace(self.previous)
 
 
-def _checked(value):
+def _checked(value: Any) -> Any:
     """`value`, once it is known to be no larger than a template may make one."""
     if isinstance(value, (str, list, tuple, bytes)) and len(value) > MAX_VALUE:
         raise _OverBudget(f"makes a value of {len(value)} items")
@@ -189,18 +193,18 @@ def _checked(value):
     return value
 
 
-def _check_arguments(args: tuple, kwargs: dict) -> None:
+def _check_arguments(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     for value in (*args, *kwargs.values()):
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_WIDTH:
             raise _OverBudget(f"asks for a count or width of {value}")
 
 
-def _check_format(text) -> None:
+def _check_format(text: object) -> None:
     if isinstance(text, str) and _WIDE_FORMAT.search(text):
         raise _OverBudget("asks for a width of a million or more in a format")
 
 
-def _check_method(method, args: tuple) -> None:
+def _check_method(method: object, args: tuple[Any, ...]) -> None:
     """Refuse a text method that would make a text past MAX_VALUE, before it makes it."""
     method = getattr(method, "__wrapped__", method)  # the sandbox wraps str.format
     text, name = getattr(method, "__self__", None), getattr(method, "__name__", "")
@@ -220,17 +224,17 @@ def _check_size(size: int) -> None:
         raise _OverBudget(f"would make a text of {size} characters")
 
 
-def _joined(parts) -> str:
+def _joined(parts: Iterable[object]) -> str:
     """Jinja's `~` and `join`, refused before a text past MAX_VALUE is made."""
     texts = [str(part) for part in parts]
     _check_size(sum(map(len, texts)))
     return "".join(texts)
 
 
-def _bounded_filter(name: str, function):
+def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     """A filter whose counts and widths are checked first, and its result after."""
     @functools.wraps(function)  # keeps Jinja's pass_context marks
-    def bounded(*args, **kwargs):
+    def bounded(*args: Any, **kwargs: Any) -> Any:
         _check_arguments(args, kwargs)
         if name == "format":
             _check_format(next((a for a in args if isinstance(a, str)), None))
@@ -240,14 +244,14 @@ def _bounded_filter(name: str, function):
     return bounded
 
 
-def _environment():
+def _environment() -> Any:
     """Hugging Face's rendering settings, in Jinja's immutable sandbox, with the budget's checks."""
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    class Bounded(ImmutableSandboxedEnvironment):
+    class Bounded(ImmutableSandboxedEnvironment):  # type: ignore[misc]
         intercepted_binops = frozenset(["**", "*", "+", "%"])
 
-        def call_binop(self, context, operator, left, right):
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
             numbers = isinstance(left, (int, float)) and isinstance(right, (int, float))
             if operator == "**" and numbers and abs(right) > 64 and abs(left) > 1:
                 raise _OverBudget(f"raises to the power {right}")
@@ -257,7 +261,7 @@ def _environment():
                 _check_format(left)
             return _checked(super().call_binop(context, operator, left, right))
 
-        def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - Jinja's own signature
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # Jinja's own signature
             _check_arguments(args, kwargs)
             _check_method(__obj, args)
             return _checked(super().call(__context, __obj, *args, **kwargs))
@@ -271,11 +275,12 @@ def _environment():
     return environment
 
 
-def _tojson(value, ensure_ascii: bool = False, indent=None, separators=None, sort_keys: bool = False) -> str:
+def _tojson(value: Any, ensure_ascii: bool = False, indent: int | str | None = None,
+            separators: tuple[str, str] | None = None, sort_keys: bool = False) -> str:
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
-def _raise(message: str):
+def _raise(message: str) -> None:
     import jinja2
 
     raise jinja2.TemplateError(message)

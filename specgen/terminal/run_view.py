@@ -9,7 +9,6 @@ from typing import TextIO
 from specgen.decoding.drafters.prediction import PredictionReport
 from specgen.decoding.events import Round, Summary
 
-
 # C0 controls and DEL as their Unicode pictures; C1 controls (U+0080 to U+009F: CSI, OSC, ... in
 # 8-bit form, which some terminals obey) have no pictures, so they are written as \x escapes
 _CONTROL: dict[int, int | str] = ({c: 0x2400 + c for c in range(32) if chr(c) not in "\n\t"} | {0x7F: 0x2421}

@@ -13,7 +13,7 @@ import pytest
 from specgen.llama.conversation import Conversation
 from specgen.llama.grammar import MAX_COUNT, MAX_PATTERN, GrammarError, pattern_size, schema_grammar
 from specgen.llama.model import MAX_MESSAGES, ContextFull, LoadOptions, Model
-from specgen.llama.templates import ChatTemplate, TemplateError, call_grammar, HERMES
+from specgen.llama.templates import HERMES, ChatTemplate, TemplateError, call_grammar
 
 FAST_S = 1.0
 
