@@ -42,10 +42,6 @@ class Templated:
     def text(self) -> str:
         return "".join(self.parts)
 
-    @property
-    def markup(self) -> tuple[str, ...]:
-        return self.parts[::2]
-
 
 @dataclass(frozen=True)
 class Control:

@@ -6,6 +6,8 @@ hand-written ChatML markup, never from specgen's own encoder."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from test_templates import WEATHER
 
@@ -101,3 +103,21 @@ def test_more_messages_than_the_cap_are_refused_before_rendering(target_model):
         target_model.encode_chat(messages)
     with pytest.raises(TooManyMessages):
         model_template(target_model).render([{"role": r, "content": c} for r, c in messages], None)
+
+
+def test_a_prompt_without_markers_in_its_texts_keeps_llama_cpps_tokens_for_any_split(target_model):
+    """However the text is cut into markup and texts, a prompt whose texts hold no control token
+    gets the tokens llama.cpp gives the whole text (its special tokens parsed)."""
+    from specgen.llama.markup import Templated
+
+    text = "<s><|im_start|>user\n  the print<|im_end|>\n<|im_start|>assistant\nreturn self<|im_end|>"
+    whole = target_model.tokenize(text, add_special=True, parse_special=True)
+    if whole[:2] == [target_model.bos] * 2:
+        del whole[0]
+    markers = [range(m.start(), m.end()) for m in re.finditer("<[^<>]*>", text)]
+    for cut in range(1, len(text)):
+        for stop in (cut + 1, cut + 7, len(text)):
+            if any(cut < marker.stop and marker.start < stop for marker in markers):
+                continue  # a text that holds part of a marker: there it is text, by design
+            parts = (text[:cut], text[cut:stop], text[stop:])
+            assert target_model.encode_templated(Templated(parts, (0,))) == whole, parts
