@@ -68,10 +68,8 @@ class Conversation:
         """
         first = 1 if self.system else 0
         history = list(self.messages)
-        dropped = 0
-        while len(history) + 1 > MAX_MESSAGES and len(history) > first:  # the oldest turns past the cap
-            del history[first : first + 2]
-            dropped += 1
+        dropped = min(max(0, len(history) + 2 - MAX_MESSAGES) // 2, (len(history) - first + 1) // 2)
+        del history[first : first + 2 * dropped]  # the oldest turns past the cap
         room = self.model.n_ctx - reserve
         templated = self.model.chat_parts([*history, ("user", user)])
         tokens = self._reused(templated) if not dropped else None
