@@ -47,6 +47,7 @@ class HubState:
     cuts: dict = field(default_factory=dict)  # sha256 of a blob -> how many more downloads to cut mid-way
     served: dict = field(default_factory=dict)  # sha256 of a blob -> bytes of it sent so far
     ranges: bool = True  # honour Range headers (a CDN that does not sends the whole file)
+    paths_info_down: bool = False  # paths-info answers 403 (not retried): the hub's SHA-256 cannot be had
     requests: list = field(default_factory=list)
     cdn_url: str = ""
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -146,6 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
     def paths_info(self) -> None:
+        if self.state.paths_info_down:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))  # the form, so the connection stays usable
+            return self.error(403, "Forbidden", "paths-info is down")
         match = PATHS_INFO.match(self.path.split("?")[0])
         if self.repo_error(match and match["repo"]):
             return

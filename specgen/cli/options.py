@@ -51,7 +51,8 @@ TopPOpt = Annotated[float, typer.Option(
     "--top-p", min=0.0, max=1.0, rich_help_panel=SAMPLING, help="Nucleus sampling mass.")]
 SeedOpt = Annotated[int | None, typer.Option("--seed", rich_help_panel=SAMPLING, help="Random seed for sampling.")]
 RawOpt = Annotated[bool, typer.Option(
-    "--raw", rich_help_panel=SAMPLING, help="Send the prompt as is, without the chat template.")]
+    "--raw", rich_help_panel=SAMPLING, help="Send the prompt as is, without the chat template; special tokens written in it "
+    "(such as <|im_start|>) are read as control tokens, as llama.cpp reads a prompt.")]
 
 CtxOpt = Annotated[int, typer.Option("--ctx", min=16, rich_help_panel=RESOURCES, help="Context size in tokens.")]
 ThreadsOpt = Annotated[int | None, typer.Option(

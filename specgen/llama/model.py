@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import ctypes
 import re
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -29,11 +31,25 @@ from specgen.llama.library import (
     llama,
     offload_devices,
 )
+from specgen.llama.markup import Control, Encoded, Templated, encode, split
 from specgen.llama.rpc import Endpoint, connect, signals_for_main_thread_only
+
+MAX_MESSAGES = 1024  # the most messages one prompt may hold: a chat (run, serve) with more is refused
 
 
 class ContextFull(SpecgenError):
     """The prompt (or the conversation) does not fit in the context window."""
+
+
+class TooManyMessages(SpecgenError):
+    """A conversation holds more messages than a prompt may (MAX_MESSAGES)."""
+
+
+def check_message_count(count: int) -> None:
+    """Refuse a conversation of more than MAX_MESSAGES messages before any rendering."""
+    if count > MAX_MESSAGES:
+        raise TooManyMessages(f"the conversation has {count} messages; specgen takes at most {MAX_MESSAGES} in "
+                              "one prompt: leave out the oldest ones")
 
 
 @dataclass(frozen=True)
@@ -121,12 +137,12 @@ class Model:
             raise
         self.tokens: list[int] = []
 
-    def _load(self, lib, options: LoadOptions) -> None:
+    def _load(self, lib: Any, options: LoadOptions) -> None:
         mparams = lib.llama_model_default_params()
         offload = connect(options.rpc) + offload_devices()  # workers first, as llama.cpp orders them
         mparams.n_gpu_layers = (999 if offload else 0) if options.n_gpu_layers is None else options.n_gpu_layers
         if options.rpc:
-            chosen, mparams.devices = device_list(offload)  # `chosen` keeps the array alive through the load
+            _chosen, mparams.devices = device_list(offload)  # `_chosen` keeps the array alive through the load
         self.kernels = extra_buffer_types(self.path)
         mparams.use_extra_bufts = self.kernels.on
         if self.kernels.on and not self.kernels.amx:
@@ -174,8 +190,11 @@ class Model:
             options.n_batch, lib.__version__, *options.rpc)))
         self._piece_buf = ctypes.create_string_buffer(256)
         self._newline = self.tokenize("\n", False, False)  # what `continuation` puts before its text
+        self._eos = lib.llama_vocab_eos(self._vocab)
+        self._add_eos = bool(lib.llama_vocab_get_add_eos(self._vocab))
+        self._controls: list[Control] | None = None
 
-    def _special(self, lookup) -> int | None:
+    def _special(self, lookup: Callable[[Any], int]) -> int | None:
         token = lookup(self._vocab)
         return token if 0 <= token < self.n_vocab else None
 
@@ -185,7 +204,7 @@ class Model:
     def __enter__(self) -> Model:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- decoding ---------------------------------------------------------------------------
@@ -269,7 +288,9 @@ class Model:
     # -- vocabulary -------------------------------------------------------------------------
 
     def tokenize(self, text: str, add_special: bool, parse_special: bool) -> list[int]:
-        data = text.encode("utf-8")
+        return self._tokenize(text.encode("utf-8"), add_special, parse_special)
+
+    def _tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
         size = len(data) + 16
         while True:
             buf = (self._lib.llama_token * size)()
@@ -296,7 +317,7 @@ class Model:
         return buf.raw[:count]
 
     @property
-    def vocab_handle(self):
+    def vocab_handle(self) -> Any:
         """llama.cpp's vocabulary of this model, for a grammar sampler (llama.grammar)."""
         return self._vocab
 
@@ -314,7 +335,7 @@ class Model:
             raise SpecgenError(f"{self.path.name} has no chat template; use --raw to send the text as is")
         keep = [(role.encode(), content.encode()) for role, content in messages]
         chat = (self._lib.llama_chat_message * len(keep))()
-        for slot, (role, content) in zip(chat, keep):
+        for slot, (role, content) in zip(chat, keep, strict=True):
             slot.role, slot.content = role, content
         size = 1024 + 2 * sum(len(c) for _, c in keep)
         while True:
@@ -328,14 +349,46 @@ class Model:
                 return buf.raw[:count].decode("utf-8", errors="replace")
             size = count
 
-    def encode_chat(self, messages: list[tuple[str, str]]) -> list[int]:
-        """Tokens of a templated conversation; a BOS written by the template is not doubled."""
-        return self.encode_templated(self.apply_chat_template(messages))
+    def chat_parts(self, messages: list[tuple[str, str]]) -> Templated:
+        """`apply_chat_template`'s rendering, its markup told apart from the messages' texts."""
+        check_message_count(len(messages))
+        return split(self.apply_chat_template, messages)
 
-    def encode_templated(self, text: str) -> list[int]:
-        """Tokens of what a chat template wrote (its special tokens read as such); a BOS written by
-        the template is not doubled."""
-        tokens = self.tokenize(text, add_special=True, parse_special=True)
-        if len(tokens) > 1 and tokens[0] == tokens[1] == self.bos:
-            del tokens[0]
-        return tokens
+    def encode_chat(self, messages: list[tuple[str, str]]) -> list[int]:
+        """Tokens of a templated conversation: the template's markup with its control tokens, each
+        message's text as plain text; a BOS written by the template is not doubled."""
+        return self.encode_templated(self.chat_parts(messages))
+
+    def encode_templated(self, templated: Templated) -> list[int]:
+        """Tokens of what a chat template wrote: control tokens where its markup writes them, every
+        text as text (markup.encode); a BOS written by the template is not doubled."""
+        return self.encode_parts(templated).tokens
+
+    def encode_parts(self, templated: Templated, whole: bool = True) -> Encoded:
+        """`encode_templated`, with where in the text each run of tokens ends; `whole`: a prompt
+        from its start (a BOS and EOS where llama.cpp adds them), else text that continues one."""
+        encoded = encode(templated, self.controls(), self._plain)
+        head = [self.bos] if whole and self.add_bos and self.bos >= 0 else []
+        if head and encoded.tokens[:1] == head:  # the template wrote the BOS itself
+            head = []
+        tail = [self._eos] if whole and self._add_eos and self._eos >= 0 else []
+        tokens = [*head, *encoded.tokens, *tail]
+        return Encoded(tokens, encoded.ends, [count + len(head) for count in encoded.counts])
+
+    def controls(self) -> list[Control]:
+        """The tokens llama.cpp's special-token parsing cuts out of a text, longest first."""
+        if self._controls is None:
+            lib, found = self._lib, []
+            for token in range(self.n_vocab):
+                attr = lib.llama_vocab_get_attr(self._vocab, token)
+                if attr & (lib.LLAMA_TOKEN_ATTR_CONTROL | lib.LLAMA_TOKEN_ATTR_UNKNOWN):
+                    text = lib.llama_vocab_get_text(self._vocab, token) or b""
+                    if text:
+                        found.append(Control(text, token, bool(attr & lib.LLAMA_TOKEN_ATTR_LSTRIP),
+                                             bool(attr & lib.LLAMA_TOKEN_ATTR_RSTRIP)))
+            self._controls = sorted(found, key=lambda control: -len(control.text))
+        return self._controls
+
+    def _plain(self, data: bytes) -> list[int]:
+        """Tokens of UTF-8 bytes as plain text (no BOS; special tokens' texts read as text)."""
+        return self._tokenize(data, add_special=False, parse_special=False)

@@ -4,7 +4,8 @@ Every front end (run, chat, bench) starts the same way: check both GGUF headers,
 whose vocabularies differ before any weights are loaded, load both models under one ExitStack
 (a draft whose vocabulary is a little larger or smaller is seen through the target's), and
 encode the prompt with the model's chat template (or as raw text; or, for a conversation with
-tools, with the template's own Jinja text, as `serve` does).
+tools, with the template's own Jinja text, as `serve` does). Through a template, only the
+template's markup becomes control tokens: messages, files and stdin are text (llama.markup).
 """
 
 from __future__ import annotations
@@ -58,11 +59,13 @@ def open_models(paths: ModelPaths, options: LoadOptions) -> Iterator[tuple[Model
 
 
 def encode_prompt(target: Model, text: str, raw: bool) -> list[int]:
-    """Tokens for one user message: chat-templated, or the text as is with `raw`."""
+    """Tokens for one user message: chat-templated (the message is text, never control tokens),
+    or with `raw` the text as is, read as llama.cpp reads a prompt (`<|im_start|>` written in it
+    is the control token)."""
     if not text.strip():
         raise SpecgenError("the prompt is empty; pass text as an argument or on stdin")
     if raw:
-        tokens = target.tokenize(text, add_special=True, parse_special=False)
+        tokens = target.tokenize(text, add_special=True, parse_special=True)
     else:
         tokens = target.encode_chat([("user", text)])
     check_fits(target, tokens)

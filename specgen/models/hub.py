@@ -90,7 +90,7 @@ def cached_path(model: ModelFile) -> Path | None:
         return local
     try:
         found = try_to_load_from_cache(model.repo, model.file, cache_dir=hub_cache_dir())
-    except Exception as error:  # noqa: BLE001 - a repo id the client refuses, an unreadable cache
+    except Exception as error:  # a repo id the client refuses, an unreadable cache
         raise _explain(error, model, offline=True) from error
     return Path(found) if isinstance(found, str) and os.path.isfile(found) else None
 
@@ -108,9 +108,12 @@ def fetch(model: ModelFile, offline: bool = False) -> Path:
         path = huggingface_hub.hf_hub_download(
             model.repo, model.file, cache_dir=hub_cache_dir(), endpoint=endpoint(), local_files_only=offline
         )
-    except Exception as error:  # noqa: BLE001 - each known failure becomes one line below
+    except Exception as error:  # each known failure becomes one line below
         raise _explain(error, model, offline) from error
-    verify(model, Path(path))
+    check = verify(model, Path(path))
+    if check.state == NOT_CHECKED:  # the transfer worked, the hub's SHA-256 could not be had: say so
+        print(f"specgen: {model.repo}/{model.file} was downloaded but is not verified: {check.reason}",
+              file=sys.stderr)
     return Path(path)
 
 
@@ -131,7 +134,7 @@ def verify(model: ModelFile, path: Path, offline: bool = False) -> Verification:
         expected = lfs_sha256(model, commit)
     except LookupError as error:
         return Verification(path, NOT_CHECKED, reason=str(error))
-    except Exception as error:  # noqa: BLE001 - the check is retried on the next pull
+    except Exception as error:  # the check is retried on the next pull
         return Verification(path, NOT_CHECKED, reason=str(_explain(error, model, offline=False, reading=True)))
     verdict = _compare(model, path, expected)
     checksums.record(path, verdict)
@@ -254,7 +257,7 @@ def remote_header(model: ModelFile) -> GGUFInfo:
     while True:
         try:
             more, size = _read_range(model, len(data), want)
-        except Exception as error:  # noqa: BLE001 - each known failure becomes one line
+        except Exception as error:  # each known failure becomes one line
             raise _explain(error, model, offline=False, reading=True) from error
         data += more
         try:

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from specgen.decoding.drafters.base import COPIED_PATTERN, COPIED_QUOTED, COPIED_STRUCTURE, LOOKUP
 from specgen.decoding.events import Round, Summary, Tally, consume
-from specgen.terminal.run_view import copy_notes
+from specgen.terminal.run_view import copy_notes, visible
 
 ACCEPTED = "green"
 TARGET = "cyan"
@@ -117,14 +117,6 @@ def final_status(reply: Reply) -> str:
         line += f" · first token {reply.first_token_s:.2f}s"
     line += f" · prefilled {s.prefilled_tokens}"
     return line + (f" · {STOPS[s.stop_reason]}" if s.stop_reason in STOPS else "")
-
-
-_CONTROL = {c: 0x2400 + c for c in range(32) if chr(c) not in "\n\t"} | {0x7F: 0x2421}
-
-
-def visible(text: str) -> str:
-    """Control characters as their Unicode pictures, so model output cannot drive the terminal."""
-    return text.translate(_CONTROL)
 
 
 def styled(event: Round, show_rejected: bool) -> Text:

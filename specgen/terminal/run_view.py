@@ -9,13 +9,25 @@ from typing import TextIO
 from specgen.decoding.drafters.prediction import PredictionReport
 from specgen.decoding.events import Round, Summary
 
+# C0 controls and DEL as their Unicode pictures; C1 controls (U+0080 to U+009F: CSI, OSC, ... in
+# 8-bit form, which some terminals obey) have no pictures, so they are written as \x escapes
+_CONTROL: dict[int, int | str] = ({c: 0x2400 + c for c in range(32) if chr(c) not in "\n\t"} | {0x7F: 0x2421}
+                                  | {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+
+
+def visible(text: str) -> str:
+    """Control characters as visible symbols, so model output cannot drive the terminal."""
+    return text.translate(_CONTROL)
+
 
 def streamer(out: TextIO | None) -> Callable[[Round], None]:
-    """An on_round that writes each round's text to `out` at once (or nothing, for None)."""
+    """An on_round that writes each round's text to `out` at once (or nothing, for None); on a
+    terminal its control characters are shown as symbols (a pipe gets the text as generated)."""
+    clean = visible if out is not None and out.isatty() else str
 
     def write(event: Round) -> None:
         if out is not None and event.text:
-            out.write(event.text)
+            out.write(clean(event.text))
             out.flush()
 
     return write

@@ -62,7 +62,7 @@ def test_qwen_tool_prompt_call_and_result_as_qwen_writes_them():
                     {"id": "call_1", "type": "function",
                      "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
                 {"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny"}]
-    text = template.render(messages, [WEATHER])
+    text = template.render(messages, [WEATHER]).text
     assert template.format == HERMES
     assert text.startswith("<|im_start|>system\n" + QWEN_SYSTEM + "\n\n# Tools\n\n")
     assert "<tools>\n" + json.dumps(WEATHER, ensure_ascii=False) + "\n</tools>" in text
@@ -79,7 +79,7 @@ def test_llama31_tool_prompt_call_and_result_as_meta_writes_them():
                     {"id": "call_1", "type": "function",
                      "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
                 {"role": "tool", "tool_call_id": "call_1", "content": "18 C"}]
-    text = template.render(messages, [WEATHER])
+    text = template.render(messages, [WEATHER]).text
     assert template.format == LLAMA3
     assert text.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nEnvironment: ipython\n")
     assert json.dumps(WEATHER, indent=4) + "\n\nWeather in Paris?<|eot_id|>" in text

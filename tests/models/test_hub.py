@@ -527,3 +527,13 @@ def test_files_in_the_local_models_folder_are_not_checked(fake_hub, tiny_models,
     code, _, err = specgen(capsys, "pull", DEFAULT)
     assert code == 0 and f"{TARGET[1]} is not verified: found in {folder}, not downloaded" in err
     assert fake_hub.state.requests == []
+
+
+def test_a_download_whose_hub_lookup_fails_says_not_verified_in_one_line(fake_hub, capsys):
+    fake_hub.state.paths_info_down = True  # the transfer works, the hub's SHA-256 cannot be had
+    code, out, err = specgen(capsys, "run", "--pair", DEFAULT, "--json", "-n", "4", "hello")
+    assert code == 0, err
+    lines = [line for line in err.splitlines() if "not verified" in line]
+    assert len(lines) == 2 and all(line.startswith("specgen: ") for line in lines)
+    assert any(f"{TARGET[0]}/{TARGET[1]} was downloaded but is not verified" in line for line in lines)
+    assert "Traceback" not in err and '"text"' in out

@@ -53,7 +53,7 @@ def test_a_tool_calling_round_trip_call_result_answer(server, tools_target):
     assert final.choices[0].finish_reason in ("stop", "length") and not final.choices[0].message.tool_calls
     sent = parse_request({"messages": messages, "tools": [WEATHER, TIME]}, "chat", (MODEL,))
     rendered = model_template(tools_target).render([dict(m) for m in sent.chat], [WEATHER, TIME])
-    assert "<tool_response>\n18 C and sunny\n</tool_response>" in rendered and call.function.name in rendered
+    assert "<tool_response>\n18 C and sunny\n</tool_response>" in rendered.text and call.function.name in rendered.text
     assert final.usage.prompt_tokens == len(tools_target.encode_templated(rendered))
 
 
