@@ -55,14 +55,15 @@ def serve(
 
     The sampling options are defaults that each request may override.
     """
-    from specgen.serve.http import ServeOptions, check_binding, model_id
-    from specgen.serve.http import serve as run_server
+    from specgen.serve.http import ServeOptions
+    from specgen.serve.server import check_binding, model_id
+    from specgen.serve.server import serve as run_server
 
-    api_keys = split_keys(api_keys or [])
-    check_binding(host, api_keys)
+    keys = split_keys(api_keys or [])
+    check_binding(host, keys)
     selection = select_models(models, draft_tokens)
     config, auto = generation_config(sampling, draft_tokens, selection.draft_tokens)
-    options = ServeOptions(host, port, api_keys, queue, model_id=model_id(models.pair, models.target), max_prompt_tokens=max_prompt_tokens,
+    options = ServeOptions(host, port, keys, queue, model_id=model_id(models.pair, models.target), max_prompt_tokens=max_prompt_tokens,
                            max_tokens_limit=max_tokens_limit,
                            allowed_hosts=tuple(name.lower() for name in allow_host or ()), cache_ram_mib=cache_ram)
     run_server(selection.paths, load_options(resources), config, auto, options)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specgen.decoding.tokens import common_prefix
+from specgen.llama.model import SavedState
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,8 @@ class Snapshot:
     """One user's saved caches of both models (the draft's None when there is no draft model)."""
 
     user: int
-    target: object  # llama.model.SavedState
-    draft: object | None
+    target: SavedState
+    draft: SavedState | None
 
     @property
     def tokens(self) -> tuple[int, ...]:
@@ -83,9 +84,12 @@ class SavedStates:
         if not self.target.tokens or self.budget_bytes <= 0:
             return
         held, owner = tuple(self.target.tokens), self.owner
+        if owner is None:  # never: live tokens were taken up by some user
+            return
         if any(s.user == owner and s.tokens[: len(held)] == held for s in self.saved):
             return
-        snapshot = Snapshot(owner, self.target.save_state(), self.draft.save_state() if self.draft is not None else None)
+        draft = self.draft.save_state() if self.draft is not None else None
+        snapshot = Snapshot(owner, self.target.save_state(), draft)
         # the owner's states that are prefixes of it add nothing
         self.saved = [s for s in self.saved if s.user != owner or held[: len(s.tokens)] != s.tokens]
         self.saved.append(snapshot)
