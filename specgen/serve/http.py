@@ -22,7 +22,7 @@ import asyncio
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -31,8 +31,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from specgen.serve.access_log import Record
+from specgen.serve.connections import ConnectionLimits
 from specgen.serve.front import LOG, USER, Front, error_response, is_loopback
 from specgen.serve.infill import InfillReply, settings
+from specgen.serve.json_depth import MAX_DEPTH, too_deep
 from specgen.serve.replies import EventStream, events, whole
 from specgen.serve.scheduler import Failed, Gone, Job, Scheduler
 from specgen.serve.wire import ApiError, GenRequest, Reply, parse_infill, parse_request
@@ -50,6 +52,7 @@ class ServeOptions:
     max_tokens_limit: int = 4096  # the longest reply one request may ask for
     allowed_hosts: tuple[str, ...] = ()  # Host names accepted besides loopback ones, on a loopback bind
     cache_ram_mib: int = 512  # saved KV caches of other conversations (serve.states)
+    connections: ConnectionLimits = field(default_factory=ConnectionLimits)  # how many, how long to send
 
 
 # -- the application -------------------------------------------------------------------------
@@ -103,14 +106,14 @@ class Api:
 
     async def infill(self, request: Request):
         """llama-server's /infill, in its reply shape (serve.infill)."""
-        body = await read_json(request, self.options.max_body)
+        body = await read_json(request, self.options.max_body, self.options.connections.receive_s)
         spec, fields = parse_infill(body)
         reply = InfillReply(self.options.model_id, self.draft_name, settings(spec, self.scheduler.config_for(spec)),
                             fields)
         return await self._generate(request, spec, lambda: reply)
 
     async def _openai(self, request: Request, kind: str):
-        body = await read_json(request, self.options.max_body)
+        body = await read_json(request, self.options.max_body, self.options.connections.receive_s)
         spec = parse_request(body, kind, (self.options.model_id,))
         prefix = "cmpl" if kind == "completion" else "chatcmpl"
         return await self._generate(request, spec, lambda: Reply(
@@ -150,20 +153,22 @@ class Api:
             self.scheduler.cancel(job)
 
 
-async def read_json(request: Request, limit: int) -> dict:
-    """The body as a JSON object; 413 past `limit` bytes, 400 when it is not a JSON object."""
+async def read_json(request: Request, limit: int, seconds: float) -> dict:
+    """The body as a JSON object; 413 past `limit` bytes, 408 when it has not come within
+    `seconds`, 400 when it is not a JSON object (or nests deeper than any request needs)."""
     declared = request.headers.get("content-length", "")
-    too_big = ApiError(413, f"the request body is over the {limit // 1024} KiB limit", code="body_too_large")
     if declared.isdigit() and int(declared) > limit:
-        raise too_big
-    data = bytearray()
+        raise ApiError(413, f"the request body is over the {limit // 1024} KiB limit", code="body_too_large")
     try:
-        async for part in request.stream():
-            data += part
-            if len(data) > limit:
-                raise too_big
+        data = await asyncio.wait_for(_body(request, limit), seconds)
     except ClientDisconnect:
         raise ApiError(400, "the client hung up before sending the whole body") from None
+    except asyncio.TimeoutError:
+        raise ApiError(408, f"the request's body did not arrive within {seconds:g} s; send it at once",
+                       code="request_timeout", headers={"Connection": "close"}) from None
+    if too_deep(data):
+        raise ApiError(400, f"the body nests arrays and objects more than {MAX_DEPTH} levels deep; send a "
+                       "flatter JSON object", code="invalid_json")
     try:
         body = json.loads(data)
     except (ValueError, RecursionError) as error:
@@ -171,6 +176,15 @@ async def read_json(request: Request, limit: int) -> dict:
     if not isinstance(body, dict):
         raise ApiError(400, "the body must be a JSON object", code="invalid_json")
     return body
+
+
+async def _body(request: Request, limit: int) -> bytearray:
+    data = bytearray()
+    async for part in request.stream():
+        data += part
+        if len(data) > limit:
+            raise ApiError(413, f"the request body is over the {limit // 1024} KiB limit", code="body_too_large")
+    return data
 
 
 async def _api_error(request: Request, error: ApiError) -> JSONResponse:

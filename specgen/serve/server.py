@@ -15,6 +15,7 @@ from specgen.decoding.loop import GenerationConfig
 from specgen.errors import SpecgenError, UsageError
 from specgen.llama.model import LoadOptions
 from specgen.models.paths import ModelPaths
+from specgen.serve.connections import guarded_protocol
 from specgen.serve.front import is_loopback
 from specgen.serve.http import ServeOptions, build_app
 from specgen.serve.scheduler import Limits, Scheduler
@@ -64,7 +65,8 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, auto: 
                         options.cache_ram_mib * 2**20, max(len(options.api_keys), 1))
         scheduler = Scheduler(target, drafter, config, auto, limits)
         app = build_app(scheduler, options, paths.draft.name if paths.draft else None)
-        settings = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
+        settings = uvicorn.Config(app, http=guarded_protocol(options.connections), log_level="warning",
+                                  access_log=False, lifespan="off", server_header=False)
         server = uvicorn.Server(settings)
         if load.rpc:
             print(f"specgen: {placement(target.layers, draft.layers if draft else None)}", file=sys.stderr)

@@ -16,6 +16,7 @@ history is still reused, but reported as 0 cached.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from specgen.decoding.tokens import common_prefix
@@ -48,6 +49,7 @@ class SavedStates:
         self.budget_bytes = budget_bytes
         self.saved: list[Snapshot] = []
         self.owner: int | None = None  # the user whose tokens the live caches hold
+        self.saving_s = 0.0  # what the last take_up spent saving the live caches for their owner
 
     @property
     def nbytes(self) -> int:
@@ -60,8 +62,10 @@ class SavedStates:
         Returns how many of `tokens` the live cache now holds that are the request's own (see the
         module)."""
         live = common_prefix(self.target.tokens, tokens) if user == self.owner else 0
+        start = time.perf_counter()
         if live < len(self.target.tokens):
             self._save_live()
+        self.saving_s = time.perf_counter() - start
         if user != self.owner:
             for model in (self.target, self.draft):
                 if model is not None:

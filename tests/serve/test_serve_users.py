@@ -5,6 +5,9 @@ from the tokenizer in this process."""
 
 from __future__ import annotations
 
+import socket
+import time
+
 import httpx
 import pytest
 from test_serve import Server, pinned_costs
@@ -82,3 +85,46 @@ def test_a_reply_served_to_one_key_is_not_copied_for_another(users_server):
     assert again["rounds"] < first["rounds"], "the key's own memory is used"
     assert (other["rounds"], other["accepted"], other["drafted"]) == (first["rounds"], first["accepted"],
                                                                        first["drafted"])
+
+
+def test_one_key_cannot_fill_the_queue_the_keys_share(tiny_models):
+    """A queue of 4 and two keys: one key may hold 2 waiting places (and the running request); its
+    third waiting request is refused, while the other key's is queued."""
+    keys = ("key-a", "key-b")
+    running = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768",
+                     "-t", "1", "--queue", "4", "-n", "100000", keys=",".join(keys))
+    held = []
+    try:
+        def send(key: str) -> None:  # a request left open on a raw socket: hung up by closing it
+            body = b'{"prompt": "x = 1", "max_tokens": 100000, "stream": true}'
+            sock = socket.create_connection((running.url.split("//")[1].rsplit(":", 1)[0],
+                                             int(running.url.rsplit(":", 1)[1])), timeout=10)
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Authorization: Bearer " + key.encode() + b"\r\nContent-Length: " + str(len(body)).encode()
+                         + b"\r\n\r\n" + body)
+            held.append(sock)
+
+        def health() -> dict:
+            return httpx.get(f"{running.url}/health", headers={"Authorization": "Bearer key-b"}, timeout=10).json()
+
+        def settle(waiting: int) -> None:
+            deadline = time.time() + 20
+            while (health()["waiting"] < waiting or not health()["busy"]) and time.time() < deadline:
+                time.sleep(0.05)
+            assert health()["waiting"] == waiting, "\n".join(running.lines)
+
+        send("key-a")
+        settle(0)  # it runs
+        for waiting in (1, 2):
+            send("key-a")
+            settle(waiting)
+        refused = httpx.post(f"{running.url}/v1/completions", json={"prompt": "a", "max_tokens": 2},
+                             headers={"Authorization": "Bearer key-a"}, timeout=10)
+        assert refused.status_code == 503 and "share of the queue" in refused.json()["error"]["message"]
+        assert int(refused.headers["Retry-After"]) >= 1
+        send("key-b")
+        settle(3)  # the other key's request waits in the place key-a could not take
+    finally:
+        for sock in held:
+            sock.close()
+        running.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from specgen.serve.json_depth import MAX_DEPTH, too_deep
 from specgen.serve.wire.fields import ApiError, checked_text, shown, typed
 
 ROLES = {"developer": "system"}  # OpenAI's newer name for the system role
@@ -97,6 +98,9 @@ def _earlier_calls(value, where: str) -> list[dict]:
             raise ApiError(400, f"{where}[{i}] must be {{id, type: function, function: {{name, arguments}}}} with "
                            "arguments a JSON string", param=f"{where}[{i}]")
         param = f"{where}[{i}].function.arguments"
+        if too_deep(function["arguments"]):
+            raise ApiError(400, f"{param} nests more than {MAX_DEPTH} levels deep; send flatter arguments",
+                           param=param)
         try:
             arguments = json.loads(function["arguments"])
         except ValueError:
