@@ -8,9 +8,12 @@ own, which may still be working on them when it is killed."""
 
 from __future__ import annotations
 
+import httpx
 import pytest
 from abuse import PROBES, probe
 from test_serve import Server
+
+from specgen.serve.json_depth import MAX_DEPTH
 
 REFUSED_HERE = ["tool-call arguments [*100000", "body nested [*100000", "tool parameters nested 400"]
 NEEDS_BOUNDS = ["schema maxLength 5e6", "schema minItems 2e6", "tool parameters minItems 2e6", "1,000 messages",
@@ -51,6 +54,22 @@ def refused_within_a_second(url: str, name: str) -> None:
 @pytest.mark.parametrize("name", REFUSED_HERE)
 def test_a_probe_is_refused_within_a_second(server, name):
     refused_within_a_second(server.url, name)
+
+
+def nested(levels: int) -> list:
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("levels, refused", [(MAX_DEPTH - 1, False), (MAX_DEPTH, True), (900, True)])
+def test_a_body_nested_deeper_than_the_limit_is_refused_before_it_is_parsed(server, levels, refused):
+    """`stop` nested `levels` deep in the body's object (900 levels parse in Python; only the
+    bound refuses them before anything walks them)."""
+    reply = httpx.post(server.url + "/v1/completions", json={"prompt": "x", "stop": nested(levels)}, timeout=10)
+    assert reply.status_code == 400
+    assert (f"more than {MAX_DEPTH} levels deep" in reply.json()["error"]["message"]) == refused
 
 
 @pytest.mark.xfail(strict=True, reason="needs bounds before the work: issue 46 item 1 (llama/grammar.py, "

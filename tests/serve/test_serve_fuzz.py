@@ -119,6 +119,20 @@ def test_chat_messages_of_any_shape_never_get_a_500(server, http, messages, extr
 
 FUNCTIONS = st.fixed_dictionaries({"name": st.sampled_from(["f", "get-x", "bad name"]),
                                    "parameters": st.one_of(VALUES, NESTED)})
+@fuzz(60)
+@given(arguments=ARGUMENTS, name=st.sampled_from(["f", "get-x", "other"]),
+       result=st.one_of(st.text(max_size=20), VALUES), offered=st.booleans())
+def test_tool_turns_with_arguments_of_any_shape_never_get_a_500(server, http, arguments, name, result, offered):
+    """A well-formed call-and-result exchange whose call's arguments and result are drawn."""
+    messages = [{"role": "user", "content": "hi"},
+                {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                                                      "function": {"name": name, "arguments": arguments}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": result}]
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}] if offered else None
+    body = {"messages": messages, "tools": tools, "max_tokens": 2}
+    assert status(http, server, "/v1/chat/completions", json.dumps(body).encode()) < 500
+
+
 TOOLS = st.lists(st.one_of(VALUES, st.fixed_dictionaries({"type": st.just("function"), "function": FUNCTIONS})),
                  max_size=2)
 

@@ -6,11 +6,12 @@ from the tokenizer in this process."""
 from __future__ import annotations
 
 import socket
+import subprocess
 import time
 
 import httpx
 import pytest
-from test_serve import Server, pinned_costs
+from test_serve import SPECGEN, Server, pinned_costs
 
 KEYS = ("key-one", "key-two", "key-three", "key-four")
 OPENING = "shared system text with a long common prefix " * 12
@@ -128,3 +129,28 @@ def test_one_key_cannot_fill_the_queue_the_keys_share(tiny_models):
         for sock in held:
             sock.close()
         running.stop()
+
+
+def test_keys_from_a_file_are_each_a_user_and_the_command_line_key_gets_a_note(tiny_models, tmp_path):
+    keys = tmp_path / "keys"
+    keys.write_text("# the editor\nfile-key-one\n\n  file-key-two  \n")
+    running = Server("--target", str(tiny_models["target"]), "--no-draft", "--ctx", "256", "-t", "1", "-n", "2",
+                     "--api-key-file", str(keys), "--api-key", "cli-key")
+    try:
+        for key, status in (("file-key-one", 200), ("file-key-two", 200), ("cli-key", 200), ("# the editor", 401)):
+            reply = httpx.get(f"{running.url}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=10)
+            assert reply.status_code == status, key
+        assert "SPECGEN_API_KEY or --api-key-file keeps it private" in running.wait_for("--api-key shows the key")
+    finally:
+        running.stop()
+
+
+@pytest.mark.parametrize("content, error", [(None, "cannot read --api-key-file"), ("# none\n\n", "holds no key")])
+def test_an_unreadable_or_empty_key_file_is_one_line_of_error(tiny_models, tmp_path, content, error):
+    keys = tmp_path / "keys"
+    if content is not None:
+        keys.write_text(content)
+    done = subprocess.run([*SPECGEN, "serve", "--target", str(tiny_models["target"]), "--api-key-file", str(keys)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and error in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specgen.serve.scheduler import StopMatcher
 from specgen.serve.wire import ApiError, parse_request
 from specgen.serve.wire.sampling import MAX_STOP_CHARS, MAX_STOPS
-from specgen.serve.scheduler import StopMatcher
 
 
 def reference(stops: tuple[str, ...], text: str) -> tuple[str, bool]:
