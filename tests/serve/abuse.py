@@ -179,9 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=60.0, help="give up on a probe after this many seconds")
     parser.add_argument("--key", help="the API key, where the server needs one")
     parser.add_argument("--trickle", type=int, default=1100, help="connections that trickle their headers")
+    parser.add_argument("--probes", nargs="*", choices=[*PROBES, *ANSWERED], metavar="PROBE",
+                        help="the probes to send (default: all; none with a bare --probes)")
     args = parser.parse_args(argv)
     print(f"{'probe':32s} {'status':>6s} {'seconds':>8s}  error")
-    for name in [*PROBES, *ANSWERED]:
+    for name in [*PROBES, *ANSWERED] if args.probes is None else args.probes:
         answer = probe(args.url, name, args.timeout, args.key)
         print(f"{name:32s} {answer.status!s:>6s} {answer.seconds:8.2f}  {answer.note}", flush=True)
     if args.trickle:
