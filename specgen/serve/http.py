@@ -167,8 +167,8 @@ async def read_json(request: Request, limit: int, seconds: float) -> dict:
         raise ApiError(408, f"the request's body did not arrive within {seconds:g} s; send it at once",
                        code="request_timeout", headers={"Connection": "close"}) from None
     if too_deep(data):
-        raise ApiError(400, f"the body nests arrays and objects more than {MAX_DEPTH} levels deep; send a "
-                       "flatter JSON object", code="invalid_json")
+        raise ApiError(400, f"the body is not valid JSON for this server: it nests arrays and objects more than "
+                       f"{MAX_DEPTH} levels deep; send a flatter JSON object", code="invalid_json")
     try:
         body = json.loads(data)
     except (ValueError, RecursionError) as error:

@@ -369,9 +369,11 @@ class Limits:
 
     @property
     def share(self) -> int:
-        """Places in the queue one key may hold: all of them with one key, else half (at least
-        one), so that no key can fill the queue that the others share."""
-        return self.queue if self.users == 1 else max((self.queue + 1) // 2, 1)
+        """Requests one key may have in at once, running or waiting: every place (the running one
+        and `queue` waiting) with one key, else half of them rounded up, so that no key can fill
+        the queue that the others share."""
+        places = self.queue + 1
+        return places if self.users == 1 else (places + 1) // 2
 
 
 @dataclass(frozen=True)
@@ -451,10 +453,10 @@ class Scheduler:
                 raise ApiError(503, f"the server is busy: one request is generating and {len(self._pending)} "
                                "waiting; retry shortly", kind="server_error", code="queue_full",
                                headers={"Retry-After": str(self._retry_after())})
-            mine = sum(waiting.user == job.user for waiting in self._pending)
+            mine = sum(other.user == job.user for other in [*self._pending, self._current] if other is not None)
             if mine >= self.limits.share:
-                raise ApiError(503, f"this key has {mine} requests waiting, its share of the queue; retry once "
-                               "one is answered", kind="server_error", code="queue_full",
+                raise ApiError(503, f"this key has {mine} requests running or waiting, its share of the queue; "
+                               "retry once one is answered", kind="server_error", code="queue_full",
                                headers={"Retry-After": str(self._retry_after())})
             self._pending.append(job)
             self._cond.notify()

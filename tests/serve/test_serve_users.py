@@ -89,8 +89,8 @@ def test_a_reply_served_to_one_key_is_not_copied_for_another(users_server):
 
 
 def test_one_key_cannot_fill_the_queue_the_keys_share(tiny_models):
-    """A queue of 4 and two keys: one key may hold 2 waiting places (and the running request); its
-    third waiting request is refused, while the other key's is queued."""
+    """A queue of 4 and two keys: one key may hold 3 of the 5 places (the running request and two
+    waiting); its third waiting request is refused, while the other key's is queued."""
     keys = ("key-a", "key-b")
     running = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768",
                      "-t", "1", "--queue", "4", "-n", "100000", keys=",".join(keys))
