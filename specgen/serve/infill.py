@@ -59,6 +59,8 @@ def fim_prompt(fim: FimTokens, bos: int | None, prefix: list[int], suffix: list[
     prefix and suffix (`LOCAL_TOKENS`, or half the room where that is less); the prefix and suffix
     take the rest: the suffix its start, a quarter or more where the prefix is shorter, the prefix
     its end."""
+    if fim.pre is None or fim.suf is None or fim.mid is None:
+        raise ValueError("fim_prompt needs a model's <fim_pre>, <fim_suf> and <fim_mid> tokens")
     room = max(budget - 3 - (bos is not None), 0)
     files_take = min(len(files), room - min(LOCAL_TOKENS, room // 2))
     local = room - files_take
@@ -73,8 +75,8 @@ def fim_prompt(fim: FimTokens, bos: int | None, prefix: list[int], suffix: list[
 class EditorLimits:
     """llama-server's limits for editors. `n_indent`: the reply ends before the first character of
     a later line (after the first line break) that is indented by fewer spaces or tabs, keeping the
-    indentation itself; an empty line ends it too. `t_max_predict_ms`: once the time since `start` has passed, the reply ends
-    after the next line break."""
+    indentation itself; an empty line ends it too. `t_max_predict_ms`: once the time since `start`
+    has passed, the reply ends after the next line break."""
 
     def __init__(self, n_indent: int, t_max_predict_ms: int, start: float):
         self.n_indent = n_indent

@@ -120,6 +120,14 @@ class Limits:
     saved_bytes: int = 512 * 2**20  # KV caches of other conversations kept in RAM, all users together
     users: int = 1  # API keys; the copy memory's bound is shared out between them
 
+    @property
+    def share(self) -> int:
+        """Requests one key may have in at once, running or waiting: every place (the running one
+        and `queue` waiting) with one key, else half of them rounded up, so that no key can fill
+        the queue that the others share."""
+        places = self.queue + 1
+        return places if self.users == 1 else (places + 1) // 2
+
 
 @dataclass(frozen=True)
 class User:
@@ -204,6 +212,11 @@ class Scheduler:
                 raise ApiError(503, f"the server is busy: one request is generating and {len(self._pending)} "
                                "waiting; retry shortly", kind="server_error", code="queue_full",
                                headers={"Retry-After": str(self._retry_after())})
+            mine = sum(other.user == job.user for other in [*self._pending, self._current] if other is not None)
+            if mine >= self.limits.share:
+                raise ApiError(503, f"this key has {mine} requests running or waiting, its share of the queue; "
+                               "retry once one is answered", kind="server_error", code="queue_full",
+                               headers={"Retry-After": str(self._retry_after())})
             self._pending.append(job)
             self._cond.notify()
 
@@ -285,6 +298,7 @@ class Scheduler:
         client gone during a long prefill is noticed within a chunk (then None)."""
         start = time.perf_counter()
         own = min(self.states.take_up(tokens, job.user), len(tokens) - 1)
+        start += self.states.saving_s  # keeping the last user's caches is not this request's prefill
         models = [self.target] + ([self.draft_model] if self.draft_model is not None else [])
         reused = common_prefix(self.target.tokens, tokens[:-1])
         for end in [*range(reused + PREFILL_CHUNK, len(tokens) - 1, PREFILL_CHUNK), len(tokens) - 1]:

@@ -16,9 +16,11 @@ history is still reused, but reported as 0 cached.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from specgen.decoding.tokens import common_prefix
+from specgen.llama.model import SavedState
 
 
 @dataclass(frozen=True)
@@ -26,8 +28,8 @@ class Snapshot:
     """One user's saved caches of both models (the draft's None when there is no draft model)."""
 
     user: int
-    target: object  # llama.model.SavedState
-    draft: object | None
+    target: SavedState
+    draft: SavedState | None
 
     @property
     def tokens(self) -> tuple[int, ...]:
@@ -47,6 +49,7 @@ class SavedStates:
         self.budget_bytes = budget_bytes
         self.saved: list[Snapshot] = []
         self.owner: int | None = None  # the user whose tokens the live caches hold
+        self.saving_s = 0.0  # what the last take_up spent saving the live caches for their owner
 
     @property
     def nbytes(self) -> int:
@@ -59,8 +62,10 @@ class SavedStates:
         Returns how many of `tokens` the live cache now holds that are the request's own (see the
         module)."""
         live = common_prefix(self.target.tokens, tokens) if user == self.owner else 0
+        start = time.perf_counter()
         if live < len(self.target.tokens):
             self._save_live()
+        self.saving_s = time.perf_counter() - start
         if user != self.owner:
             for model in (self.target, self.draft):
                 if model is not None:
@@ -83,9 +88,12 @@ class SavedStates:
         if not self.target.tokens or self.budget_bytes <= 0:
             return
         held, owner = tuple(self.target.tokens), self.owner
+        if owner is None:  # never: live tokens were taken up by some user
+            return
         if any(s.user == owner and s.tokens[: len(held)] == held for s in self.saved):
             return
-        snapshot = Snapshot(owner, self.target.save_state(), self.draft.save_state() if self.draft is not None else None)
+        draft = self.draft.save_state() if self.draft is not None else None
+        snapshot = Snapshot(owner, self.target.save_state(), draft)
         # the owner's states that are prefixes of it add nothing
         self.saved = [s for s in self.saved if s.user != owner or held[: len(s.tokens)] != s.tokens]
         self.saved.append(snapshot)

@@ -6,7 +6,8 @@ A model asked with tools writes its calls as text in the format its template tau
 OpenAI's `tool_calls` (a name, and the arguments as a JSON string) and the rest of the text as
 `content`. While a reply streams, text that may begin a call is held back until it is known to
 be one; a call is sent whole once the reply ends. Text that only looks like a call (it is not
-JSON with a name and arguments) is sent as content, so nothing the model wrote is lost.
+JSON with a name and arguments, or nests deeper than any call needs) is sent as content, so
+nothing the model wrote is lost.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 from dataclasses import dataclass
 
 from specgen.llama.templates import ToolFormat
+from specgen.serve.json_depth import too_deep
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ def parse_calls(text: str, fmt: ToolFormat) -> tuple[str, list[ToolCall]]:
 
 
 def _call(text: str, fmt: ToolFormat) -> ToolCall | None:
+    if too_deep(text):  # more than a call's arguments ever need: text, not a call
+        return None
     try:
         value = json.loads(text)
     except ValueError:
@@ -54,6 +58,8 @@ def _call(text: str, fmt: ToolFormat) -> ToolCall | None:
         return None
     arguments = value.get(fmt.arguments, value.get("arguments", {}))
     if isinstance(arguments, str):  # some models write the arguments as a JSON string already
+        if too_deep(arguments):
+            return None
         try:
             arguments = json.loads(arguments)
         except ValueError:

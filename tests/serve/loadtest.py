@@ -6,6 +6,11 @@ ends with a clean error, a full queue answers 503 with Retry-After, a greedy rep
 the same reply as alone, and resident memory stays flat. The CI test runs it for seconds on tiny
 models; `python tests/serve/loadtest.py URL --pid PID --seconds 180` runs it against a real server and
 prints the figures recorded in docs/serve.md.
+
+With `abuse` (`--abuse NAME ...`), hostile clients run beside the normal ones: issue 46's probes
+(tests/serve/abuse.py) one after another, each to be refused within a second, and connections
+that trickle their headers from another loopback address; /health is asked every quarter second
+throughout, and each answer must come within a second.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import httpx
+from abuse import ANSWERED, PROBES, health_while, probe, trickle
 
 GARBAGE = [b"{not json", b'{"prompt": 5, "max_tokens": "many"}', b'{"messages": [{"role": 1}]}', b"[]",
            b'{"prompt": "x", "max_tokens": -3}', b'{"prompt": "x", "stop": [' + b'"ab",' * 40 + b'"c"]}']
@@ -33,14 +39,15 @@ class Tally:
 
     outcomes: Counter = field(default_factory=Counter)  # kind of request -> how it ended
     latencies: list[float] = field(default_factory=list)  # seconds, for streams read to the end
+    health: list[tuple[int | None, float]] = field(default_factory=list)  # /health's status and seconds
     rss_mib: list[tuple[float, float]] = field(default_factory=list)  # (seconds since start, VmRSS)
     problems: list[str] = field(default_factory=list)  # anything a healthy server must not do
     greedy: list[str] = field(default_factory=list)  # the check request's text, each time under load
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def count(self, outcome: str, latency: float | None = None) -> None:
+    def count(self, outcome: str, times: int = 1, latency: float | None = None) -> None:
         with self.lock:
-            self.outcomes[outcome] += 1
+            self.outcomes[outcome] += times
             if latency is not None:
                 self.latencies.append(latency)
 
@@ -66,7 +73,7 @@ def stream(http: httpx.Client, url: str, body: dict, tally: Tally, kind: str,
             return None
         for line in response.iter_lines():
             if line == "data: [DONE]":
-                tally.count(f"{kind}: completed", time.perf_counter() - start)
+                tally.count(f"{kind}: completed", latency=time.perf_counter() - start)
                 return "".join(text)
             if not line.startswith("data: "):
                 continue
@@ -141,22 +148,64 @@ def burst(url: str, at: float, size: int, tally: Tally) -> None:
         thread.join()
 
 
-def run(url: str, pid: int, seconds: float, clients: int = 6, max_tokens: int = 48,
-        burst_size: int = 16) -> tuple[Tally, str]:
-    """Load the server for `seconds`, with a burst of `burst_size` streams halfway; returns what
-    the clients saw and the check reply alone."""
+def abuser(url: str, deadline: float, tally: Tally, names: list[str]) -> None:
+    """Hostile requests one after another until the deadline: a probe must be refused (4xx or
+    503), hostile text that is a fair request answered 200, each within a second."""
+    turn = 0
+    while time.perf_counter() < deadline:
+        name = names[turn % len(names)]
+        turn += 1
+        answer = probe(url, name, timeout=30)
+        fair = name in ANSWERED
+        tally.count(f"abuse: {name}: {answer.status}")
+        if answer.status is None or (answer.status != 200 if fair else not (
+                400 <= answer.status < 500 or answer.status == 503)):
+            tally.problem(f"abuse: {name}: status {answer.status} {answer.note}")
+        elif answer.seconds > 1.0:
+            tally.problem(f"abuse: {name}: answered after {answer.seconds:.2f} s")
+
+
+def trickler(url: str, deadline: float, tally: Tally, count: int) -> None:
+    """Connections trickling their headers from 127.0.0.2, in waves until the deadline."""
+    while (left := deadline - time.perf_counter()) > 1:
+        result = trickle(url, count, left)
+        tally.count("trickle: refused at once", result.refused_at_once)
+        tally.count("trickle: timed out", result.timed_out)
+        if result.open_at_end:
+            tally.count("trickle: still open at the end", result.open_at_end)
+
+
+def run(url: str, pid: int, seconds: float, clients: int = 6, max_tokens: int = 48, burst_size: int = 16,
+        abuse: tuple[str, ...] = (), trickling: int = 0) -> tuple[Tally, str]:
+    """Load the server for `seconds`, with a burst of `burst_size` streams halfway (none if 0), and
+    the named `abuse` probes and `trickling` connections beside (tests/serve/abuse.py); returns
+    what the clients saw and the check reply alone."""
     tally = Tally()
     with httpx.Client(timeout=120) as http:
         alone = stream(http, url, CHECK, tally, "greedy alone")
     start = time.perf_counter()
     deadline = start + seconds
-    threads = [threading.Thread(target=client, args=(url, deadline, tally, seed, max_tokens)) for seed in range(clients)]
+    threads = [threading.Thread(target=client, args=(url, deadline, tally, seed, max_tokens))
+               for seed in range(clients)]
     threads.append(threading.Thread(target=sample_rss, args=(pid, start, deadline, tally)))
-    threads.append(threading.Thread(target=burst, args=(url, start + seconds / 2, burst_size, tally)))
+    if burst_size:
+        threads.append(threading.Thread(target=burst, args=(url, start + seconds / 2, burst_size, tally)))
+    if abuse:
+        threads.append(threading.Thread(target=abuser, args=(url, deadline, tally, list(abuse))))
+    if trickling:
+        threads.append(threading.Thread(target=trickler, args=(url, deadline, tally, trickling)))
+    done = threading.Event()
+    watcher = threading.Thread(target=lambda: tally.health.extend(health_while(url, done)))
+    watcher.start()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    done.set()
+    watcher.join()
+    slow = [(status, s) for status, s in tally.health if status != 200 or s > 1.0]
+    if slow:
+        tally.problem(f"/health: {len(slow)} of {len(tally.health)} answers not 200 within 1 s: {slow[:3]}")
     return tally, alone
 
 
@@ -168,6 +217,10 @@ def report(tally: Tally, alone: str, seconds: float) -> str:
         ordered = sorted(tally.latencies)
         p99 = ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
         lines.append(f"latency of streams read to the end: p50 {statistics.median(ordered):.2f} s, p99 {p99:.2f} s")
+    if tally.health:
+        worst = max(seconds for _, seconds in tally.health)
+        ok = sum(status == 200 for status, _ in tally.health)
+        lines.append(f"/health: {ok}/{len(tally.health)} answered 200, slowest {worst:.2f} s")
     if tally.rss_mib:
         rss = [mib for _, mib in tally.rss_mib]
         quarter = max(1, len(rss) // 4)
@@ -176,7 +229,7 @@ def report(tally: Tally, alone: str, seconds: float) -> str:
     same = sum(text == alone for text in tally.greedy)
     lines.append(f"greedy check under load: {same}/{len(tally.greedy)} equal to the reply alone")
     for text in sorted(set(tally.greedy) - {alone}):
-        at = next(i for i, (a, b) in enumerate(zip(text + "\0", alone + "\0")) if a != b)
+        at = next(i for i, (a, b) in enumerate(zip(text + "\0", alone + "\0", strict=False)) if a != b)
         lines.append(f"  differs at character {at}: alone {alone[at:at + 20]!r}, under load {text[at:at + 20]!r}")
     lines.append(f"problems: {len(tally.problems)}" + "".join(f"\n  {p}" for p in tally.problems[:10]))
     return "\n".join(lines)
@@ -189,8 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=180)
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--abuse", nargs="*", default=[], choices=[*PROBES, *ANSWERED], metavar="PROBE",
+                        help="hostile requests to send beside the clients (tests/serve/abuse.py)")
+    parser.add_argument("--trickle", type=int, default=0, help="connections trickling their headers, per wave")
     args = parser.parse_args(argv)
-    tally, alone = run(args.url, args.pid, args.seconds, args.clients, args.max_tokens)
+    tally, alone = run(args.url, args.pid, args.seconds, args.clients, args.max_tokens, abuse=tuple(args.abuse),
+                       trickling=args.trickle)
     print(report(tally, alone, args.seconds))
     return 1 if tally.problems else 0
 

@@ -30,3 +30,30 @@ def test_the_server_keeps_every_promise_under_load(tiny_models):
     finally:
         server.stop()
     assert "Traceback" not in "\n".join(server.lines)
+
+
+HOSTILE = ("tool-call arguments [*100000", "body nested [*100000", "tool parameters nested 400",
+           "control tokens in content")
+
+
+def test_normal_clients_are_not_held_up_by_hostile_ones_beside_them(tiny_models):
+    """The same normal clients for 10 s alone, then 10 s beside issue 46's probes (those refused
+    before any work; the rest need bounds in llama/: test_serve_abuse.py) and waves of 80
+    connections trickling their headers from another address (64 held to the deadline, the rest
+    refused at once): their median latency moves by under a second, /health answers within a
+    second throughout, and every probe is refused within a second."""
+    server = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "-k", "3",
+                    "--ctx", "2048", "-t", "1", "--queue", "4", "--receive-timeout", "2")
+    try:
+        calm, alone = run(server.url, server.process.pid, seconds=10, clients=3, max_tokens=24, burst_size=0)
+        rough, _ = run(server.url, server.process.pid, seconds=10, clients=3, max_tokens=24, burst_size=0,
+                       abuse=HOSTILE, trickling=80)
+        print(report(calm, alone, 10), report(rough, alone, 10), sep="\n")
+        assert calm.problems == [] and rough.problems == []  # includes /health and the probes' times
+        assert sum(n for kind, n in rough.outcomes.items() if kind.startswith("abuse:")) >= 8
+        assert rough.outcomes["trickle: timed out"] >= 64 and rough.outcomes["trickle: refused at once"] >= 16
+        assert len(calm.latencies) >= 5 and len(rough.latencies) >= 5
+        assert statistics.median(rough.latencies) - statistics.median(calm.latencies) < 1.0
+    finally:
+        server.stop()
+    assert "Traceback" not in "\n".join(server.lines)

@@ -5,9 +5,13 @@ from the tokenizer in this process."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import time
+
 import httpx
 import pytest
-from test_serve import Server, pinned_costs
+from test_serve import SPECGEN, Server, pinned_costs
 
 KEYS = ("key-one", "key-two", "key-three", "key-four")
 OPENING = "shared system text with a long common prefix " * 12
@@ -82,3 +86,71 @@ def test_a_reply_served_to_one_key_is_not_copied_for_another(users_server):
     assert again["rounds"] < first["rounds"], "the key's own memory is used"
     assert (other["rounds"], other["accepted"], other["drafted"]) == (first["rounds"], first["accepted"],
                                                                        first["drafted"])
+
+
+def test_one_key_cannot_fill_the_queue_the_keys_share(tiny_models):
+    """A queue of 4 and two keys: one key may hold 3 of the 5 places (the running request and two
+    waiting); its third waiting request is refused, while the other key's is queued."""
+    keys = ("key-a", "key-b")
+    running = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768",
+                     "-t", "1", "--queue", "4", "-n", "100000", keys=",".join(keys))
+    held = []
+    try:
+        def send(key: str) -> None:  # a request left open on a raw socket: hung up by closing it
+            body = b'{"prompt": "x = 1", "max_tokens": 100000, "stream": true}'
+            sock = socket.create_connection((running.url.split("//")[1].rsplit(":", 1)[0],
+                                             int(running.url.rsplit(":", 1)[1])), timeout=10)
+            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                         b"Authorization: Bearer " + key.encode() + b"\r\nContent-Length: " + str(len(body)).encode()
+                         + b"\r\n\r\n" + body)
+            held.append(sock)
+
+        def health() -> dict:
+            return httpx.get(f"{running.url}/health", headers={"Authorization": "Bearer key-b"}, timeout=10).json()
+
+        def settle(waiting: int) -> None:
+            deadline = time.time() + 20
+            while (health()["waiting"] < waiting or not health()["busy"]) and time.time() < deadline:
+                time.sleep(0.05)
+            assert health()["waiting"] == waiting, "\n".join(running.lines)
+
+        send("key-a")
+        settle(0)  # it runs
+        for waiting in (1, 2):
+            send("key-a")
+            settle(waiting)
+        refused = httpx.post(f"{running.url}/v1/completions", json={"prompt": "a", "max_tokens": 2},
+                             headers={"Authorization": "Bearer key-a"}, timeout=10)
+        assert refused.status_code == 503 and "share of the queue" in refused.json()["error"]["message"]
+        assert int(refused.headers["Retry-After"]) >= 1
+        send("key-b")
+        settle(3)  # the other key's request waits in the place key-a could not take
+    finally:
+        for sock in held:
+            sock.close()
+        running.stop()
+
+
+def test_keys_from_a_file_are_each_a_user_and_the_command_line_key_gets_a_note(tiny_models, tmp_path):
+    keys = tmp_path / "keys"
+    keys.write_text("# the editor\nfile-key-one\n\n  file-key-two  \n")
+    running = Server("--target", str(tiny_models["target"]), "--no-draft", "--ctx", "256", "-t", "1", "-n", "2",
+                     "--api-key-file", str(keys), "--api-key", "cli-key")
+    try:
+        for key, status in (("file-key-one", 200), ("file-key-two", 200), ("cli-key", 200), ("# the editor", 401)):
+            reply = httpx.get(f"{running.url}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=10)
+            assert reply.status_code == status, key
+        assert "SPECGEN_API_KEY or --api-key-file keeps it private" in running.wait_for("--api-key shows the key")
+    finally:
+        running.stop()
+
+
+@pytest.mark.parametrize("content, error", [(None, "cannot read --api-key-file"), ("# none\n\n", "holds no key")])
+def test_an_unreadable_or_empty_key_file_is_one_line_of_error(tiny_models, tmp_path, content, error):
+    keys = tmp_path / "keys"
+    if content is not None:
+        keys.write_text(content)
+    done = subprocess.run([*SPECGEN, "serve", "--target", str(tiny_models["target"]), "--api-key-file", str(keys)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and error in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specgen.serve.wire import MAX_STOP_CHARS, MAX_STOPS, ApiError, parse_request
 from specgen.serve.stops import StopMatcher
+from specgen.serve.wire import ApiError, parse_request
+from specgen.serve.wire.sampling import MAX_STOP_CHARS, MAX_STOPS
 
 
 def reference(stops: tuple[str, ...], text: str) -> tuple[str, bool]:
@@ -84,7 +85,7 @@ def test_a_server_sent_event_stays_one_line_for_every_line_reader():
     iter_lines split there: an event holding one would reach the client in two pieces."""
     import json
 
-    from specgen.serve.http import sse_event
+    from specgen.serve.replies import sse_event
 
     text = "a\x85b\u2028c\u2029d\ne"
     event = sse_event({"text": text}).decode()
