@@ -153,7 +153,7 @@ class Prompts:
 
     def _completion(self, prompt: str | tuple[int, ...]) -> list[int]:
         if isinstance(prompt, str):
-            return self.target.tokenize(prompt, add_special=True, parse_special=False)
+            return self.target.tokenize(prompt, add_special=True, parse_special=True)  # a raw prompt, as llama.cpp reads one
         bad = next((t for t in prompt if not 0 <= t < self.target.n_vocab), None)
         if bad is not None:
             raise ApiError(400, f"token id {bad} is not in the vocabulary (0 to {self.target.n_vocab - 1})",

@@ -78,6 +78,7 @@ class Answer:
     status: int | None  # None: no answer within the timeout (or the connection broke)
     seconds: float
     note: str = ""
+    param: str = ""  # the field a refusal names
 
 
 def probe(url: str, name: str, timeout: float = 30.0, key: str | None = None) -> Answer:
@@ -91,8 +92,8 @@ def probe(url: str, name: str, timeout: float = 30.0, key: str | None = None) ->
             reply = http.post(url + path, content=content, headers=headers)
     except httpx.HTTPError as error:
         return Answer(None, time.perf_counter() - start, type(error).__name__)
-    note = reply.json().get("error", {}).get("message", "")[:90] if reply.status_code >= 400 else ""
-    return Answer(reply.status_code, time.perf_counter() - start, note)
+    error = reply.json().get("error", {}) if reply.status_code >= 400 else {}
+    return Answer(reply.status_code, time.perf_counter() - start, error.get("message", "")[:90], error.get("param") or "")
 
 
 @dataclass

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+from specgen.llama.model import MAX_MESSAGES
 from specgen.serve.json_depth import MAX_DEPTH, too_deep
 from specgen.serve.wire.fields import ApiError, checked_text, shown, typed
 
@@ -15,6 +16,9 @@ ROLES = {"developer": "system"}  # OpenAI's newer name for the system role
 def parse_messages(value) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, list) or not value:
         raise ApiError(400, "messages must be a non-empty array of {role, content} objects", param="messages")
+    if len(value) > MAX_MESSAGES:
+        raise ApiError(400, f"messages holds {len(value)} messages; this server takes at most {MAX_MESSAGES} in one "
+                       "request: send the newest ones", param="messages")
     out = []
     for i, message in enumerate(value):
         where = f"messages[{i}]"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from specgen.llama.grammar import GrammarError, check_schema
 from specgen.serve.wire.fields import ApiError, shown, typed
 from specgen.serve.wire.messages import template_messages
 
@@ -41,6 +42,7 @@ def response_format(value) -> ResponseFormat | None:
     typed(spec, "description", str, "a string", param + ".json_schema.")
     typed(spec, "strict", bool, "true or false", param + ".json_schema.")
     schema = typed(spec, "schema", dict, "a JSON schema object", param + ".json_schema.")
+    _bounded(schema, param + ".json_schema.schema")
     return ResponseFormat(kind, schema if schema is not None else {})
 
 
@@ -71,10 +73,21 @@ def _tools(value) -> tuple[dict, ...]:
             raise ApiError(400, f"{where}.function.name must be 1 to 64 letters, digits, _ or -",
                            param=f"{where}.function.name")
         typed(function, "description", str, "a string", f"{where}.function.")
-        typed(function, "parameters", dict, "a JSON schema object", f"{where}.function.")
+        _bounded(typed(function, "parameters", dict, "a JSON schema object", f"{where}.function."),
+                 f"{where}.function.parameters")
         typed(function, "strict", bool, "true or false", f"{where}.function.")
         out.append({"type": "function", "function": {k: v for k, v in function.items() if v is not None}})
     return tuple(out)
+
+
+def _bounded(schema: dict | None, param: str) -> None:
+    """A schema past the converter's bounds (`grammar.check_schema`) is refused while the request is
+    read, before it waits for the generation thread."""
+    if schema is not None:
+        try:
+            check_schema(schema, param)
+        except GrammarError as error:
+            raise ApiError(400, str(error), param=param) from None
 
 
 def _tool_choice(value, tools: tuple[dict, ...]) -> tuple[str, str | None]:
