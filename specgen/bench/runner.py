@@ -34,6 +34,7 @@ from specgen.errors import UsageError
 from specgen.llama.calibrate import calibrate
 from specgen.llama.grammar import GrammarError, schema_example, schema_grammar
 from specgen.llama.model import Model
+from specgen.llama.vocabmap import DraftVocabulary
 from specgen.llama.pair import encode_messages, encode_prompt, encode_tool_chat
 
 Started = Callable[[int, int, Config, "int | None"], None]  # (run index, prompt, configuration, repeat)
@@ -104,7 +105,7 @@ class BenchResult:
         }
 
 
-def benchmark(target: Model, draft: Model | None, prompts: list[BenchPrompt], plan: Plan, raw: bool,
+def benchmark(target: Model, draft: Model | DraftVocabulary | None, prompts: list[BenchPrompt], plan: Plan, raw: bool,
               started: Started | None = None, settings: dict[str, Any] | None = None) -> BenchResult:
     """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
     tokens = encode_all(target, prompts, raw)

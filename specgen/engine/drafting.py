@@ -17,9 +17,10 @@ from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import Policy
 from specgen.llama.calibrate import cached_costs
 from specgen.llama.model import Model
+from specgen.llama.vocabmap import DraftVocabulary
 
 
-def base_drafter(draft_model: Model | None) -> Drafter:
+def base_drafter(draft_model: Model | DraftVocabulary | None) -> Drafter:
     """What drafts for run, chat and serve: the draft model when there is one, else copying from
     what was written (it costs nothing to draft, and auto copies only where it pays). With
     K = 0 the loop drafts nothing either way: plain decoding."""

@@ -248,7 +248,7 @@ def _environment() -> Any:
     """Hugging Face's rendering settings, in Jinja's immutable sandbox, with the budget's checks."""
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    class Bounded(ImmutableSandboxedEnvironment):  # type: ignore[misc]
+    class Bounded(ImmutableSandboxedEnvironment):
         intercepted_binops = frozenset(["**", "*", "+", "%"])
 
         def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:

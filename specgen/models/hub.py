@@ -282,7 +282,8 @@ def _read_range(model: ModelFile, start: int, stop: int) -> tuple[bytes, int]:
         with session.stream("GET", url, headers=headers, follow_redirects=True) as response:
             hf_raise_for_status(response)
             return _take(response, response.iter_bytes(), start, stop)
-    with session.get(url, headers=headers, stream=True, allow_redirects=True) as response:  # requests
+    # requests (huggingface_hub before 1.0), which the installed stubs do not describe
+    with session.get(url, headers=headers, stream=True, allow_redirects=True) as response:  # type: ignore[call-arg, attr-defined]
         hf_raise_for_status(response)
         return _take(response, response.iter_content(1 << 16), start, stop)
 

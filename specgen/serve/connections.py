@@ -57,7 +57,7 @@ def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
         _address: str | None = None
         _received = False  # bytes of a request came since the connection opened or the last response
 
-        def connection_made(self, transport: asyncio.Transport) -> None:
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn's own signature
             super().connection_made(transport)
             self._address = self.client[0] if self.client else "-"
             per_client[self._address] += 1

@@ -23,6 +23,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -69,7 +70,7 @@ def build_app(scheduler: Scheduler, options: ServeOptions, draft_name: str | Non
         Route("/v1/completions", api.completion, methods=["POST"]),
         Route("/infill", api.infill, methods=["POST"]),
     ]
-    handlers = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
+    handlers: dict[Any, Any] = {ApiError: _api_error, HTTPException: _http_error, Exception: _internal_error}
     hosts = None if not is_loopback(options.host) else {"localhost", *options.allowed_hosts}
     return Front(Starlette(routes=routes, exception_handlers=handlers), options.api_keys, hosts)
 

@@ -130,7 +130,7 @@ def styled(event: Round, show_rejected: bool) -> Text:
 
 
 def legend(show_rejected: bool) -> Text:
-    parts = [("accepted draft tokens", ACCEPTED), "  ", ("target's own tokens", TARGET)]
+    parts: list[str | tuple[str, str]] = [("accepted draft tokens", ACCEPTED), "  ", ("target's own tokens", TARGET)]
     if show_rejected:
         parts += ["  ", ("rejected draft tokens", REJECTED)]
     return Text.assemble(("legend: ", STATUS), *parts)
