@@ -32,6 +32,7 @@ from specgen.bench import endpoint
 from specgen.bench.audit import DistributionAudit, distribution_audit
 from specgen.bench.prompts import BenchPrompt
 from specgen.bench.stats import BASELINE, ENDPOINT, Stats, Verdict, summarize, verdict
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, PredictionReport, report
@@ -203,7 +204,7 @@ class BenchResult:
             "verdict": asdict(self.verdict),
             "endpoints": [asdict(e) for e in self.endpoints],
             "runs": [{"prompt": names[r.prompt], "config": r.config, "repeat": r.repeat, "rejections": r.rejections,
-                      **asdict(r.summary), "prediction": r.prediction.to_dict() if r.prediction else None}
+                      **r.summary.to_dict(), "prediction": r.prediction.to_dict() if r.prediction else None}
                      for r in self.runs],
         }
 
@@ -390,7 +391,7 @@ def run_once(target, draft, prompt: list[int], config: Config, plan: Plan, asked
         recheck_costs(target, drafting)
     if summary.stop_reason == "interrupted":
         raise KeyboardInterrupt
-    fate = report(predicted, output, summary.by_source.get("prediction")) if predicted is not None else None
+    fate = report(predicted, output, summary.by_source.get(Source.PREDICTION)) if predicted is not None else None
     return summary, summary.rejected_rounds, tuple(output), tuple(rounds), fate
 
 

@@ -65,6 +65,7 @@ def run(
 
     The prompt, a blank line apart: each --file (named, fenced), the text piped on stdin, then PROMPT.
     """
+    from specgen.decoding.drafters.base import Source
     from specgen.decoding.drafters.prediction import Prediction, report
     from specgen.decoding.events import consume
     from specgen.decoding.loop import generate
@@ -107,7 +108,7 @@ def run(
         layers = (target_model.layers, draft_model.layers if draft_model else {})
     if lookup_cache and not memory_file.save(lookup_cache, vocabulary, output):
         print(f"specgen: warning: could not write --lookup-cache {lookup_cache}", file=sys.stderr)
-    predicted_report = report(prediction, output, summary.by_source.get("prediction")) if prediction is not None else None
+    predicted_report = report(prediction, output, summary.by_source.get(Source.PREDICTION)) if prediction is not None else None
     if json_out:
         where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name(),
                  "extra_bufts": kernels.on, "extra_bufts_reason": kernels.reason, "mmap": mapped,

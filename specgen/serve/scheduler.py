@@ -21,6 +21,7 @@ from collections import deque
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, report
 from specgen.decoding.drafters.suffix import LookupMemory
@@ -595,7 +596,7 @@ class Scheduler:
         user.prompts.remember(encoded, whole, reply, whole=received)
         user.memory.add(reply)
         reason = "tool_calls" if calls else finish_reason(summary.stop_reason, cut.ended == "stop string")
-        predicted = report(prediction, reply, summary.by_source.get("prediction")) if prediction is not None else None
+        predicted = report(prediction, reply, summary.by_source.get(Source.PREDICTION)) if prediction is not None else None
         return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, tool_calls=tuple(calls),
                                 truncated=encoded.truncated, stop_word=cut.stops.found, prediction=predicted))
 

@@ -19,12 +19,12 @@ from scripted import WritesBack
 from stathelp import PeeksAtTheAcceptTest, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
-from specgen.decoding.copy_rates import STRUCTURE, CopyEvidence, CopyJudgement, StructureRates
+from specgen.decoding.copy_rates import CopyEvidence, CopyJudgement, StructureRates
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import COPIED_STRUCTURE, Vocabulary
+from specgen.decoding.drafters.base import Source, Vocabulary
 from specgen.decoding.drafters.structure import JsonShape, Role, StructureSource
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import LOOKUP_MAX, Policy
+from specgen.decoding.policy import Policy
 from specgen.decoding.sampling import SamplingParams
 from specgen.llama.grammar import Grammar, schema_example, schema_grammar
 from specgen.llama.library import llama
@@ -117,12 +117,12 @@ def test_a_key_whose_values_repeated_is_priced_above_one_whose_values_never_did(
     rates = StructureRates()
     for key, kept in (("days", 1), ("name", 0)) * 6:  # each a value's first token, judged alone
         roles = (Role(False, key, True),)
-        rates.learn(CopyJudgement(CopyEvidence(12, source=STRUCTURE, roles=roles), (1,), 0, 1, kept))
-    days, name = (rates.rates(CopyEvidence(12, source=STRUCTURE, roles=(Role(False, key, True),)), (1,))[0]
+        rates.learn(CopyJudgement(CopyEvidence(12, source=Source.STRUCTURE, roles=roles), (1,), 0, 1, kept))
+    days, name = (rates.rates(CopyEvidence(12, source=Source.STRUCTURE, roles=(Role(False, key, True),)), (1,))[0]
                   for key in ("days", "name"))
     assert name < 0.2 < 0.8 < days, (name, days)
     keys = (Role(),) * 3  # keys and punctuation: a long skeleton match prices them above a short one
-    long, short = (rates.rates(CopyEvidence(match, source=STRUCTURE, roles=keys), (1, 2, 3)) for match in (12, 2))
+    long, short = (rates.rates(CopyEvidence(match, source=Source.STRUCTURE, roles=keys), (1, 2, 3)) for match in (12, 2))
     assert min(long) > max(short), (long, short)
 
 
@@ -149,7 +149,7 @@ def written(structure: bool, records: int = 12, example: str = "", risk: float =
     drafter = AutoDrafter(None, Policy(STEEP, 8, timed=False, risk=risk), vocabulary=CHARS, quoted=True,
                           example=example)
     if not structure:
-        drafter.prepare = lambda prefix, prepare=drafter.prepare: (prepare(prefix), setattr(drafter, "structure", None))
+        drafter.sources = [source for source in drafter.sources if not isinstance(source, StructureSource)]
     *rounds, summary = generate(target, drafter, prompt, GenerationConfig(max_tokens=len(output), draft_tokens=8))
     assert [t for r in rounds for t in r.tokens] == output  # greedy: the target's own reply, whatever was drafted
     return target.passes, summary.by_source
@@ -158,15 +158,15 @@ def written(structure: bool, records: int = 12, example: str = "", risk: float =
 def test_records_with_changing_values_take_fewer_passes_with_the_structure_source():
     alone, sources_alone = written(structure=False)
     aligned, sources = written(structure=True)
-    assert COPIED_STRUCTURE not in sources_alone
-    assert sources[COPIED_STRUCTURE].kept > len(staff(12)) / 3, sources
+    assert Source.STRUCTURE not in sources_alone
+    assert sources[Source.STRUCTURE].kept > len(staff(12)) / 3, sources
     assert aligned < 0.75 * alone, (aligned, alone)  # measured: 261 against 411
 
 
 def test_the_first_record_takes_fewer_passes_with_the_schemas_example():
     alone, _ = written(True, records=1)
     seeded, sources = written(True, records=1, example=schema_example(STAFF))
-    assert sources[COPIED_STRUCTURE].kept >= len('{"name": "", "team": "", "days": [""], "wage": }') / 2, sources
+    assert sources[Source.STRUCTURE].kept >= len('{"name": "", "team": "", "days": [""], "wage": }') / 2, sources
     assert seeded < 0.8 * alone, (seeded, alone)  # measured: 42 against 74
 
 
@@ -179,7 +179,7 @@ def test_the_schema_foresees_the_reply_so_the_loss_bound_lets_the_first_records_
     example = schema_example(STAFF)
     bounded, sources = written(True, records=1, example=example, risk=Policy(STEEP).risk)
     free, _ = written(True, records=1, example=example)
-    assert sources[COPIED_STRUCTURE].drafted > 0, sources
+    assert sources[Source.STRUCTURE].drafted > 0, sources
     assert bounded <= 1.1 * free, (bounded, free)
     foreseen = Policy(STEEP)
     foreseen.foresee(len(example.split("\n")[0]))
@@ -202,15 +202,12 @@ class Aligning(AutoDrafter):
     counting the rounds it drafted."""
 
     def __init__(self, vocabulary):
-        super().__init__(None, Policy(CHEAP, 4, timed=False, risk=math.inf), vocabulary=vocabulary, quoted=True)
+        super().__init__(None, Policy(CHEAP, 4, timed=False, risk=math.inf), sources=[StructureSource(vocabulary)])
         self.aligned = 0
-
-    def _offers(self, history, last):
-        return (self.structure.offer(history, last, LOOKUP_MAX), STRUCTURE), None
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        self.aligned += draft.copied_from == COPIED_STRUCTURE
+        self.aligned += draft.source == Source.STRUCTURE
         return draft
 
 

@@ -27,15 +27,19 @@ appear in the completion, in order (the length of a longest common subsequence).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from specgen.decoding.drafters.base import COPIED_PREDICTION, Draft, Drafter, Gate, copied
-from specgen.decoding.drafters.lookup import Offer
+from specgen.decoding.drafters.base import Draft, Drafter, Gate, Source, copied
 from specgen.decoding.drafters.rewrites import SPAN_MAX, Rewrites, Rewritten
+from specgen.decoding.drafters.source import Offer
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import common_prefix
+
+if TYPE_CHECKING:
+    from specgen.decoding.events import SourceCount
 
 CONFIRM = 3  # tokens the output follows a re-found place for before it is the new anchor
 BACK = 16  # how far before the anchor a re-found place may start
@@ -68,17 +72,26 @@ class PredictionReport:
 
 class Prediction:
     """The prediction's tokens, where the output stands in it, and the rewrites learnt from the
-    output's departures. `prepare` starts a reply; `offer` reads the output so far and proposes."""
+    output's departures: a copy source (`source.CopySource`), first among equals, since the
+    output is expected to follow it. `prepare` starts a reply; `offer` reads the output so far
+    and proposes."""
+
+    name = Source.PREDICTION
+    leads = True
 
     def __init__(self, tokens: list[int]):
         self.tokens = list(tokens)
         self.index = SuffixIndex(self.tokens)  # for long jumps (and the copier, as one more source)
-        self.prepare(0)
+        self.begin(0)
 
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def prepare(self, start: int) -> None:
+    def prepare(self, prefix: list[int]) -> None:
+        """A reply starts after `prefix` (the prompt but its last token)."""
+        self.begin(len(prefix) + 1)
+
+    def begin(self, start: int) -> None:
         """A reply starts: its output begins at position `start` of the sequences `offer` is given."""
         self.start = start
         self.written = SuffixIndex()  # the output so far
@@ -110,13 +123,13 @@ class Prediction:
             return Offer([])
         rewrites = tuple(max(start - self.skip, 0) for start, end, _ in stream.replaced if end > self.skip)
         branch = Branch(-1, self.cursor, max(self.run, 1), anchored=self.run < ANCHORED_BELOW)
-        return Offer(tokens, branch, rewrites)
+        return Offer(tokens, branch, rewrites, source=self.name)
 
     def _read(self, history: list[int], last: int) -> None:
         """Take in the output tokens written since the last call (all of them after a rewind)."""
         end = len(history) + 1
         if end < self.start + len(self.written):
-            self.prepare(self.start)
+            self.begin(self.start)
         begin = self.start + len(self.written)
         new = [history[i] if i < len(history) else last for i in range(begin, end)]
         if new:
@@ -240,7 +253,7 @@ def accepted_tokens(prediction: list[int], completion: list[int]) -> int:
     return len(prediction) - bin(row).count("1")
 
 
-def report(prediction: Prediction, completion: list[int], drafted=None) -> PredictionReport:
+def report(prediction: Prediction, completion: list[int], drafted: SourceCount | None = None) -> PredictionReport:
     """The prediction's fate in a reply of `completion` tokens; `drafted`: what the rounds that
     drafted from it proposed and the target kept (the Summary's `by_source["prediction"]`)."""
     accepted = accepted_tokens(prediction.tokens, completion)
@@ -258,7 +271,7 @@ class PredictionDrafter(Drafter):
         self.name = f"{fallback.name} + prediction" if fallback is not None else "prediction"
 
     def prepare(self, prefix: list[int]) -> None:
-        self.prediction.prepare(len(prefix) + 1)
+        self.prediction.prepare(prefix)
         if self.fallback is not None:
             self.fallback.prepare(prefix)
 
@@ -266,11 +279,11 @@ class PredictionDrafter(Drafter):
                 draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         offer = self.prediction.offer(history, last, k)
         if offer.tokens or self.fallback is None:
-            return copied(offer.tokens[:k], params, len(offer.rewrites), COPIED_PREDICTION)
+            return copied(offer.tokens[:k], params, len(offer.rewrites), Source.PREDICTION)
         return self.fallback.propose(history, last, k, params, draws, keep)
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:
-        if self.fallback is not None and draft.copied_from != COPIED_PREDICTION:
+        if self.fallback is not None and draft.source != Source.PREDICTION:
             self.fallback.observe(draft, emitted, seconds, looked)
 
     def rollback(self, history: list[int]) -> None:
