@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -41,7 +41,7 @@ class GenerationConfig:
 
     max_tokens: int = 256
     draft_tokens: int = 4
-    sampling: SamplingParams = SamplingParams()
+    sampling: SamplingParams = field(default_factory=SamplingParams)
     logprobs: int | None = None  # each emitted token's log-probability and this many top ones (None: none)
 
 

@@ -90,7 +90,7 @@ class Drafter(ABC):
         """The most tokens one round may draft when the user allows K = k."""
         return k
 
-    def prepare(self, prefix: list[int]) -> None:
+    def prepare(self, prefix: list[int]) -> None:  # noqa: B027 (a drafter may hold nothing per request)
         """A request starts after `prefix` (the prompt but its last token)."""
 
     @abstractmethod
@@ -100,10 +100,10 @@ class Drafter(ABC):
         position i (sampling only), new to this round; `keep(position, top probability)` may end
         the draft before a token is drawn."""
 
-    def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:
+    def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:  # noqa: B027
         """The round's draft, the tokens the target emitted after it, the seconds it took, and
         `looked`: the seconds this drafter spent choosing it and learning from the round before
         (its propose where no draft model ran in it, and its last observe)."""
 
-    def rollback(self, history: list[int]) -> None:
+    def rollback(self, history: list[int]) -> None:  # noqa: B027 (a drafter may hold no drafted state)
         """The target kept `history`: forget any drafted position beyond it."""

@@ -145,8 +145,9 @@ class Copier:
             return None, 0
         inside = next((start for start, end, _ in last.copy.replaced if start < followed < end), followed)
         run = last.branch.match + followed
-        branch = Branch(last.branch.source, last.copy.source_after(inside), run,
-                        anchored=last.branch.anchored and run < _RESYNC_BELOW)
+        position = last.copy.source_after(inside)
+        assert position is not None  # a rewrite's start, or a place outside every rewrite
+        branch = Branch(last.branch.source, position, run, anchored=last.branch.anchored and run < _RESYNC_BELOW)
         return branch, followed - inside
 
     def _learn(self, best: Branch, source: SuffixIndex) -> None:

@@ -62,7 +62,7 @@ class PredictionReport:
     prediction_kept: int = 0
     prediction_breaks: tuple[int, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"prediction_tokens": self.prediction_tokens,
                 "accepted_prediction_tokens": self.accepted_prediction_tokens,
                 "rejected_prediction_tokens": self.rejected_prediction_tokens,
@@ -112,9 +112,10 @@ class Prediction:
         self._read(history, last)
         if self.cursor is None:
             self._resync()
-        if self.cursor is None:
+        cursor = self.cursor
+        if cursor is None:
             return Offer([])
-        stream = self._stream(k)
+        stream = self._stream(cursor, k)
         if stream.tokens[: self.skip] != self.written.tokens[len(self.written) - self.skip :].tolist():
             self._depart()  # the rewrite it was inside no longer applies
             return Offer([])
@@ -122,7 +123,7 @@ class Prediction:
         if not tokens:
             return Offer([])
         rewrites = tuple(max(start - self.skip, 0) for start, end, _ in stream.replaced if end > self.skip)
-        branch = Branch(-1, self.cursor, max(self.run, 1), anchored=self.run < ANCHORED_BELOW)
+        branch = Branch(-1, cursor, max(self.run, 1), anchored=self.run < ANCHORED_BELOW)
         return Offer(tokens, branch, rewrites, source=self.name)
 
     def _read(self, history: list[int], last: int) -> None:
@@ -135,18 +136,18 @@ class Prediction:
         if new:
             self._advance(new)
 
-    def _stream(self, count: int) -> Rewritten:
+    def _stream(self, cursor: int, count: int) -> Rewritten:
         """The prediction from the cursor with the rewrites applied: what the output is expected
         to write next (its first `skip` tokens already written), `count` tokens beyond those."""
-        raw = self.tokens[self.cursor : self.cursor + count + self.skip + SPAN_MAX]
-        return self.rewrites.apply(raw, self.cursor, count + self.skip)
+        raw = self.tokens[cursor : cursor + count + self.skip + SPAN_MAX]
+        return self.rewrites.apply(raw, cursor, count + self.skip)
 
     def _advance(self, new: list[int]) -> None:
         """Follow the cursor through `new`; where the output departs, the cursor is lost."""
         if self.cursor is None:
             self.written.extend(new)
             return
-        stream = self._stream(len(new))
+        stream = self._stream(self.cursor, len(new))
         followed = common_prefix(new, stream.tokens[self.skip :])
         through = self.skip + followed  # tokens of the stream written now
         departed = followed < len(new)
@@ -157,9 +158,10 @@ class Prediction:
                 self.rewrites.score(old, False)
         self.written.extend(new[:followed])
         self.run += followed
-        self.cursor, self.skip = _place(stream, through)
+        cursor, self.skip = _place(stream, through)
+        self.cursor = cursor
         if self.placed or self.run >= CONFIRM:
-            self._confirm()
+            self._confirm(cursor)
         if departed:
             self._depart()
             self.written.extend(new[followed:])
@@ -185,9 +187,9 @@ class Prediction:
         self.cursor, self.skip, self.run = position, 0, match
         self._rejoined = (position - match, len(self.written) - match)
         if match >= CONFIRM:
-            self._confirm()
+            self._confirm(position)
 
-    def _confirm(self) -> None:
+    def _confirm(self, cursor: int) -> None:
         """The cursor is a confirmed place now, the new anchor. Where the output rejoined the
         prediction a few tokens after it left, the span it skipped and what it wrote instead,
         both short, become a rule."""
@@ -200,7 +202,7 @@ class Prediction:
                 self.rewrites.learn(tuple(old), tuple(new), self.written.tokens.tolist())
             self._rejoined = None
         self.placed = True
-        self.anchor, self.left = self.cursor, len(self.written) - self.skip
+        self.anchor, self.left = cursor, len(self.written) - self.skip
 
     def _near(self) -> tuple[int, int] | None:
         last = self.written.tokens[-1]
@@ -230,10 +232,10 @@ class Prediction:
 def _place(stream: Rewritten, through: int) -> tuple[int, int]:
     """The prediction position after `through` tokens of `stream`, and how many tokens of a
     rewrite's new span there were written (the cursor stays at that rewrite's start)."""
-    for start, end, _ in stream.replaced:
-        if start < through < end:
-            return stream.source_after(start), through - start
-    return stream.source_after(through), 0
+    inside = next((start for start, end, _ in stream.replaced if start < through < end), through)
+    position = stream.source_after(inside)
+    assert position is not None  # a rewrite's start, or a place outside every rewrite
+    return position, through - inside
 
 
 def accepted_tokens(prediction: list[int], completion: list[int]) -> int:
