@@ -16,7 +16,7 @@ import random
 import numpy as np
 import pytest
 from scripted import WritesBack
-from stathelp import PeeksAtTheAcceptTest, position_pvalues
+from stathelp import PeeksAtTheAcceptTest, keeps_more, keeps_near_ties, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.copy_rates import CopyEvidence, CopyJudgement, StructureRates
@@ -245,3 +245,36 @@ def test_structure_copies_sample_the_target_distribution_and_a_peeking_copier_fa
     assert (min(pvalues) > ALPHA / len(pvalues)) != peeking, pvalues
     if not peeking:  # the structure source drafted in many replies (measured: 571 of 1200)
         assert sum(d.aligned > 0 for d in made) > N // 3, sum(d.aligned > 0 for d in made)
+
+
+def test_structure_copies_under_an_accept_test_that_keeps_15_percent_more_fail_the_same_test(
+        target_model, baseline, monkeypatch):
+    """A bias of realistic size beside the peeking copier's: the p/q test keeps a drafted digit
+    with 1.15 times the probability it should."""
+    keeps_more(monkeypatch)
+    vocabulary = Vocabulary(target_model.piece, lambda text: target_model.tokenize(text, False, False))
+    pvalues = position_pvalues(samples(target_model, lambda: Aligning(vocabulary), 4, range(N)), baseline)
+    assert min(pvalues) <= ALPHA / len(pvalues), pvalues
+
+
+class NearlyTied(WritesBack):
+    """The stand-in target, with every token it does not write within 10% of the probability of
+    the one it writes: a near-tie at every place, which only an exact greedy test refuses."""
+
+    def forward(self, tokens, all_logits):
+        rows = super().forward(tokens, all_logits)
+        return rows + (1.0 - rows) * (1.0 - 0.1)
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["exact", "near-ties kept"])
+def test_greedy_structure_copies_give_the_target_alone_and_a_verification_that_keeps_near_ties_fails(
+        biased, monkeypatch):
+    if biased:
+        keeps_near_ties(monkeypatch)
+    prompt = [ord(c) for c in "list the staff as JSON:\n"]
+    output = [ord(c) for c in staff(12)]
+    drafter = AutoDrafter(None, Policy(STEEP, 8, timed=False, risk=math.inf), sources=[StructureSource(CHARS)])
+    *rounds, summary = generate(NearlyTied(prompt, output), drafter, prompt,
+                                GenerationConfig(max_tokens=len(output), draft_tokens=8))
+    assert ([t for r in rounds for t in r.tokens] == output) != biased
+    assert summary.by_source[Source.STRUCTURE].kept > 0, summary.by_source

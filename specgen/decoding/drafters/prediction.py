@@ -27,7 +27,7 @@ appear in the completion, in order (the length of a longest common subsequence).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
@@ -38,8 +38,15 @@ from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import common_prefix
 
-if TYPE_CHECKING:
-    from specgen.decoding.events import SourceCount
+
+class Drafted(Protocol):
+    """What drafting from a source did over a reply (`events.SourceCount`): tokens drafted, kept."""
+
+    @property
+    def drafted(self) -> int: ...
+
+    @property
+    def kept(self) -> int: ...
 
 CONFIRM = 3  # tokens the output follows a re-found place for before it is the new anchor
 BACK = 16  # how far before the anchor a re-found place may start
@@ -255,7 +262,7 @@ def accepted_tokens(prediction: list[int], completion: list[int]) -> int:
     return len(prediction) - bin(row).count("1")
 
 
-def report(prediction: Prediction, completion: list[int], drafted: SourceCount | None = None) -> PredictionReport:
+def report(prediction: Prediction, completion: list[int], drafted: Drafted | None = None) -> PredictionReport:
     """The prediction's fate in a reply of `completion` tokens; `drafted`: what the rounds that
     drafted from it proposed and the target kept (the Summary's `by_source["prediction"]`)."""
     accepted = accepted_tokens(prediction.tokens, completion)
