@@ -1,8 +1,10 @@
-"""What every drafter is to the loop: the `Drafter` interface, and the `Draft` it hands back.
+"""What every drafter is to the loop: the `Drafter` interface, the `Draft` it hands back, and
+`Source`, the one name of who drafted a round's tokens.
 
-Drafters live one to a module beside this one: a small model (`model`) and copying from the
-text so far (`lookup`). The auto drafter (`decoding.auto`) composes them under the policy that
-picks between them every round.
+Drafters live one to a module beside this one: a small model (`model`), copying from the text so
+far (`lookup`), drafting from a prediction (`prediction`). The copy sources the auto drafter
+(`decoding.auto`) asks every round stand behind their own interface (`source`); it composes
+them and the draft model under the policy that picks between them every round.
 
 A drafter proposes up to k tokens after the target's accepted history and says which
 distribution each was drawn from (q), because exact speculative sampling needs it. After the
