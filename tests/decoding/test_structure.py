@@ -215,11 +215,11 @@ class Peeking(PeeksAtTheAcceptTest, Aligning):
     """Biased: copies only where the accept test's uniform is small."""
 
 
-def samples(target, make, k: int, seeds) -> list[tuple[int, ...]]:
+def samples(target, make, k: int, seeds, params: SamplingParams = TOP_K) -> list[tuple[int, ...]]:
     prompt = target.tokenize("letters:", add_special=True, parse_special=False)
     out = []
     for seed in seeds:
-        config = GenerationConfig(DEPTH, k, SamplingParams(TOP_K.temperature, TOP_K.top_k, TOP_K.top_p, seed))
+        config = GenerationConfig(DEPTH, k, SamplingParams(params.temperature, params.top_k, params.top_p, seed))
         with Grammar(target, DIGITS) as grammar:
             events = list(generate(target, make(), prompt, config, grammar))
         got = [t for e in events[:-1] for t in e.tokens]
@@ -247,14 +247,33 @@ def test_structure_copies_sample_the_target_distribution_and_a_peeking_copier_fa
         assert sum(d.aligned > 0 for d in made) > N // 3, sum(d.aligned > 0 for d in made)
 
 
-def test_structure_copies_under_an_accept_test_that_keeps_15_percent_more_fail_the_same_test(
-        target_model, baseline, monkeypatch):
+# likelier digits, and more samples, so that a 15% bias moves their shares by enough standard errors
+SHARP = SamplingParams(temperature=0.5, top_k=8)
+SHARP_N = 3000
+
+
+@pytest.fixture(scope="module")
+def sharp_baseline(target_model):
+    return samples(target_model, lambda: None, 0, range(10**6, 10**6 + SHARP_N), SHARP)
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["the p/q test", "an accept test that keeps 15% more"])
+def test_structure_copies_sample_the_sharper_distribution_and_a_slightly_biased_accept_test_fails(
+        target_model, sharp_baseline, biased, monkeypatch):
     """A bias of realistic size beside the peeking copier's: the p/q test keeps a drafted digit
     with 1.15 times the probability it should."""
-    keeps_more(monkeypatch)
+    if biased:
+        keeps_more(monkeypatch)
     vocabulary = Vocabulary(target_model.piece, lambda text: target_model.tokenize(text, False, False))
-    pvalues = position_pvalues(samples(target_model, lambda: Aligning(vocabulary), 4, range(N)), baseline)
-    assert min(pvalues) <= ALPHA / len(pvalues), pvalues
+    made: list[Aligning] = []
+
+    def make() -> Aligning:
+        made.append(Aligning(vocabulary))
+        return made[-1]
+
+    pvalues = position_pvalues(samples(target_model, make, 4, range(SHARP_N), SHARP), sharp_baseline)
+    assert (min(pvalues) > ALPHA / len(pvalues)) != biased, pvalues
+    assert sum(d.aligned > 0 for d in made) > SHARP_N // 3, sum(d.aligned > 0 for d in made)  # structure copies drafted
 
 
 class NearlyTied(WritesBack):
