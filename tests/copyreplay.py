@@ -155,7 +155,7 @@ def hindsight(prompt: list[int], output: list[int], curve: dict[int, float], voc
     offered, kept = [], []
     for i in range(len(output)):
         history = [*prompt, *output[:i]]
-        (offer, _), _ = drafter._offers(history[:-1], history[-1])
+        offer, _ = drafter._offers(history[:-1], history[-1])
         offered.append(min(len(offer.tokens), LOOKUP_MAX))
         kept.append(common_prefix(offer.tokens, output[i:]))
     n = len(output)

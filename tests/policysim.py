@@ -21,11 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.auto import evidence
-from specgen.decoding.copy_rates import TEXT
 from specgen.decoding.policy import LOOKUP_MAX, RISK, Outcome, Policy
 
 
@@ -137,22 +136,22 @@ def simulate(profile: Profile, rounds: list[Realized], k_max: int = 8, skip: int
     counted); `risk`: the policy's loss bound (`math.inf`: none)."""
     truth = profile.true()
     policy = Policy(StepCosts(dict(profile.verify), dict(profile.draft)), k_max, risk=risk)
-    run, lag = Run(choices={PLAIN: 0, MODEL: 0, LOOKUP: 0}), 0
+    run, lag = Run(choices={Source.PLAIN: 0, Source.MODEL: 0, Source.LOOKUP: 0}), 0
     for r, real in enumerate(rounds):
         offer = tuple(range(100 * r, 100 * r + real.world.offer))  # fresh tokens: no token is known to break
-        choice = policy.choose(LOOKUP_MAX, real.world.offer, lag, evidence(COPY_MATCH, TEXT), offer)
+        choice = policy.choose(LOOKUP_MAX, real.world.offer, lag, evidence(COPY_MATCH, Source.TEXT), offer)
         drafted, accepted, confidences, dropped = 0, 0, (), None
-        if choice.source == MODEL:
+        if choice.source == Source.MODEL:
             drafted, accepted, confidences, dropped = _model_round(policy, choice.k, real)
-        elif choice.source == LOOKUP:
+        elif choice.source == Source.LOOKUP:
             drafted, accepted = choice.k, min(real.match, choice.k)
         seconds = round_seconds(truth, choice.source, drafted, lag) * real.slowdown
         emitted = accepted + 1
         hits = min(real.match, emitted)  # the offer, judged in hindsight against the emitted tokens
-        judged = CopyJudgement(evidence(COPY_MATCH, TEXT), offer, 0, min(real.world.offer, emitted, hits + 1), hits)
+        judged = CopyJudgement(evidence(COPY_MATCH, Source.TEXT), offer, 0, min(real.world.offer, emitted, hits + 1), hits)
         policy.observe(Outcome(choice, drafted, accepted, confidences, lag, dropped, seconds,
                                (judged,) if real.world.offer else ()))
-        lag = 0 if choice.source == MODEL else lag + emitted
+        lag = 0 if choice.source == Source.MODEL else lag + emitted
         if r >= skip:
             run.tokens += emitted
             run.seconds += seconds
@@ -178,7 +177,7 @@ def round_seconds(costs: StepCosts, source: str, drafted: int, lag: int) -> floa
     """What a round costs before its noise: the verify pass, and for the draft model its
     catch-up over the `lag` tokens it missed and a step per further token."""
     verify = costs.verify_cost(drafted + 1)
-    if source != MODEL:
+    if source != Source.MODEL:
         return verify
     return verify + costs.draft_cost(lag + 1) + max(drafted - 1, 0) * costs.draft_cost(1)
 
@@ -206,9 +205,9 @@ def oracle(profile: Profile, rounds: list[Realized], k_max: int = 8, skip: int =
 def _options(costs: StepCosts, real: Realized, k_max: int) -> list[tuple[str, int, float, bool]]:
     """Each choice of a round worth weighing: (source, tokens emitted, seconds before any
     catch-up, resets the lag); of choices alike in tokens and lag, only the quickest."""
-    out = [(PLAIN, 1, costs.verify_cost(1), False)]
-    out += [(LOOKUP, min(d, real.match) + 1, costs.verify_cost(d + 1), False) for d in range(1, LOOKUP_MAX + 1)]
-    out += [(MODEL, min(d, real.model_run) + 1, costs.verify_cost(d + 1) + max(d - 1, 0) * costs.draft_cost(1), True)
+    out = [(Source.PLAIN, 1, costs.verify_cost(1), False)]
+    out += [(Source.LOOKUP, min(d, real.match) + 1, costs.verify_cost(d + 1), False) for d in range(1, LOOKUP_MAX + 1)]
+    out += [(Source.MODEL, min(d, real.model_run) + 1, costs.verify_cost(d + 1) + max(d - 1, 0) * costs.draft_cost(1), True)
             for d in range(k_max + 1)]
     quickest: dict[tuple[int, bool], tuple[str, int, float, bool]] = {}
     for option in out:
@@ -232,7 +231,7 @@ def _best_run(costs: StepCosts, rounds: list[Realized], k_max: int, skip: int, r
                   for _, tokens, seconds, resets in options[r]]
         best[r] = np.argmax(values, axis=0)
         later = np.max(values, axis=0)
-    run, lag = Run(choices={PLAIN: 0, MODEL: 0, LOOKUP: 0}), 0
+    run, lag = Run(choices={Source.PLAIN: 0, Source.MODEL: 0, Source.LOOKUP: 0}), 0
     for r, real in enumerate(rounds):
         source, tokens, seconds, resets = options[r][best[r][lag]]
         seconds += catch_up[lag] * real.slowdown if resets else 0.0

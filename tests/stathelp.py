@@ -70,3 +70,54 @@ class PeeksAtTheAcceptTest:
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
         return draft if accept_uniform(params.seed, self.prompt_length, history) < 0.5 else NO_DRAFT
+
+
+KEEPS_MORE = 1.15  # a realistic bias: an accept test off by 15% (a rate computed on the wrong row, say)
+
+
+def keeps_more(monkeypatch, factor: float = KEEPS_MORE) -> None:
+    """Plant a bias of realistic size in the sampled verification: the p/q test keeps a drafted
+    token with probability min(1, factor * p / q), `factor` times what it should."""
+    from specgen.decoding import sampling
+
+    fair = sampling.accepts
+    monkeypatch.setattr(sampling, "accepts", lambda p, q, token, u: fair(p, q, token, u / factor))
+
+
+def keeps_near_ties(monkeypatch, factor: float = KEEPS_MORE) -> None:
+    """Plant the greedy form of that bias: a drafted token is kept where `factor` times its
+    probability reaches the top token's (a near-tie read as a tie), not only where it is the top."""
+    import numpy as np
+
+    from specgen.decoding import loop
+    from specgen.decoding.sampling import Verdict
+
+    fair = loop._verify
+
+    def verify(rows, draft, params, checks, constraint):
+        if not params.greedy or constraint is not None:
+            return fair(rows, draft, params, checks, constraint)
+        accepted = 0
+        while accepted < len(draft.tokens) and \
+                rows[accepted][draft.tokens[accepted]] >= rows[accepted].max() - math.log(factor):
+            accepted += 1
+        return Verdict(accepted, int(np.argmax(rows[accepted])))
+
+    monkeypatch.setattr(loop, "_verify", verify)
+
+
+def near_tie_swaps(target, prompt: list[int], output: list[int], factor: float = KEEPS_MORE) -> list[int]:
+    """`output` (the target alone's greedy one after `prompt`) with each token whose runner-up
+    has more than 1 / `factor` of its probability replaced by that runner-up: a copy the exact
+    greedy test refuses there, and one that reads near-ties as ties keeps."""
+    import numpy as np
+
+    target.truncate(0)
+    target.sync(prompt[:-1])
+    rows = target.forward([prompt[-1], *output[:-1]], all_logits=True).copy()
+    swapped = list(output)
+    for i, row in enumerate(rows):
+        runner_up, top = np.argsort(row)[-2:]
+        if row[top] - row[runner_up] < math.log(factor):
+            swapped[i] = int(runner_up)
+    return swapped

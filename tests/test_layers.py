@@ -71,9 +71,11 @@ def test_the_loop_does_no_io():
 
 
 def test_the_drafters_stand_below_the_policy_that_chooses_among_them():
-    """decoding/drafters/ uses only itself and the sampling and token helpers: the policy
-    (policy, copy_rates) and the auto drafter composing them (auto) stand above it."""
-    allowed = {"specgen.decoding.drafters", "specgen.decoding.sampling", "specgen.decoding.tokens"}
+    """decoding/drafters/ uses only itself, the sampling and token helpers and what it asks of a
+    model (protocols): the policy (policy, copy_rates) and the auto drafter composing them (auto)
+    stand above it."""
+    allowed = {"specgen.decoding.drafters", "specgen.decoding.sampling", "specgen.decoding.tokens",
+               "specgen.decoding.protocols"}
     wrong = [f"{path.relative_to(PACKAGE)} imports {name}"
              for path in (PACKAGE / "decoding" / "drafters").rglob("*.py") for name in imports(path)
              if name.startswith("specgen.") and not any(name == a or name.startswith(a + ".") for a in allowed)]

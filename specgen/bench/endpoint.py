@@ -106,9 +106,8 @@ def _summary(tokens: int, chunks: int, first_s: float, between_s: float, prompt_
     first (first to last token), times the tokens: the rate of tokens 2..n, the local rows' measure."""
     decode_s = between_s * tokens / (tokens - 1)
     return Summary(mode="endpoint", draft_tokens=0, prompt_tokens=prompt_tokens, prefilled_tokens=prompt_tokens,
-                   tokens=tokens, rounds=chunks, drafted=0, accepted=0, acceptance_rate=0.0,
-                   tokens_per_round=tokens / chunks, tokens_per_second=tokens / decode_s, prefill_s=first_s,
-                   decode_s=decode_s, draft_s=0.0, verify_s=0.0, other_s=decode_s, stop_reason=finish or "?")
+                   tokens=tokens, rounds=chunks, drafted=0, accepted=0, tokens_per_second=tokens / decode_s,
+                   prefill_s=first_s, decode_s=decode_s, draft_s=0.0, verify_s=0.0, other_s=decode_s, stop_reason=finish or "?")
 
 
 def _events(url: str, body: dict, key: str | None):

@@ -100,7 +100,7 @@ class BenchResult:
             "verdict": asdict(self.verdict),
             "endpoints": [asdict(e) for e in self.endpoints],
             "runs": [{"prompt": names[r.prompt], "config": r.config, "repeat": r.repeat, "rejections": r.rejections,
-                      **asdict(r.summary), "prediction": r.prediction.to_dict() if r.prediction else None}
+                      **r.summary.to_dict(), "prediction": r.prediction.to_dict() if r.prediction else None}
                      for r in self.runs],
         }
 

@@ -1,70 +1,44 @@
 """`--draft-tokens auto` as a drafter: each round the policy picks plain decoding, the draft
 model at some K, or a copy from the text so far, and learns from what the round showed.
 
-The composition sits above the policy, which sits above the drafters it chooses among. The
-copy source is fed incrementally: its index grows by the accepted tokens each round (and
-truncates if the history is rewound), so a round's copy lookup costs the same at any length of
-history. Given the target's `Vocabulary`, a `PatternSource` also offers each round what the
-output's record pattern predicts (`drafters.pattern`); the offer the output has followed
-longer is the one priced. Given a `Prediction` (the text the user expects the output to
-resemble), it offers the prediction from where the output stands in it too, first among equals,
-and the loss bound allows for the reply the prediction foresees from the start. A reply written
-in JSON (`quoted`) also copies from the prompt's text as JSON escapes it (`drafters.quoted`),
-and from its own earlier records, found by their keys past the values that changed
-(`drafters.structure`), where that match is the longer; those copies are priced by what each
-token held (a key, a value's first token) and reported as "structure". With a JSON schema the
-reply is foreseen to be at least about as long as the compact spelling of the schema's example
+The composition sits above the policy, which sits above the drafters it chooses among. Copies
+come from a list of copy sources (`drafters.source.CopySource`), each asked every round; one
+rule picks among their offers (`pick`): the longest match wins, the earlier source in the list
+among equals, and a leading source (the prediction) is copied in the place of an offer it agrees
+with and judged beside one it does not. By default the list is built from the parameters: the
+prediction the user gave (`drafters.prediction`; the loss bound also allows for the reply it
+foresees from the start), the output's record pattern given the target's `Vocabulary`
+(`drafters.pattern`), the text so far (`drafters.lookup`: its index grows by the accepted tokens
+each round, so a round's lookup costs the same at any length of history), and for a reply
+written in JSON (`quoted`) the prompt's text as JSON escapes it (searched by the text's copier,
+`drafters.quoted`) and the reply's own earlier records, found by their keys past the values that
+changed (`drafters.structure`, priced by what each token held). With a JSON schema the reply is
+foreseen to be at least about as long as the compact spelling of the schema's example
 (`example`'s first line), and the loss bound allows for that reply from the start, as for a
 prediction.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
 
-from specgen.decoding.copy_rates import (
-    AGREE,
-    PATTERN,
-    PREDICTION,
-    SINGLE,
-    SPLIT,
-    STRUCTURE,
-    TEXT,
-    CopyEvidence,
-    CopyJudgement,
-)
-from specgen.decoding.drafters.base import (
-    COPIED_PATTERN,
-    COPIED_PREDICTION,
-    COPIED_QUOTED,
-    COPIED_STRUCTURE,
-    COPIED_TEXT,
-    LOOKUP,
-    MODEL,
-    NO_DRAFT,
-    PLAIN,
-    Draft,
-    Drafter,
-    Gate,
-    Vocabulary,
-    copied,
-)
-from specgen.decoding.drafters.lookup import Copier, Offer, PromptLookupDrafter
+from specgen.decoding.copy_rates import AGREE, SINGLE, SPLIT, CopyEvidence, CopyJudgement
+from specgen.decoding.drafters.base import NO_DRAFT, Draft, Drafter, Gate, Source, Vocabulary, copied
+from specgen.decoding.drafters.lookup import Copier, PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
-from specgen.decoding.drafters.pattern import RecordPattern
+from specgen.decoding.drafters.pattern import PatternSource
 from specgen.decoding.drafters.prediction import Prediction
-from specgen.decoding.drafters.quoted import quoted_source
-from specgen.decoding.drafters.structure import StructureSource
+from specgen.decoding.drafters.source import CopySource, Offer
+from specgen.decoding.drafters.structure import Role, StructureSource
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
-from specgen.decoding.tokens import Utf8Stream, common_prefix
 
 _OPEN_MAX = 8  # copy offers judged at once
-_PATTERN_CHARS = 256  # characters of text a pattern offer predicts
-_SAME = 4  # leading tokens on which the copier's offer and the prediction's agree to count as one
+_SAME = 4  # leading tokens on which two offers agree to count as one
 
 
 class OpenOffer:
@@ -89,44 +63,39 @@ class OpenOffer:
         return CopyJudgement(self.evidence, tokens, start, self.judged, kept)
 
 
-class PatternSource:
-    """A copy source read from the output's record pattern: this request's `RecordPattern` over the
-    prompt's text, fed the output's text as it is accepted, and its run, how many tokens the
-    output has followed its offers for in a row (the match its offers are priced by, like a copy's)."""
+def copy_sources(shared: tuple[SuffixIndex, ...] = (), vocabulary: Vocabulary | None = None,
+                 prediction: Prediction | None = None, quoted: bool = False, example: str = "") -> list[CopySource]:
+    """The copy sources `AutoDrafter`'s parameters ask for, in the order that breaks ties: the
+    prediction, the record pattern (given `vocabulary`), the text so far (searching `shared`
+    after the request, the prediction's text first, and with `quoted` the prompt as JSON escapes
+    it), and with `quoted` the JSON reply's structure."""
+    sources: list[CopySource] = [prediction] if prediction is not None else []
+    if vocabulary is not None:
+        sources.append(PatternSource(vocabulary))
+    searched = (prediction.index, *shared) if prediction is not None else shared
+    quoting = vocabulary if quoted else None
+    sources.append(Copier(searched, quoting))
+    if quoting is not None:
+        sources.append(StructureSource(quoting, example=quoting.tokenize(example) if example else []))
+    return sources
 
-    def __init__(self, vocabulary: Vocabulary, prefix: list[int]):
-        self.vocabulary, self.stream, self.read = vocabulary, Utf8Stream(), len(prefix)
-        self.pattern = RecordPattern(self._text(prefix))
-        self.run = 0
-        self._last: tuple[int, list[int]] = (0, [])  # where the last offer was made, its tokens
 
-    def _text(self, tokens) -> str:
-        return self.stream.feed(b"".join(self.vocabulary.piece(t) for t in tokens))
-
-    def offer(self, tokens: list[int], k: int) -> Offer:
-        """What the pattern predicts after `tokens` (the prompt, then the accepted output)."""
-        if len(tokens) < self.read:
-            return Offer([])
-        self._score(tokens)
-        self.pattern.extend(self._text(tokens[self.read :]))
-        self.read = len(tokens)
-        text = self.pattern.predict(_PATTERN_CHARS) if not self.stream.pending else ""
-        predicted = self.vocabulary.tokenize(text)[:k] if text else []
-        self._last = (len(tokens), predicted)
-        if not predicted:
-            return Offer([])
-        return Offer(predicted, Branch(-1, -1, max(self.run, 1)))  # no place in a source: priced by the run
-
-    def _score(self, tokens: list[int]) -> None:
-        """The run grows by what the output followed of the last offer, and ends where it did not."""
-        at, predicted = self._last
-        if not predicted:  # no offer, no evidence
-            return
-        emitted = tokens[at:]
-        if common_prefix(emitted, predicted) < min(len(emitted), len(predicted)):
-            self.run = 0
-        else:
-            self.run += len(emitted)
+def pick(offers: Sequence[tuple[CopySource, Offer]]) -> tuple[Offer, Offer | None]:
+    """The offer to price this round, and one passed over that is judged beside it (None: none).
+    `offers` come in the order of their sources' list. Of the offers of sources that do not
+    lead, the longest match wins, the earlier among equals; a leading source's offer (the
+    prediction's) takes that one's place where they agree on their first tokens (with the longer
+    of their matches), and else the longer match of the two wins, the leading one among equals,
+    and the other is judged beside it."""
+    offered = [(source, offer) for source, offer in offers if offer.tokens]
+    leading = next((offer for source, offer in offered if source.leads), None)
+    others = [offer for _, offer in offered if offer is not leading]
+    best = max(others, key=lambda offer: offer.match, default=None)  # the first of the longest
+    if leading is None or best is None:
+        return leading or best or Offer([]), None
+    if best.tokens[:_SAME] == leading.tokens[:_SAME] and leading.branch is not None:
+        return replace(leading, branch=replace(leading.branch, match=max(leading.match, best.match))), None
+    return (leading, best) if leading.match >= best.match else (best, leading)
 
 
 class AutoDrafter(Drafter):
@@ -135,23 +104,23 @@ class AutoDrafter(Drafter):
 
     def __init__(self, model: ModelDrafter | None, policy: Policy, shared: tuple[SuffixIndex, ...] = (),
                  vocabulary: Vocabulary | None = None, prediction: Prediction | None = None, quoted: bool = False,
-                 example: str = ""):
+                 example: str = "", sources: Sequence[CopySource] | None = None):
         """`shared`: copy sources searched after this request (a conversation, a `LookupMemory`'s
         index); `vocabulary`: the target's, for offers by the output's record pattern;
         `prediction`: the text the user expects the output to resemble (also searched by the
         copier, after this request); `quoted`: the reply is written in JSON, so the prompt's
-        text escaped as JSON is searched too, after the prompt (needs `vocabulary`); `example`:
-        a document of the reply's JSON shape (`grammar.schema_example` of its schema), whose
-        keys the structure source offers in the reply's first record."""
+        text escaped as JSON is searched too, after the prompt, and the reply's earlier records
+        by their keys (needs `vocabulary`); `example`: a document of the reply's JSON shape
+        (`grammar.schema_example` of its schema), whose keys the structure source offers in the
+        reply's first record. `sources`: the copy sources, in the order that breaks ties, in
+        place of those the other parameters ask for (`copy_sources`)."""
         self.model, self.policy = model, policy
-        self.prediction = prediction
-        self.copier = Copier((prediction.index, *shared) if prediction is not None else shared)
-        self.vocabulary = vocabulary
-        self.quoted, self.example = quoted, example
-        self.pattern_source: PatternSource | None = None
-        self.structure: StructureSource | None = None
+        self.prediction, self.vocabulary = prediction, vocabulary
+        self.example = example if quoted and vocabulary is not None else ""
+        self.sources = list(sources) if sources is not None else \
+            copy_sources(shared, vocabulary, prediction, quoted, example)
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
-        self._choice = Choice(PLAIN)  # this round's, which `observe` reports to the policy
+        self._choice = Choice(Source.PLAIN)  # this round's, which `observe` reports to the policy
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
         self._weighed = True  # whether this round weighed drafts (else it decodes plainly, unweighed)
 
@@ -161,20 +130,13 @@ class AutoDrafter(Drafter):
 
     def prepare(self, prefix: list[int]) -> None:
         """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
-        self.copier.reset(prefix)
         self.policy.prefilled()
-        quoted = quoted_source(prefix, self.vocabulary) if self.quoted and self.vocabulary is not None else None
-        self.copier.request_sources = (quoted,) if quoted is not None else ()
         self._open = []
-        self.pattern_source = PatternSource(self.vocabulary, prefix) if self.vocabulary is not None else None
-        self.structure = None
-        if self.quoted and self.vocabulary is not None:
-            example = self.vocabulary.tokenize(self.example) if self.example else []
-            self.structure = StructureSource(self.vocabulary, len(prefix) + 1, example)
-            if self.example:  # the schema's grammar foresees a reply of its shape: its compact spelling's length
-                self.policy.foresee(len(self.vocabulary.tokenize(self.example.split("\n", 1)[0])))
+        for source in self.sources:
+            source.prepare(prefix)
+        if self.example and self.vocabulary is not None:  # the schema's grammar foresees a reply of its shape
+            self.policy.foresee(len(self.vocabulary.tokenize(self.example.split("\n", 1)[0])))  # its compact spelling
         if self.prediction is not None:
-            self.prediction.prepare(len(prefix) + 1)
             self.policy.foresee(len(self.prediction))
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
@@ -184,65 +146,34 @@ class AutoDrafter(Drafter):
         self._weighed = self.policy.worth_looking()
         if not self._weighed:  # weighing drafts would cost more than drafts have earned
             return NO_DRAFT
-        (offer, source), other = self._offers(history, last)
+        offer, other = self._offers(history, last)
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
-        known = evidence(offer.branch, source, offer.roles) if offer.branch else None
+        known = evidence(offer.branch, offer.record, offer.roles) if offer.branch else None
         choice = self.policy.choose(k, len(tokens), lag, known, tokens)
         self._choice = choice
         opened = [OpenOffer(known, tokens)] if tokens else []
-        if other is not None:  # the offer not chosen is judged too, so that its source's record learns
-            opened.append(OpenOffer(evidence(other[0].branch, other[1], other[0].roles), tuple(other[0].tokens)))
+        if other is not None and other.branch is not None:  # the offer not chosen is judged too, so its record learns
+            opened.append(OpenOffer(evidence(other.branch, other.record, other.roles), tuple(other.tokens)))
         self._open = [*self._open[len(self._open) + len(opened) - _OPEN_MAX:], *opened]
-        if choice.source == LOOKUP:
+        if choice.source == Source.LOOKUP:
             return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
-                          self._copied_from(offer, source))
-        if choice.source == MODEL:
+                          offer.source)
+        if choice.source == Source.MODEL and self.model is not None:
             return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
         return NO_DRAFT
 
-    def _offers(self, history: list[int], last: int) -> tuple[tuple[Offer, str], tuple[Offer, str] | None]:
-        """This round's copy offer and its source, and an offer of another source that was
-        passed over (None where none was). Of the copier's and the record pattern's offers, the
-        one the output has followed longer; then the prediction's, where the other begins as it
-        does (one offer: the prediction's, with the longer of their matches) or where the output
-        has followed it as long (the prediction first among equals). A JSON reply's structure
-        offer takes the place of the first where its skeleton match is the longer."""
-        offer: Offer = self.copier.offer(history, last, LOOKUP_MAX)
-        source = TEXT
-        pattern_source = self.pattern_source
-        pattern = pattern_source.offer([*history, last], LOOKUP_MAX) if pattern_source is not None else Offer([])
-        if pattern.tokens and (offer.branch is None or pattern.branch.match >= offer.branch.match):
-            offer, source = pattern, PATTERN
-        structured = self.structure.offer(history, last, LOOKUP_MAX) if self.structure is not None else Offer([])
-        if structured.tokens and (offer.branch is None or structured.branch.match > offer.branch.match):
-            offer, source = structured, STRUCTURE
-        predicted = self.prediction.offer(history, last, LOOKUP_MAX) if self.prediction is not None else Offer([])
-        if not predicted.tokens:
-            return (offer, source), None
-        if offer.branch is None:
-            return (predicted, PREDICTION), None
-        if offer.tokens[:_SAME] == predicted.tokens[:_SAME]:
-            match = max(offer.branch.match, predicted.branch.match)
-            return (Offer(predicted.tokens, replace(predicted.branch, match=match), predicted.rewrites), PREDICTION), None
-        if predicted.branch.match >= offer.branch.match:
-            return (predicted, PREDICTION), (offer, source)
-        return (offer, source), (predicted, PREDICTION)
-
-    def _copied_from(self, offer: Offer, source: str) -> str:
-        """What a drafted copy is reported as copied from. The quoted prompt is priced as the
-        text's (it is the prompt, escaped) but shown apart, so a JSON reply shows what it adds."""
-        if source != TEXT:
-            return {PATTERN: COPIED_PATTERN, PREDICTION: COPIED_PREDICTION, STRUCTURE: COPIED_STRUCTURE}[source]
-        quoted = offer.branch is not None and self.copier.is_request_source(offer.branch)
-        return COPIED_QUOTED if quoted else COPIED_TEXT
+    def _offers(self, history: list[int], last: int) -> tuple[Offer, Offer | None]:
+        """This round's copy offer (no tokens: none), and an offer passed over that is judged
+        beside it (None where none was): `pick` over every source's offer."""
+        return pick([(source, source.offer(history, last, LOOKUP_MAX)) for source in self.sources])
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:
         copies = tuple(offer.judge(emitted) for offer in self._open)
         self._open = [offer for offer in self._open if not offer.settled]
         if not self._weighed:
-            self.policy.decoded_plainly(Outcome(Choice(PLAIN), 0, len(emitted) - 1, seconds=seconds, copies=copies,
-                                                looked=looked))
+            self.policy.decoded_plainly(Outcome(Choice(Source.PLAIN), 0, len(emitted) - 1, seconds=seconds,
+                                                copies=copies, looked=looked))
             return
         dropped = None
         if draft.dropped is not None and draft.dropped[1] >= 0 and len(emitted) > len(draft.tokens):
@@ -252,13 +183,12 @@ class AutoDrafter(Drafter):
             draft.lag, dropped, seconds, copies, looked))
 
     def rollback(self, history: list[int]) -> None:
-        """The copy index holds accepted tokens only; the draft model forgets its drafted ones."""
+        """The copy sources hold accepted tokens only; the draft model forgets its drafted ones."""
         if self.model is not None:
             self.model.rollback(history)
 
 
-
-def evidence(branch: Branch, source: str, roles: tuple = ()) -> CopyEvidence:
+def evidence(branch: Branch, source: Source, roles: tuple[Role, ...] = ()) -> CopyEvidence:
     """What prices a copy offer from `branch` of a `source` kind: its match, whether it was
     re-found near the last copy's place, whether the source's other occurrences of the context
     agreed on its first token, and what its tokens held where they were written (`roles`: a

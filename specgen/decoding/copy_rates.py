@@ -30,6 +30,7 @@ import math
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.structure import Role
 
 # lower edges of the match-length bins; a match re-found near where the last copy left off
@@ -48,8 +49,6 @@ _BIN_PRIOR = 16.0  # pseudo-observations of the mixture behind a bin's own count
 _TOKEN_PRIOR = 1.0  # pseudo-observations of "kept" behind a token's own counts
 TOKENS_MAX = 4096  # copied tokens whose own record is kept; the least recently judged go first
 
-# copy sources, each priced from its own record (`STRUCTURE`: by `StructureRates`)
-TEXT, PATTERN, PREDICTION, STRUCTURE = "text", "pattern", "prediction", "structure"
 # the prior log-odds that the output reprints a prediction the user gave (0.95 grounded): who
 # sends a prediction expects the output to follow it; the record's own evidence takes over
 PREDICTION_ODDS = 3.0
@@ -71,7 +70,7 @@ class CopyEvidence:
     match: int
     anchored: bool = False
     agreement: str = SINGLE
-    source: str = TEXT
+    source: Source = Source.TEXT  # whose record prices it (`Source.STRUCTURE`'s: a `StructureRates`)
     roles: tuple[Role, ...] = ()  # a structure-aligned offer's: what each token held where it was written
 
 

@@ -7,10 +7,10 @@ reports the same numbers the same way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import asdict, dataclass, field
 
-from specgen.decoding.drafters.base import COPIED_PATTERN, LOOKUP, MODEL
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.sampling import TokenLogprob
 
 
@@ -24,14 +24,13 @@ class Round:
     accepted_text: str
     target_text: str
     rejected_text: str
-    source: str = ""  # who drafted: MODEL, LOOKUP, or "" for nobody
+    source: Source = Source.PLAIN  # who drafted: nobody, the draft model, or a copy source
     draft_s: float = 0.0
     verify_s: float = 0.0
     # the round's wall time outside the models' passes (drafting logic, policy, verification,
     # bookkeeping); a round of the draft model counts all its drafting time as the model's
     python_s: float = 0.0
     rewrites: int = 0  # learnt rewrites the drafted copy carried
-    copied_from: str = ""  # what a drafted copy was copied from (drafters.base: COPIED_TEXT, COPIED_PATTERN, ...)
     constraint_s: float = 0.0  # of python_s: the constrained verdict (the grammar's masks) and the grammar's update
     logprobs: tuple[TokenLogprob, ...] = ()  # of `tokens`, where the config asked for them
 
@@ -52,48 +51,41 @@ class Round:
 @dataclass
 class SourceCount:
     """What one kind of drafter did over the rounds it drafted: tokens drafted and kept, rounds,
-    and rounds whose first drafted token the target refused (the whole round's verify was spent
-    for one token)."""
+    rounds whose first drafted token the target refused (the whole round's verify was spent for
+    one token), and rounds whose copy carried a learnt rewrite."""
 
     drafted: int = 0
     kept: int = 0
     rounds: int = 0
     missed: int = 0
+    rewritten: int = 0
 
 
 def drafted_by(event: Round) -> str:
-    """Which kind of drafter proposed a round's tokens: "model", "copy" (from the text written so
-    far), "pattern" (the output's record pattern), "prediction" (the prediction the user gave),
-    "quoted" (the prompt as a JSON string escapes it), "structure" (an earlier record of a JSON
-    reply, found by its keys), or "" for a round that drafted nothing."""
-    if not event.drafted:
-        return ""
-    if event.source == MODEL:
-        return "model"
-    return event.copied_from or "copy"
+    """Which kind of drafter proposed a round's tokens (a `Source`: "model", "copy", "pattern",
+    ...), or "" for a round that drafted nothing."""
+    return event.source if event.drafted else ""
 
 
 @dataclass
 class Tally:
     """Running counts over rounds. The loop's Summary, the live status line, chat's /stats and
-    bench all read one of these, fed the same Round events."""
+    bench all read one of these, fed the same Round events. What each kind of drafter did is
+    counted in `by_source` only; the counts of some kinds are read from it."""
 
     rounds: int = 0
     tokens: int = 0
     drafted: int = 0
     accepted: int = 0
     rejected_rounds: int = 0
-    lookup_rounds: int = 0
-    model_drafted: int = 0  # tokens the draft model proposed (each cost one draft step)
-    rewrite_rounds: int = 0  # rounds whose copy carried a learnt rewrite
-    pattern_rounds: int = 0  # rounds whose copy was the output's record pattern's prediction
     draft_s: float = 0.0
     verify_s: float = 0.0
-    python_s: float = 0.0
-    constraint_s: float = 0.0
-    drafted_at: list[int] = field(default_factory=list)
-    accepted_at: list[int] = field(default_factory=list)
-    sources: dict[str, SourceCount] = field(default_factory=dict)  # by `drafted_by`
+    python_s: float = 0.0  # of draft_s + verify_s + other time: the rounds' time outside the models' passes
+    constraint_s: float = 0.0  # of python_s: the output's grammar (masking verify rows, following the output)
+    drafted_by_position: list[int] = field(default_factory=list)
+    accepted_by_position: list[int] = field(default_factory=list)
+    # by kind of drafter (`drafted_by`): drafted, kept, rounds, missed (first token refused), rewritten
+    by_source: dict[Source, SourceCount] = field(default_factory=dict)
 
     def add(self, event: Round) -> None:
         drafted = len(event.drafted)
@@ -102,32 +94,52 @@ class Tally:
         self.drafted += drafted
         self.accepted += event.accepted
         self.rejected_rounds += event.accepted < drafted
-        self.lookup_rounds += event.source == LOOKUP
-        self.model_drafted += drafted if event.source == MODEL else 0
-        self.rewrite_rounds += event.rewrites > 0
-        self.pattern_rounds += event.copied_from == COPIED_PATTERN
         self.draft_s += event.draft_s
         self.verify_s += event.verify_s
         self.python_s += event.python_s
         self.constraint_s += event.constraint_s
-        grow = drafted - len(self.drafted_at)
+        grow = drafted - len(self.drafted_by_position)
         if grow > 0:
-            self.drafted_at += [0] * grow
-            self.accepted_at += [0] * grow
+            self.drafted_by_position += [0] * grow
+            self.accepted_by_position += [0] * grow
         for i in range(drafted):
-            self.drafted_at[i] += 1
-            self.accepted_at[i] += i < event.accepted
+            self.drafted_by_position[i] += 1
+            self.accepted_by_position[i] += i < event.accepted
         if drafted:
-            count = self.sources.setdefault(drafted_by(event), SourceCount())
+            count = self.by_source.setdefault(event.source, SourceCount())
             count.drafted += drafted
             count.kept += event.accepted
             count.rounds += 1
             count.missed += event.accepted == 0
+            count.rewritten += event.rewrites > 0
+
+    def _copies(self) -> list[SourceCount]:
+        return [count for source, count in self.by_source.items() if source.copied]
+
+    @property
+    def lookup_rounds(self) -> int:
+        """Rounds that drafted a copy (of any source)."""
+        return sum(count.rounds for count in self._copies())
 
     @property
     def missed_copy_rounds(self) -> int:
-        """Copy rounds (of the text, the record pattern or the prediction) whose first token the target refused."""
-        return sum(count.missed for name, count in self.sources.items() if name != "model")
+        """Copy rounds (of any source) whose first token the target refused."""
+        return sum(count.missed for count in self._copies())
+
+    @property
+    def rewrite_rounds(self) -> int:
+        """Copy rounds whose copy carried a learnt rewrite."""
+        return sum(count.rewritten for count in self._copies())
+
+    @property
+    def pattern_rounds(self) -> int:
+        """Rounds whose copy was the output's record pattern's prediction."""
+        return self.by_source[Source.PATTERN].rounds if Source.PATTERN in self.by_source else 0
+
+    @property
+    def model_drafted(self) -> int:
+        """Tokens the draft model proposed (each cost one draft step); the rest were copied."""
+        return self.by_source[Source.MODEL].drafted if Source.MODEL in self.by_source else 0
 
     @property
     def acceptance_rate(self) -> float:
@@ -138,46 +150,34 @@ class Tally:
         return self.tokens / self.rounds if self.rounds else 0.0
 
 
-@dataclass(frozen=True)
-class Summary:
-    """Totals for one generation; times in seconds, `decode_s` excludes the prompt's prefill."""
+DERIVED = ("acceptance_rate", "tokens_per_round", "lookup_rounds", "model_drafted", "rewrite_rounds",
+           "pattern_rounds", "missed_copy_rounds")  # counts a Summary's record holds beside its fields
+
+
+@dataclass(kw_only=True)
+class Summary(Tally):
+    """One generation's counts (its `Tally`) and totals; times in seconds, `decode_s` excludes
+    the prompt's prefill."""
 
     mode: str
     draft_tokens: int
     prompt_tokens: int
     prefilled_tokens: int
-    tokens: int
-    rounds: int
-    drafted: int
-    accepted: int
-    acceptance_rate: float
-    tokens_per_round: float
     tokens_per_second: float
     prefill_s: float
     decode_s: float
-    draft_s: float
-    verify_s: float
     other_s: float
     stop_reason: str
-    lookup_rounds: int = 0
-    rejected_rounds: int = 0
-    drafted_by_position: tuple[int, ...] = field(default=())
-    accepted_by_position: tuple[int, ...] = field(default=())
-    python_s: float = 0.0  # of draft_s + verify_s + other_s: the rounds' time outside the models' passes
-    model_drafted: int = 0  # of drafted: the tokens the draft model proposed (the rest were copied)
-    rewrite_rounds: int = 0  # of lookup_rounds: those whose copy carried a learnt rewrite
-    pattern_rounds: int = 0  # of lookup_rounds: those whose copy was the output's record pattern's prediction
-    constraint_s: float = 0.0  # of python_s: the output's grammar (masking verify rows, following the output)
-    # by kind of drafter ("model", "copy", "pattern", "prediction", "quoted", "structure"): drafted, kept, rounds,
-    # missed (first token refused)
-    by_source: dict[str, SourceCount] = field(default_factory=dict)
-    missed_copy_rounds: int = 0  # copy rounds whose first token was refused: their verify bought one token
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def to_dict(self) -> dict[str, object]:
+        """The record `--json` and bench print: the fields, and the counts read from `by_source`."""
+        return {**asdict(self), **{name: getattr(self, name) for name in DERIVED}}
 
 
-def consume(events, on_round: Callable[[Round], None],
+Events = Generator["Round | Summary", None, None]  # what `loop.generate` yields
+
+
+def consume(events: Events, on_round: Callable[[Round], None],
             stop: Callable[[], bool] = lambda: False) -> tuple[str, Summary]:
     """Call on_round for each Round as it arrives; return the whole text and the Summary.
 
@@ -199,4 +199,6 @@ def consume(events, on_round: Callable[[Round], None],
         pass
     summary = events.throw(KeyboardInterrupt())
     events.close()
+    if not isinstance(summary, Summary):
+        raise RuntimeError("the generation loop answered an interrupt without a summary")
     return "".join(parts), summary

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import secrets
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from specgen.decoding.clock import RoundClock
 from specgen.decoding.constraint import Constraint, verify_constrained
-from specgen.decoding.drafters.base import MODEL, NO_DRAFT, Draft
-from specgen.decoding.events import Round, Summary, Tally
+from specgen.decoding.drafters.base import NO_DRAFT, Draft, Drafter, Source
+from specgen.decoding.events import Events, Round, Summary, Tally
+from specgen.decoding.protocols import Target
 from specgen.decoding.sampling import (
     SamplingParams,
     Verdict,
@@ -39,11 +41,12 @@ class GenerationConfig:
 
     max_tokens: int = 256
     draft_tokens: int = 4
-    sampling: SamplingParams = SamplingParams()
+    sampling: SamplingParams = field(default_factory=SamplingParams)
     logprobs: int | None = None  # each emitted token's log-probability and this many top ones (None: none)
 
 
-def generate(target, drafter, prompt: list[int], config: GenerationConfig, constraint: Constraint | None = None):
+def generate(target: Target, drafter: Drafter | None, prompt: list[int], config: GenerationConfig,
+             constraint: Constraint | None = None) -> Events:
     """Yield a Round per verification round, then one Summary (also after Ctrl-C).
 
     `drafter` is any drafter (a draft model, a copy drafter, the auto policy over them), or None
@@ -53,13 +56,13 @@ def generate(target, drafter, prompt: list[int], config: GenerationConfig, const
     if not prompt:
         raise ValueError("generate needs at least one prompt token")
     k = config.draft_tokens if drafter is not None else 0
-    room = drafter.reach(k) if k > 0 else 0
+    room = drafter.reach(k) if drafter is not None and k > 0 else 0
     tally = Tally()
     start = time.perf_counter()
     prefilled, prefill_s = 0, 0.0
     try:
         prefilled = target.sync(prompt[:-1])
-        if k > 0:
+        if drafter is not None and k > 0:
             drafter.prepare(prompt[:-1])
         prefill_s = time.perf_counter() - start
         stop_reason = yield from _rounds(target, drafter if k > 0 else None, prompt[-1], config, room, tally,
@@ -67,11 +70,12 @@ def generate(target, drafter, prompt: list[int], config: GenerationConfig, const
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     wall = time.perf_counter() - start
-    name = drafter.name if k > 0 else "target-only"
+    name = drafter.name if drafter is not None and k > 0 else "target-only"
     yield _summarize(tally, name, k, len(prompt), prefilled, prefill_s, wall, stop_reason)
 
 
-def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally: Tally, constraint):
+def _rounds(target: Target, drafter: Drafter | None, last: int, config: GenerationConfig, k: int, tally: Tally,
+            constraint: Constraint | None) -> Generator[Round, None, str]:
     """The loop proper: yields Rounds; returns why it stopped ("eog", "length" or "context")."""
     params = config.sampling
     seed = params.seed if params.seed is not None else secrets.randbits(63)
@@ -84,7 +88,8 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
             return "length" if tally.tokens >= config.max_tokens else "context"
         proposing = drafter is not None and room > 0
         draws = draft_uniforms(seed, tally.rounds, room) if proposing and not params.greedy else None
-        draft = drafter.propose(target.tokens, last, room, params, draws) if proposing else NO_DRAFT
+        draft = drafter.propose(target.tokens, last, room, params, draws) if drafter is not None and proposing \
+            else NO_DRAFT
         clock.drafted()
         n_past = len(target.tokens)
         rows = target.forward([last, *draft.tokens], all_logits=True)
@@ -98,8 +103,8 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         if drafter is not None:
             drafter.rollback(target.tokens)
         clock.verified()
-        if proposing:
-            looked_s = learnt_s + (0.0 if draft.source == MODEL else clock.proposing_s)
+        if drafter is not None and proposing:
+            looked_s = learnt_s + (0.0 if draft.source == Source.MODEL else clock.proposing_s)
             drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], clock.round_s, looked_s)
             clock.observed()
             learnt_s = clock.observing_s
@@ -108,7 +113,7 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
             constrained_at = time.perf_counter()
             constraint.accept(event.tokens)
             constraint_s += time.perf_counter() - constrained_at
-        event = replace(clock.stamp(event, proposing, draft.source == MODEL), constraint_s=constraint_s,
+        event = replace(clock.stamp(event, proposing, draft.source == Source.MODEL), constraint_s=constraint_s,
                         logprobs=logprobs[: event.emitted])
         tally.add(event)
         yield event
@@ -117,7 +122,8 @@ def _rounds(target, drafter, last: int, config: GenerationConfig, k: int, tally:
         last = verdict.token
 
 
-def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, checks, constraint) -> Verdict:
+def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, checks: Callable[[int], np.ndarray],
+            constraint: Constraint | None) -> Verdict:
     """The target's verdict on the draft: greedy comparison, or speculative sampling with
     `checks(i)`, the uniforms of the draft's i-th position; with a constraint, on rows masked
     each at its place."""
@@ -128,7 +134,7 @@ def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, checks, cons
     return verify_sampled(lambda i: distribution(rows[i], params), draft.q, draft.tokens, checks)
 
 
-def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream) -> tuple[Round, bool]:
+def _round_event(target: Target, draft: Draft, verdict: Verdict, text: Utf8Stream) -> tuple[Round, bool]:
     """The Round for the kept tokens, cut at the first end-of-generation token (its times are
     stamped after); whether that token ended the generation."""
     drafted, accepted, token = draft.tokens, verdict.accepted, verdict.token
@@ -144,40 +150,13 @@ def _round_event(target, draft: Draft, verdict: Verdict, text: Utf8Stream) -> tu
     target_text = text.feed(target.piece(token)) if own is not None else ""
     rejected = b"".join(target.piece(t) for t in drafted[accepted:])
     return Round(tuple(drafted), n_draft, own, accepted_text, target_text,
-                 rejected.decode("utf-8", errors="replace"), draft.source,
-                 rewrites=draft.rewrites, copied_from=draft.copied_from), ended
+                 rejected.decode("utf-8", errors="replace"), draft.source, rewrites=draft.rewrites), ended
 
 
 def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: int,
                prefill_s: float, wall: float, stop_reason: str) -> Summary:
+    """The generation's Summary: its tally's counts, and the totals only the end knows."""
     decode_s = max(wall - prefill_s, 1e-9)
-    return Summary(
-        mode=mode,
-        draft_tokens=k,
-        prompt_tokens=prompt_tokens,
-        prefilled_tokens=prefilled,
-        tokens=tally.tokens,
-        rounds=tally.rounds,
-        drafted=tally.drafted,
-        accepted=tally.accepted,
-        acceptance_rate=tally.acceptance_rate,
-        tokens_per_round=tally.tokens_per_round,
-        tokens_per_second=tally.tokens / decode_s,
-        prefill_s=prefill_s,
-        decode_s=decode_s,
-        draft_s=tally.draft_s,
-        verify_s=tally.verify_s,
-        python_s=tally.python_s,
-        other_s=max(decode_s - tally.draft_s - tally.verify_s, 0.0),
-        stop_reason=stop_reason,
-        lookup_rounds=tally.lookup_rounds,
-        model_drafted=tally.model_drafted,
-        rewrite_rounds=tally.rewrite_rounds,
-        pattern_rounds=tally.pattern_rounds,
-        constraint_s=tally.constraint_s,
-        rejected_rounds=tally.rejected_rounds,
-        drafted_by_position=tuple(tally.drafted_at),
-        accepted_by_position=tuple(tally.accepted_at),
-        by_source={name: replace(count) for name, count in tally.sources.items()},
-        missed_copy_rounds=tally.missed_copy_rounds,
-    )
+    return Summary(**vars(tally), mode=mode, draft_tokens=k, prompt_tokens=prompt_tokens, prefilled_tokens=prefilled,
+                   tokens_per_second=tally.tokens / decode_s, prefill_s=prefill_s, decode_s=decode_s,
+                   other_s=max(decode_s - tally.draft_s - tally.verify_s, 0.0), stop_reason=stop_reason)

@@ -65,18 +65,14 @@ import math
 from dataclasses import dataclass, field
 
 from specgen.decoding.copy_rates import (
-    PATTERN,
-    PREDICTION,
     PREDICTION_ODDS,
-    STRUCTURE,
-    TEXT,
     CopyEvidence,
     CopyJudgement,
     CopyRates,
     StructureRates,
 )
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
+from specgen.decoding.drafters.base import Source
 
 K_MAX = 8
 LOOKUP_MAX = 64
@@ -98,7 +94,7 @@ STALE_RATIO = 0.9  # ... when their median ran under this share of the calibrate
 
 @dataclass(frozen=True)
 class Choice:
-    source: str  # PLAIN, MODEL or LOOKUP
+    source: str  # Source.PLAIN, Source.MODEL or Source.LOOKUP
     k: int = 0
     explore: bool = False
 
@@ -188,7 +184,7 @@ class Policy:
         self.costs, self.k_max, self.timed, self.risk = costs, k_max, timed, risk
         self.model = Acceptance(k_max)
         # each copy source's own record
-        self.copies: dict[str, CopyRates | StructureRates] = {TEXT: CopyRates(), PATTERN: CopyRates()}
+        self.copies: dict[str, CopyRates | StructureRates] = {Source.TEXT: CopyRates(), Source.PATTERN: CopyRates()}
         self._evidence: CopyEvidence | None = None  # this round's copy offer: what is known of it
         self._offer: tuple[int, ...] = ()  # this round's copy offer: its tokens
         self.saved = 0.0  # predicted seconds this reply's copies saved over plain decoding (< 0: lost)
@@ -200,8 +196,8 @@ class Policy:
         self.kept_last = False  # whether the last weighed round drafted tokens the target kept
         self.held_back = False  # whether the last copy priced would have paid but for the loss bound
         self.last_size = 0  # tokens in the target's last pass (0: a prefill): another size pays costs.switch
-        self.factor = {PLAIN: 1.0, MODEL: 1.0, LOOKUP: 1.0}
-        self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else LOOKUP's)
+        self.factor = {Source.PLAIN: 1.0, Source.MODEL: 1.0, Source.LOOKUP: 1.0}
+        self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else Source.LOOKUP's)
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
         self.plain_ratios: list[float] = []  # each timed plain round's measured / predicted seconds
@@ -212,7 +208,7 @@ class Policy:
     def round_cost(self, choice: Choice, lag: int = 0) -> float:
         """Predicted seconds of one round, before the choice's learnt time factor."""
         verify = self.pass_cost(choice.k + 1)
-        if choice.source != MODEL:
+        if choice.source != Source.MODEL:
             return verify
         return verify + self.costs.draft_cost(lag + 1) + (choice.k - 1) * self.costs.draft_cost(1)
 
@@ -222,10 +218,10 @@ class Policy:
         return self.costs.verify_cost(size) + (self.costs.switch if size != self.last_size else 0.0)
 
     def speed(self, choice: Choice, lag: int = 0, optimistic: bool = False) -> float:
-        if choice.source == PLAIN:
+        if choice.source == Source.PLAIN:
             tokens = 1.0
         else:
-            rates = self.model.rates(optimistic) if choice.source == MODEL else self._copy_rates(choice.k)
+            rates = self.model.rates(optimistic) if choice.source == Source.MODEL else self._copy_rates(choice.k)
             tokens = expected_tokens(rates, choice.k)
         return tokens / (self.round_cost(choice, lag) * self._factor(choice.source, choice.k))
 
@@ -243,19 +239,19 @@ class Policy:
                 break
             tokens += reach
             cost = self.pass_cost(k + 1)
-            speed = tokens / (cost * self._factor(LOOKUP, k))
+            speed = tokens / (cost * self._factor(Source.LOOKUP, k))
             if cost - one > bearable:
-                self.held_back = self.held_back or speed > 1.0 / (one * self.factor[PLAIN])
+                self.held_back = self.held_back or speed > 1.0 / (one * self.factor[Source.PLAIN])
                 continue
             if speed > best_speed:
-                best, best_speed = Choice(LOOKUP, k), speed
+                best, best_speed = Choice(Source.LOOKUP, k), speed
         return best
 
     def _factor(self, source: str, k: int) -> float:
         """The learnt time factor of a choice of `source` drafting k: a copy's by its verify size,
         where that size was timed."""
-        if source == LOOKUP:
-            return self.copy_factor.get(k + 1, self.factor[LOOKUP])
+        if source == Source.LOOKUP:
+            return self.copy_factor.get(k + 1, self.factor[Source.LOOKUP])
         return self.factor[source]
 
     def affordable(self) -> float:
@@ -307,8 +303,8 @@ class Policy:
         with the odds that the output reprints it, a structure-aligned source's by what its
         tokens held."""
         if source not in self.copies:
-            self.copies[source] = StructureRates() if source == STRUCTURE else \
-                CopyRates(PREDICTION_ODDS if source == PREDICTION else 0.0)
+            self.copies[source] = StructureRates() if source == Source.STRUCTURE else \
+                CopyRates(PREDICTION_ODDS if source == Source.PREDICTION else 0.0)
         return self.copies[source]
 
     def model_can_pay(self) -> bool:
@@ -334,19 +330,19 @@ class Policy:
         self._round = (1.0, 1.0, self.costs.verify_cost(1))
         self._offer = offer
         self._evidence = evidence if lookup and offer else None
-        options = [Choice(PLAIN)]
+        options = [Choice(Source.PLAIN)]
         copy = self.best_copy(min(lookup, room, LOOKUP_MAX))
         options += [copy] if copy is not None else []
-        models = [Choice(MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
+        models = [Choice(Source.MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
         amortized = max(lag - 1, 0) // 8  # a catch-up is paid once, then serves the rounds after it
         best = max(options + models, key=lambda c: self.speed(c, amortized))
-        if best.source == MODEL or not models:
+        if best.source == Source.MODEL or not models:
             return best
         probe = max(models, key=lambda c: self.speed(c, lag, optimistic=True))
-        cost = self.round_cost(probe, lag) * self.factor[MODEL]
+        cost = self.round_cost(probe, lag) * self.factor[Source.MODEL]
         if self.speed(probe, lag, optimistic=True) > self.speed(best) and \
                 self.explored + cost <= _EXPLORE_SHARE * self.spent:
-            return Choice(MODEL, probe.k, explore=True)
+            return Choice(Source.MODEL, probe.k, explore=True)
         return best
 
     def keep(self, position: int, confidence: float) -> bool:
@@ -371,7 +367,7 @@ class Policy:
         self.model.forget(_MODEL_FORGET)
         for record in self.copies.values():
             record.forget()
-        if choice.source == MODEL:
+        if choice.source == Source.MODEL:
             self.model.add(min(outcome.drafted, outcome.accepted + 1), outcome.accepted)
             judged = [(c, i < outcome.accepted) for i, c in enumerate(outcome.confidences[: outcome.accepted + 1])]
             if outcome.dropped is not None:
@@ -383,17 +379,17 @@ class Policy:
         predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
         one = self.costs.verify_cost(1) * (outcome.accepted + 1)
         self.plain += one
-        self.saved += one - predicted if choice.source == LOOKUP else 0.0
+        self.saved += one - predicted if choice.source == Source.LOOKUP else 0.0
         self.earned += one - predicted
         self.looked += outcome.looked
         self.weighed += 1
         self.kept_last = outcome.drafted > 0 and outcome.accepted > 0
         if self.timed and outcome.seconds is not None:
-            if choice.source == PLAIN:
+            if choice.source == Source.PLAIN:
                 self.plain_ratios.append(outcome.seconds / predicted)
             ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
-            if choice.source == LOOKUP:
-                size = self.copy_factor.setdefault(outcome.drafted + 1, self.factor[LOOKUP])
+            if choice.source == Source.LOOKUP:
+                size = self.copy_factor.setdefault(outcome.drafted + 1, self.factor[Source.LOOKUP])
                 self.copy_factor[outcome.drafted + 1] = size + _FACTOR_STEP * (ratio - size)
             self.factor[choice.source] += _FACTOR_STEP * (ratio - self.factor[choice.source])
         charged = predicted * self._factor(choice.source, outcome.drafted)
@@ -408,7 +404,7 @@ class Policy:
         predicted = self.pass_cost(1)
         if self.timed and outcome.seconds is not None:
             self.plain_ratios.append(outcome.seconds / predicted)
-        self.spent += predicted * self.factor[PLAIN]
+        self.spent += predicted * self.factor[Source.PLAIN]
         self.last_size = 1
         self.looked += outcome.looked
         self._learn_copies(outcome.copies)

@@ -14,7 +14,7 @@ from types import TracebackType
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import Drafter
+from specgen.decoding.drafters.base import Drafter, Source
 from specgen.decoding.drafters.prediction import Prediction, PredictionReport, report
 from specgen.decoding.events import Round, Summary, consume
 from specgen.decoding.loop import generate
@@ -81,4 +81,4 @@ class Generation:
         """What became of the request's prediction in the reply `output` (None without one)."""
         if self.prediction is None:
             return None
-        return report(self.prediction, output, summary.by_source.get("prediction"))
+        return report(self.prediction, output, summary.by_source.get(Source.PREDICTION))

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from specgen.decoding.drafters.base import COPIED_PATTERN, COPIED_QUOTED, COPIED_STRUCTURE, LOOKUP
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.events import Round, Summary, Tally, consume
 from specgen.terminal.run_view import copy_notes, visible
 
@@ -86,11 +86,11 @@ class Progress:
 def drafting(event: Round | None) -> str:
     """What the last round did: which drafter proposed how many tokens, or plain decoding."""
     if event is None or not event.drafted:
-        return "plain"
-    what = f"{'lookup' if event.source == LOOKUP else 'draft'} K {len(event.drafted)}"
+        return Source.PLAIN
+    what = f"{Source.LOOKUP if event.source.copied else 'draft'} K {len(event.drafted)}"
     what += " with a learnt rewrite" if event.rewrites else ""
-    return what + {COPIED_PATTERN: " by the record pattern", COPIED_QUOTED: " from the prompt as JSON",
-                   COPIED_STRUCTURE: " from an earlier record by its keys"}.get(event.copied_from, "")
+    return what + {Source.PATTERN: " by the record pattern", Source.QUOTED: " from the prompt as JSON",
+                   Source.STRUCTURE: " from an earlier record by its keys"}.get(event.source, "")
 
 
 def status(k: str, accepted: int, drafted: int, tok_s: float, rounds: int, tokens: int) -> str:

@@ -13,10 +13,8 @@ from specgen.decoding.copy_rates import (
     AGREE,
     AGREEMENT_BELOW,
     AGREEMENT_ODDS,
-    PATTERN,
     SINGLE,
     SPLIT,
-    TEXT,
     TOKENS_MAX,
     CopyEvidence,
     CopyJudgement,
@@ -24,7 +22,7 @@ from specgen.decoding.copy_rates import (
 )
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.auto import OpenOffer, evidence
-from specgen.decoding.drafters.base import LOOKUP, PLAIN
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.policy import FORESEEN_RISK, Choice, Outcome, Policy
 
@@ -36,9 +34,9 @@ MATCH = Branch(0, 100, 12)
 
 def judge(policy: Policy, offer: tuple[int, ...], judged: int, kept: int, match: Branch = MATCH) -> None:
     """One round: the policy sees the offer, then learns how far the output followed it."""
-    policy.choose(64, len(offer), 0, evidence(match, TEXT), offer)
-    judgement = CopyJudgement(evidence(match, TEXT), offer, 0, judged, kept)
-    policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(judgement,)))
+    policy.choose(64, len(offer), 0, evidence(match, Source.TEXT), offer)
+    judgement = CopyJudgement(evidence(match, Source.TEXT), offer, 0, judged, kept)
+    policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, copies=(judgement,)))
 
 
 def edited_policy() -> Policy:
@@ -54,17 +52,17 @@ def edited_policy() -> Policy:
 
 def test_a_grounded_copy_runs_to_a_cheap_batch():
     policy = edited_policy()
-    assert policy.copies[TEXT].grounded > 0.95
+    assert policy.copies[Source.TEXT].grounded > 0.95
     offer = tuple(range(5000, 5064))
-    choice = policy.choose(64, len(offer), 0, evidence(MATCH, TEXT), offer)
-    assert choice.source == LOOKUP and choice.k >= 15
+    choice = policy.choose(64, len(offer), 0, evidence(MATCH, Source.TEXT), offer)
+    assert choice.source == Source.LOOKUP and choice.k >= 15
 
 
 def test_a_copy_stops_just_before_a_token_that_broke_copies_before():
     policy = edited_policy()
     offer = (*range(9000, 9012), RENAMED, *range(9100, 9150))  # new tokens, then the renamed one
-    choice = policy.choose(64, len(offer), 0, evidence(MATCH, TEXT), offer)
-    assert choice.source == LOOKUP and choice.k <= 12
+    choice = policy.choose(64, len(offer), 0, evidence(MATCH, Source.TEXT), offer)
+    assert choice.source == Source.LOOKUP and choice.k <= 12
     assert choice.k >= 3  # the twelve tokens before it are worth a batch
 
 
@@ -73,9 +71,9 @@ def test_copies_that_break_early_at_any_match_draft_nothing():
     for n in range(40):
         offer = tuple(range(100 * n, 100 * n + 20))
         judge(policy, offer, 2, 1)
-    assert policy.copies[TEXT].grounded < 0.05
+    assert policy.copies[Source.TEXT].grounded < 0.05
     offer = tuple(range(9000, 9020))
-    assert policy.choose(16, len(offer), 0, evidence(MATCH, TEXT), offer).source == PLAIN
+    assert policy.choose(16, len(offer), 0, evidence(MATCH, Source.TEXT), offer).source == Source.PLAIN
 
 
 def test_the_kind_of_text_follows_a_document_that_changes():
@@ -125,7 +123,7 @@ def worst_case(risk: float, foreseen: int = 0, truth: StepCosts = COSTS) -> tupl
     for n in range(300):
         offer = tuple(range(1000 * n, 1000 * n + 16))
         choice = policy.choose(64, len(offer), 0, CopyEvidence(12), offer)
-        k = choice.k if choice.source == LOOKUP else 0
+        k = choice.k if choice.source == Source.LOOKUP else 0
         seconds = truth.verify_cost(k + 1)  # the round's pass; it yields one token either way
         spent += seconds
         plain += one  # one token a round: a refused copy, or plain decoding
@@ -153,19 +151,19 @@ def test_a_copy_is_priced_by_the_time_its_own_verify_size_took():
     one) 3 tokens would pay more, and so they would under one time factor for all copies."""
     costs = StepCosts({1: 0.030, 2: 0.050, 4: 0.060, 8: 0.200}, {})
     policy = Policy(costs, 8, risk=math.inf)
-    match = evidence(Branch(0, 100, 40), TEXT)
+    match = evidence(Branch(0, 100, 40), Source.TEXT)
     for n in range(40):
         k = 1 + 2 * (n % 2)
         offer = tuple(range(100 * n, 100 * n + k))
         policy.choose(64, k, 0, match, offer)
         seconds = costs.verify_cost(k + 1) * (2.0 if k == 3 else 1.0)
-        policy.observe(Outcome(Choice(LOOKUP, k), k, k, seconds=seconds))
+        policy.observe(Outcome(Choice(Source.LOOKUP, k), k, k, seconds=seconds))
     offer = tuple(range(9000, 9003))
-    rates = policy.copies[TEXT].rates(match, offer)
+    rates = policy.copies[Source.TEXT].rates(match, offer)
     one_token = (1 + rates[0]) / costs.verify_cost(2)
     three = (1 + rates[0] + rates[0] * rates[1] + rates[0] * rates[1] * rates[2]) / costs.verify_cost(4)
     assert three > one_token > three / 2.0  # by the calibration 3 pay more; at twice the time, 1 does
-    assert policy.choose(64, 3, 0, match, offer) == Choice(LOOKUP, 1)
+    assert policy.choose(64, 3, 0, match, offer) == Choice(Source.LOOKUP, 1)
 
 
 def test_a_foreseen_reply_drafts_from_its_first_round_and_loses_at_most_its_foreseen_share():
@@ -187,10 +185,10 @@ def test_copies_grow_as_they_pay():
     lengths = []
     for n in range(12):
         offer = tuple(range(7000 + 100 * n, 7000 + 100 * n + 64))
-        choice = policy.choose(64, len(offer), 0, evidence(MATCH, TEXT), offer)
-        lengths.append(choice.k if choice.source == LOOKUP else 0)
-        kept = choice.k if choice.source == LOOKUP else 0
-        policy.observe(Outcome(choice, kept, kept, copies=(CopyJudgement(evidence(MATCH, TEXT), offer, 0, 64, 64),)))
+        choice = policy.choose(64, len(offer), 0, evidence(MATCH, Source.TEXT), offer)
+        lengths.append(choice.k if choice.source == Source.LOOKUP else 0)
+        kept = choice.k if choice.source == Source.LOOKUP else 0
+        policy.observe(Outcome(choice, kept, kept, copies=(CopyJudgement(evidence(MATCH, Source.TEXT), offer, 0, 64, 64),)))
     assert lengths[0] < 15 <= lengths[-1], lengths
 
 
@@ -213,21 +211,21 @@ def test_the_index_counts_how_the_occurrences_of_a_context_went_on():
     by_token = {index.tokens[b.position]: b for b in branches}
     assert (by_token[1].agreeing, by_token[1].occurrences) == (2, 3)
     assert (by_token[2].agreeing, by_token[2].occurrences) == (1, 3)
-    assert evidence(by_token[1], TEXT).agreement == SPLIT
-    assert evidence(Branch(0, 5, 2, agreeing=3, occurrences=3), TEXT).agreement == AGREE
-    assert evidence(Branch(0, 5, 2), TEXT).agreement == SINGLE
+    assert evidence(by_token[1], Source.TEXT).agreement == SPLIT
+    assert evidence(Branch(0, 5, 2, agreeing=3, occurrences=3), Source.TEXT).agreement == AGREE
+    assert evidence(Branch(0, 5, 2), Source.TEXT).agreement == SINGLE
 
 
 def test_each_copy_source_is_priced_from_its_own_record():
     policy = Policy(COSTS, 8)
     for n in range(30):  # the record pattern's offers all miss at once
         offer = tuple(range(100 * n, 100 * n + 16))
-        policy.choose(64, len(offer), 0, CopyEvidence(12, source=PATTERN), offer)
-        missed = CopyJudgement(CopyEvidence(12, source=PATTERN), offer, 0, 1, 0)
-        policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(missed,)))
+        policy.choose(64, len(offer), 0, CopyEvidence(12, source=Source.PATTERN), offer)
+        missed = CopyJudgement(CopyEvidence(12, source=Source.PATTERN), offer, 0, 1, 0)
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, copies=(missed,)))
     fresh = CopyRates()
-    assert policy.copies[PATTERN].grounded < 0.05
-    text_now = policy.copies[TEXT].rates(CopyEvidence(12), (5000, 5001))
+    assert policy.copies[Source.PATTERN].grounded < 0.05
+    text_now = policy.copies[Source.TEXT].rates(CopyEvidence(12), (5000, 5001))
     assert text_now == pytest.approx(fresh.rates(CopyEvidence(12), (5000, 5001)), rel=1e-9), \
         "the text's copies keep their own (untouched) record"
 
@@ -263,9 +261,9 @@ def after(costs: StepCosts, drafted: int) -> Choice:
     """The choice for a 30% offer after a round whose pass was `drafted` + 1 tokens."""
     policy = ThirtyPercent(costs, 8)
     policy.saved = 1.0  # the loss bound does not bind
-    policy.observe(Outcome(Choice(LOOKUP if drafted else PLAIN, drafted), drafted, 0))
+    policy.observe(Outcome(Choice(Source.LOOKUP if drafted else Source.PLAIN, drafted), drafted, 0))
     offer = tuple(range(7000, 7010))
-    return policy.choose(64, len(offer), 0, evidence(MATCH, TEXT), offer)
+    return policy.choose(64, len(offer), 0, evidence(MATCH, Source.TEXT), offer)
 
 
 def test_a_change_of_pass_size_is_charged_so_a_weak_copy_waits_for_a_pass_of_its_size():
@@ -273,6 +271,6 @@ def test_a_change_of_pass_size_is_charged_so_a_weak_copy_waits_for_a_pass_of_its
     1.1 ms more on a 2.2 ms pass. A copy of one token kept 30% of the time loses after plain
     rounds (1.3 tokens for 2.3 + 1.1 ms against 2.2 ms a token) and wins after a 2-token pass
     (plain decoding would switch back: 3.3 ms a token)."""
-    assert after(GRAPHS, 0) == Choice(PLAIN)
-    assert after(GRAPHS, 1) == Choice(LOOKUP, 1)
-    assert after(StepCosts(GRAPHS.verify, {}), 0) == Choice(LOOKUP, 1)  # no switch cost: it pays anyway
+    assert after(GRAPHS, 0) == Choice(Source.PLAIN)
+    assert after(GRAPHS, 1) == Choice(Source.LOOKUP, 1)
+    assert after(StepCosts(GRAPHS.verify, {}), 0) == Choice(Source.LOOKUP, 1)  # no switch cost: it pays anyway

@@ -17,7 +17,7 @@ from stathelp import position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import LOOKUP, MODEL, NO_DRAFT, Draft
+from specgen.decoding.drafters.base import NO_DRAFT, Draft, Source
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Round
@@ -90,7 +90,7 @@ def test_draft_model_samples_the_target_distribution(target_model, draft_model, 
 
 def kept_a_copy(rounds: list[Round]) -> bool:
     """Whether a round of this generation drafted a copy and the target kept some of it."""
-    return any(event.source == LOOKUP and event.drafted and event.accepted > 0 for event in rounds)
+    return any(event.source.copied and event.drafted and event.accepted > 0 for event in rounds)
 
 
 def copy_prompt(target) -> tuple[int, ...]:
@@ -117,7 +117,7 @@ def test_auto_policy_samples_the_target_distribution(target_model, draft_model, 
     drafter = RecordingAutoDrafter(ModelDrafter(draft_model), Policy(costs, 4, timed=False))
     ok, pvalues = same_distribution(target_model, drafter, PROMPT, TOP_K, 4)
     assert ok, pvalues
-    model_rounds = [d for d in drafter.drafts if d.source == MODEL]
+    model_rounds = [d for d in drafter.drafts if d.source == Source.MODEL]
     assert len(model_rounds) > N // 2, "the policy should have drafted with the model"
     stopped = sum(d.dropped is not None for d in model_rounds)
     assert (stopped > len(model_rounds) // 10) if gated else max(len(d.tokens) for d in model_rounds) >= 2
@@ -131,7 +131,7 @@ def redrafted(rounds: list[Round]) -> bool:
     drafted and the target had then left unsettled (it rejected an earlier token)."""
     written = drafted_to = 0
     for event in rounds:
-        if event.source == MODEL and event.drafted:
+        if event.source == Source.MODEL and event.drafted:
             if written < drafted_to:
                 return True
             drafted_to = written + len(event.drafted)
@@ -183,7 +183,7 @@ class RedraftChooser(ModelDrafter):
             return NO_DRAFT
         after = super().propose([*history, last], REFUSED, k - 1, params, draws[1:])
         self.drawn.update({position + 1 + i: draws[1 + i] for i in range(len(after.tokens))})
-        return Draft([REFUSED, *after.tokens], [one_hot(REFUSED), *after.q], source=MODEL)
+        return Draft([REFUSED, *after.tokens], [one_hot(REFUSED), *after.q], source=Source.MODEL)
 
 
 @pytest.mark.parametrize("reuse", [True, False], ids=["numbers-reused", "numbers-per-round"])
@@ -210,7 +210,7 @@ class ThresholdAfterSampling(ModelDrafter):
             tokens.append(token)
             rows.append(q)
             feed = [token]
-        return Draft(tokens, rows, source=MODEL)
+        return Draft(tokens, rows, source=Source.MODEL)
 
 
 def test_a_planted_bias_fails_the_same_test(target_model, draft_model):
@@ -250,4 +250,5 @@ def test_a_seed_reproduces_the_text_for_fixed_k_and_for_auto(target_model, draft
     assert text(3, False) == text(3, False)
     auto, sources = text(4, True)
     assert (auto, sources) == text(4, True)
-    assert {"model", "lookup"} <= sources, "seeded auto must be reproducible through model and copy rounds"
+    assert Source.MODEL in sources and any(source.copied for source in sources), \
+        "seeded auto must be reproducible through model and copy rounds"

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.loop import GenerationConfig, Round, Summary, Utf8Stream, generate
@@ -95,7 +96,7 @@ def test_the_summary_times_and_sources_add_up_over_the_rounds(target_model, draf
     assert summary.draft_s + summary.verify_s <= summary.decode_s
     assert {r.source for r in rounds} == {"model"} and summary.model_drafted == summary.drafted
     _, plain_rounds, plain = run(target_model, None, prompt, GenerationConfig(max_tokens=60))
-    assert plain.draft_s == 0 and plain.drafted == 0 and {r.source for r in plain_rounds} == {""}
+    assert plain.draft_s == 0 and plain.drafted == 0 and {r.source for r in plain_rounds} == {Source.PLAIN}
 
 
 def test_rollback_leaves_the_cache_as_a_fresh_decode(target_model):

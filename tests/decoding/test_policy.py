@@ -15,13 +15,13 @@ from policysim import CPU, GPU, TRACES, World, oracle, realize, round_seconds, s
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.auto import evidence
-from specgen.decoding.copy_rates import AGREE, TEXT, CopyEvidence
+from specgen.decoding.copy_rates import AGREE, CopyEvidence
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
 import specgen.llama.calibrate as calibrate_module
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
@@ -39,7 +39,7 @@ def taught(costs: StepCosts, model_rate: float, rounds: int = 60) -> Policy:
         kept = 0
         while kept < 8 and (kept + 1) / 9 <= model_rate:
             kept += 1
-        policy.observe(Outcome(Choice(MODEL, 8), 8, kept))
+        policy.observe(Outcome(Choice(Source.MODEL, 8), 8, kept))
     return policy
 
 
@@ -60,7 +60,7 @@ def test_costs_between_measured_sizes_are_interpolated_linearly():
 
 def test_a_flat_verify_and_good_drafts_draft_long():
     choice = taught(FLAT, 0.9).choose(8, 0, 0)
-    assert choice.source == MODEL and choice.k >= 6
+    assert choice.source == Source.MODEL and choice.k >= 6
 
 
 def test_when_even_perfect_drafts_lose_the_model_is_never_tried():
@@ -68,7 +68,7 @@ def test_when_even_perfect_drafts_lose_the_model_is_never_tried():
     assert not policy.model_can_pay()
     for _ in range(500):
         choice = policy.choose(8, 0, 0)
-        assert choice == Choice(PLAIN)
+        assert choice == Choice(Source.PLAIN)
         policy.observe(Outcome(choice, 0, 0, seconds=1.0))
 
 
@@ -88,15 +88,15 @@ def test_lookup_is_judged_in_hindsight_and_taken_when_it_pays():
     match = Branch(0, 50, 8)
     for r in range(30):  # plain rounds; lookup's offer matched the emitted token every time
         offer = tuple(range(100 * r, 100 * r + 16))
-        policy.choose(8, 16, 0, evidence(match, TEXT), offer)
-        hit = CopyJudgement(evidence(match, TEXT), offer, 0, 1, 1)
-        policy.observe(Outcome(Choice(PLAIN), 0, 0, seconds=1.0, copies=(hit,)))
-    assert policy.copies[TEXT].rates(CopyEvidence(8), (5000,))[0] > 0.9
-    first = policy.choose(8, 16, 0, evidence(match, TEXT), tuple(range(5000, 5016)))
-    assert first == Choice(LOOKUP, 1)  # nothing saved yet: a refused copy may lose 3% of 30 s, not more
+        policy.choose(8, 16, 0, evidence(match, Source.TEXT), offer)
+        hit = CopyJudgement(evidence(match, Source.TEXT), offer, 0, 1, 1)
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, seconds=1.0, copies=(hit,)))
+    assert policy.copies[Source.TEXT].rates(CopyEvidence(8), (5000,))[0] > 0.9
+    first = policy.choose(8, 16, 0, evidence(match, Source.TEXT), tuple(range(5000, 5016)))
+    assert first == Choice(Source.LOOKUP, 1)  # nothing saved yet: a refused copy may lose 3% of 30 s, not more
     policy.saved = 10.0  # once copies have paid
-    choice = policy.choose(8, 16, 0, evidence(match, TEXT), tuple(range(5000, 5016)))
-    assert choice.source == LOOKUP and choice.k >= 8  # long copies pay even where verify is steep
+    choice = policy.choose(8, 16, 0, evidence(match, Source.TEXT), tuple(range(5000, 5016)))
+    assert choice.source == Source.LOOKUP and choice.k >= 8  # long copies pay even where verify is steep
 
 
 def test_acceptance_forgets_old_text():
@@ -130,15 +130,15 @@ def test_the_gate_drops_unsure_tokens_only_where_verify_is_steep():
 def test_the_gate_learns_from_the_tokens_it_refused():
     policy = Policy(StepCosts({1: 1.0, 2: 1.8, 3: 2.6}, {1: 0.05}), 2)
     for _ in range(80):  # a refused 0.35-confidence token that the target then emitted anyway
-        policy.observe(Outcome(Choice(MODEL, 2), 1, 1, (0.9,), dropped=(0.35, True)))
+        policy.observe(Outcome(Choice(Source.MODEL, 2), 1, 1, (0.9,), dropped=(0.35, True)))
     policy.choose(2, 0, 0)
     assert policy.keep(0, 0.35)
 
 
 def test_a_slow_round_moves_the_time_factor_only_a_little():
     policy = Policy(FLAT, 8)
-    policy.observe(Outcome(Choice(PLAIN), 0, 0, seconds=10.0))
-    assert policy.factor[PLAIN] < 1.5
+    policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, seconds=10.0))
+    assert policy.factor[Source.PLAIN] < 1.5
 
 
 def test_exploration_stays_within_its_budget():
@@ -170,15 +170,15 @@ def brute_force_rate(profile, rounds, k_max: int) -> float:
     """The best tokens per second over every sequence of choices (copies up to one past the
     offer: longer ones only cost more), each round costed from scratch."""
     truth, best = profile.true(), 0.0
-    per_round = [[(PLAIN, 0)] + [(LOOKUP, d) for d in range(1, real.world.offer + 2)] +
-                 [(MODEL, d) for d in range(k_max + 1)] for real in rounds]
+    per_round = [[(Source.PLAIN, 0)] + [(Source.LOOKUP, d) for d in range(1, real.world.offer + 2)] +
+                 [(Source.MODEL, d) for d in range(k_max + 1)] for real in rounds]
     for sequence in itertools.product(*per_round):
         tokens = seconds = lag = 0
         for real, (source, drafted) in zip(rounds, sequence):
-            kept = min(drafted, real.model_run if source == MODEL else real.match if source == LOOKUP else 0)
+            kept = min(drafted, real.model_run if source == Source.MODEL else real.match if source == Source.LOOKUP else 0)
             seconds += round_seconds(truth, source, drafted, lag) * real.slowdown
             tokens += kept + 1
-            lag = 0 if source == MODEL else lag + kept + 1
+            lag = 0 if source == Source.MODEL else lag + kept + 1
         best = max(best, tokens / seconds)
     return best
 
@@ -242,7 +242,7 @@ def test_cached_step_costs_hold_only_for_the_cpu_that_measured_them(target_model
 
 def plain_rounds(policy: Policy, share: float, rounds: int) -> None:
     for _ in range(rounds):
-        policy.observe(Outcome(Choice(PLAIN), 0, 0, seconds=share * policy.pass_cost(1)))
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, seconds=share * policy.pass_cost(1)))
 
 
 def test_one_token_passes_well_under_their_calibrated_cost_show_a_calibration_from_a_busy_machine():
@@ -262,7 +262,7 @@ def test_one_token_passes_well_under_their_calibrated_cost_show_a_calibration_fr
     assert not seeded.calibration_too_slow()
     unweighed = Policy(STEEP)  # rounds that decoded plainly without weighing drafts count too
     for _ in range(16):
-        unweighed.decoded_plainly(Outcome(Choice(PLAIN), 0, 0, seconds=0.7 * unweighed.pass_cost(1)))
+        unweighed.decoded_plainly(Outcome(Choice(Source.PLAIN), 0, 0, seconds=0.7 * unweighed.pass_cost(1)))
     assert unweighed.calibration_too_slow()
 
 
@@ -318,7 +318,7 @@ def test_auto_runs_every_kind_of_round_on_a_text_that_repeats(target_model, draf
         config = GenerationConfig(max_tokens=60, draft_tokens=8)
         drafter = AutoDrafter(ModelDrafter(draft_model), Policy(DRAFT_PAYS, 8, timed=False))
         seen |= {e.source for e in list(generate(target_model, drafter, tokens, config))[:-1]}
-    assert {"model", "lookup", ""} <= seen
+    assert {Source.MODEL, Source.PLAIN} <= seen and any(source.copied for source in seen)
 
 
 # weighing drafts costs Python time each round (measured 0.2-0.35 ms on the 2-core EPYC and on the
@@ -334,10 +334,10 @@ def weigh(costs: StepCosts, rounds: int, copies_pay: bool = False, timed: bool =
     policy, weighed = Policy(costs, 8, timed=timed), 0
     for _ in range(rounds):
         if not policy.worth_looking():
-            policy.decoded_plainly(Outcome(Choice(PLAIN), 0, 0, seconds=costs.verify_cost(1)))
+            policy.decoded_plainly(Outcome(Choice(Source.PLAIN), 0, 0, seconds=costs.verify_cost(1)))
             continue
         weighed += 1
-        choice = Choice(LOOKUP, 4) if copies_pay else Choice(PLAIN)
+        choice = Choice(Source.LOOKUP, 4) if copies_pay else Choice(Source.PLAIN)
         policy.observe(Outcome(choice, choice.k, choice.k, seconds=costs.verify_cost(choice.k + 1), looked=LOOK))
     return weighed, policy
 
@@ -377,9 +377,9 @@ def test_auto_on_a_fast_machine_is_told_its_weighing_time_and_stays_exact(target
 def test_a_round_after_kept_drafts_is_weighed_whatever_weighing_cost_so_far():
     _, policy = weigh(FAST, 2000)
     assert not policy.worth_looking()
-    policy.observe(Outcome(Choice(LOOKUP, 2), 2, 2, seconds=FAST.verify_cost(3), looked=1.0))  # a second's weighing
+    policy.observe(Outcome(Choice(Source.LOOKUP, 2), 2, 2, seconds=FAST.verify_cost(3), looked=1.0))  # a second's weighing
     assert policy.worth_looking(), "a copy was kept: it grows as it pays"
-    policy.observe(Outcome(Choice(PLAIN), 0, 0, seconds=FAST.verify_cost(1), looked=1.0))
+    policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, seconds=FAST.verify_cost(1), looked=1.0))
     assert not policy.worth_looking()
 
 
@@ -387,9 +387,9 @@ def test_a_copy_only_the_loss_bound_held_back_keeps_the_reply_weighing():
     _, policy = weigh(FAST, 2000)
     assert not policy.worth_looking()
     offer = tuple(range(100, 108))
-    strong = CopyEvidence(40, False, AGREE, TEXT)  # a 40-token match the source agrees on: it would pay
+    strong = CopyEvidence(40, False, AGREE, Source.TEXT)  # a 40-token match the source agrees on: it would pay
     policy.saved, policy.plain = 0.0, 0.0  # nothing saved, no plain time: no copy's loss can be borne yet
-    assert policy.choose(8, len(offer), 0, strong, offer) == Choice(PLAIN)
+    assert policy.choose(8, len(offer), 0, strong, offer) == Choice(Source.PLAIN)
     assert policy.held_back and policy.worth_looking()
     policy.choose(8, 0, 0)  # nothing on offer
     assert not policy.held_back and not policy.worth_looking()

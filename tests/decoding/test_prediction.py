@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from specgen.decoding.drafters.base import COPIED_PREDICTION, NO_DRAFT, Drafter
+from specgen.decoding.drafters.base import NO_DRAFT, Drafter, Source
 from specgen.decoding.drafters.prediction import Prediction, PredictionDrafter, accepted_tokens, report
 from specgen.decoding.events import SourceCount
 from specgen.decoding.sampling import SamplingParams
@@ -28,7 +28,7 @@ def flat(parts: list[list[int]]) -> list[int]:
 
 def offers_while_writing(prediction: Prediction, output: list[int], k: int = 8) -> list[list[int]]:
     """The prediction's offer before each output token (and after the last), one token a round."""
-    prediction.prepare(len(PROMPT))
+    prediction.prepare(PROMPT[:-1])
     history, offers = list(PROMPT), []
     for token in [*output, None]:
         offers.append(prediction.offer(history[:-1], history[-1], k).tokens)
@@ -110,7 +110,7 @@ def test_beyond_the_window_a_long_match_finds_the_place():
 def test_a_rewound_history_starts_the_prediction_over():
     text = flat(lines(3))
     prediction = Prediction(text)
-    prediction.prepare(len(PROMPT))
+    prediction.prepare(PROMPT[:-1])
     prediction.offer([*PROMPT, *text[:9]], text[9], 4)
     assert prediction.offer(PROMPT[:-1], PROMPT[-1], 4).tokens == text[:4]
 
@@ -134,7 +134,7 @@ def test_a_fixed_k_drafts_k_tokens_of_the_prediction_where_it_knows_its_place_el
     drafter = PredictionDrafter(Prediction(text), fallback)
     drafter.prepare(PROMPT[:-1])
     draft = drafter.propose(PROMPT[:-1], PROMPT[-1], 4, SamplingParams(), None)
-    assert draft.tokens == text[:4] and draft.copied_from == COPIED_PREDICTION and fallback.calls == 0
+    assert draft.tokens == text[:4] and draft.source == Source.PREDICTION and fallback.calls == 0
     lost = drafter.propose([*PROMPT, 950], 951, 4, SamplingParams(), None)  # the output left it: no place
     assert lost is NO_DRAFT and fallback.calls == 1
     assert drafter.name == "scripted + prediction"

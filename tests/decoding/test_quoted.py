@@ -16,9 +16,10 @@ import pytest
 from scripted import WritesBack
 from stathelp import PeeksAtTheAcceptTest, position_pvalues
 
-from specgen.decoding.auto import AutoDrafter
+from specgen.decoding.auto import AutoDrafter, copy_sources
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import LOOKUP, Vocabulary
+from specgen.decoding.drafters.base import Source, Vocabulary
+from specgen.decoding.drafters.pattern import PatternSource
 from specgen.decoding.drafters.quoted import json_escaped, quoted_source
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
@@ -109,16 +110,14 @@ class Quoting(AutoDrafter):
     """Auto with the quoted source, keeping the first round's copy (None: it copied nothing)."""
 
     def __init__(self, vocabulary):
-        super().__init__(None, Policy(CHEAP, 4, timed=False, risk=math.inf), vocabulary=vocabulary, quoted=True)
+        # the record pattern is tested elsewhere; here only copies
+        sources = [s for s in copy_sources(vocabulary=vocabulary, quoted=True) if not isinstance(s, PatternSource)]
+        super().__init__(None, Policy(CHEAP, 4, timed=False, risk=math.inf), sources=sources)
         self.first: tuple[int, ...] | None = None
-
-    def prepare(self, prefix):
-        super().prepare(prefix)
-        self.pattern_source = None  # the record pattern is tested elsewhere; here only copies
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        if self.first is None and draft.source == LOOKUP:
+        if self.first is None and draft.source.copied:
             self.first = tuple(draft.tokens)
         return draft
 

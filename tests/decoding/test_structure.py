@@ -16,15 +16,15 @@ import random
 import numpy as np
 import pytest
 from scripted import WritesBack
-from stathelp import PeeksAtTheAcceptTest, position_pvalues
+from stathelp import PeeksAtTheAcceptTest, keeps_more, keeps_near_ties, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
-from specgen.decoding.copy_rates import STRUCTURE, CopyEvidence, CopyJudgement, StructureRates
+from specgen.decoding.copy_rates import CopyEvidence, CopyJudgement, StructureRates
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import COPIED_STRUCTURE, Vocabulary
+from specgen.decoding.drafters.base import Source, Vocabulary
 from specgen.decoding.drafters.structure import JsonShape, Role, StructureSource
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import LOOKUP_MAX, Policy
+from specgen.decoding.policy import Policy
 from specgen.decoding.sampling import SamplingParams
 from specgen.llama.grammar import Grammar, schema_example, schema_grammar
 from specgen.llama.library import llama
@@ -117,12 +117,12 @@ def test_a_key_whose_values_repeated_is_priced_above_one_whose_values_never_did(
     rates = StructureRates()
     for key, kept in (("days", 1), ("name", 0)) * 6:  # each a value's first token, judged alone
         roles = (Role(False, key, True),)
-        rates.learn(CopyJudgement(CopyEvidence(12, source=STRUCTURE, roles=roles), (1,), 0, 1, kept))
-    days, name = (rates.rates(CopyEvidence(12, source=STRUCTURE, roles=(Role(False, key, True),)), (1,))[0]
+        rates.learn(CopyJudgement(CopyEvidence(12, source=Source.STRUCTURE, roles=roles), (1,), 0, 1, kept))
+    days, name = (rates.rates(CopyEvidence(12, source=Source.STRUCTURE, roles=(Role(False, key, True),)), (1,))[0]
                   for key in ("days", "name"))
     assert name < 0.2 < 0.8 < days, (name, days)
     keys = (Role(),) * 3  # keys and punctuation: a long skeleton match prices them above a short one
-    long, short = (rates.rates(CopyEvidence(match, source=STRUCTURE, roles=keys), (1, 2, 3)) for match in (12, 2))
+    long, short = (rates.rates(CopyEvidence(match, source=Source.STRUCTURE, roles=keys), (1, 2, 3)) for match in (12, 2))
     assert min(long) > max(short), (long, short)
 
 
@@ -149,7 +149,7 @@ def written(structure: bool, records: int = 12, example: str = "", risk: float =
     drafter = AutoDrafter(None, Policy(STEEP, 8, timed=False, risk=risk), vocabulary=CHARS, quoted=True,
                           example=example)
     if not structure:
-        drafter.prepare = lambda prefix, prepare=drafter.prepare: (prepare(prefix), setattr(drafter, "structure", None))
+        drafter.sources = [source for source in drafter.sources if not isinstance(source, StructureSource)]
     *rounds, summary = generate(target, drafter, prompt, GenerationConfig(max_tokens=len(output), draft_tokens=8))
     assert [t for r in rounds for t in r.tokens] == output  # greedy: the target's own reply, whatever was drafted
     return target.passes, summary.by_source
@@ -158,15 +158,15 @@ def written(structure: bool, records: int = 12, example: str = "", risk: float =
 def test_records_with_changing_values_take_fewer_passes_with_the_structure_source():
     alone, sources_alone = written(structure=False)
     aligned, sources = written(structure=True)
-    assert COPIED_STRUCTURE not in sources_alone
-    assert sources[COPIED_STRUCTURE].kept > len(staff(12)) / 3, sources
+    assert Source.STRUCTURE not in sources_alone
+    assert sources[Source.STRUCTURE].kept > len(staff(12)) / 3, sources
     assert aligned < 0.75 * alone, (aligned, alone)  # measured: 261 against 411
 
 
 def test_the_first_record_takes_fewer_passes_with_the_schemas_example():
     alone, _ = written(True, records=1)
     seeded, sources = written(True, records=1, example=schema_example(STAFF))
-    assert sources[COPIED_STRUCTURE].kept >= len('{"name": "", "team": "", "days": [""], "wage": }') / 2, sources
+    assert sources[Source.STRUCTURE].kept >= len('{"name": "", "team": "", "days": [""], "wage": }') / 2, sources
     assert seeded < 0.8 * alone, (seeded, alone)  # measured: 42 against 74
 
 
@@ -179,7 +179,7 @@ def test_the_schema_foresees_the_reply_so_the_loss_bound_lets_the_first_records_
     example = schema_example(STAFF)
     bounded, sources = written(True, records=1, example=example, risk=Policy(STEEP).risk)
     free, _ = written(True, records=1, example=example)
-    assert sources[COPIED_STRUCTURE].drafted > 0, sources
+    assert sources[Source.STRUCTURE].drafted > 0, sources
     assert bounded <= 1.1 * free, (bounded, free)
     foreseen = Policy(STEEP)
     foreseen.foresee(len(example.split("\n")[0]))
@@ -202,15 +202,12 @@ class Aligning(AutoDrafter):
     counting the rounds it drafted."""
 
     def __init__(self, vocabulary):
-        super().__init__(None, Policy(CHEAP, 4, timed=False, risk=math.inf), vocabulary=vocabulary, quoted=True)
+        super().__init__(None, Policy(CHEAP, 4, timed=False, risk=math.inf), sources=[StructureSource(vocabulary)])
         self.aligned = 0
-
-    def _offers(self, history, last):
-        return (self.structure.offer(history, last, LOOKUP_MAX), STRUCTURE), None
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        self.aligned += draft.copied_from == COPIED_STRUCTURE
+        self.aligned += draft.source == Source.STRUCTURE
         return draft
 
 
@@ -218,11 +215,11 @@ class Peeking(PeeksAtTheAcceptTest, Aligning):
     """Biased: copies only where the accept test's uniform is small."""
 
 
-def samples(target, make, k: int, seeds) -> list[tuple[int, ...]]:
+def samples(target, make, k: int, seeds, params: SamplingParams = TOP_K) -> list[tuple[int, ...]]:
     prompt = target.tokenize("letters:", add_special=True, parse_special=False)
     out = []
     for seed in seeds:
-        config = GenerationConfig(DEPTH, k, SamplingParams(TOP_K.temperature, TOP_K.top_k, TOP_K.top_p, seed))
+        config = GenerationConfig(DEPTH, k, SamplingParams(params.temperature, params.top_k, params.top_p, seed))
         with Grammar(target, DIGITS) as grammar:
             events = list(generate(target, make(), prompt, config, grammar))
         got = [t for e in events[:-1] for t in e.tokens]
@@ -248,3 +245,55 @@ def test_structure_copies_sample_the_target_distribution_and_a_peeking_copier_fa
     assert (min(pvalues) > ALPHA / len(pvalues)) != peeking, pvalues
     if not peeking:  # the structure source drafted in many replies (measured: 571 of 1200)
         assert sum(d.aligned > 0 for d in made) > N // 3, sum(d.aligned > 0 for d in made)
+
+
+# likelier digits, and more samples, so that a 15% bias moves their shares by enough standard errors
+SHARP = SamplingParams(temperature=0.5, top_k=8)
+SHARP_N = 3000
+
+
+@pytest.fixture(scope="module")
+def sharp_baseline(target_model):
+    return samples(target_model, lambda: None, 0, range(10**6, 10**6 + SHARP_N), SHARP)
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["the p/q test", "an accept test that keeps 15% more"])
+def test_structure_copies_sample_the_sharper_distribution_and_a_slightly_biased_accept_test_fails(
+        target_model, sharp_baseline, biased, monkeypatch):
+    """A bias of realistic size beside the peeking copier's: the p/q test keeps a drafted digit
+    with 1.15 times the probability it should."""
+    if biased:
+        keeps_more(monkeypatch)
+    vocabulary = Vocabulary(target_model.piece, lambda text: target_model.tokenize(text, False, False))
+    made: list[Aligning] = []
+
+    def make() -> Aligning:
+        made.append(Aligning(vocabulary))
+        return made[-1]
+
+    pvalues = position_pvalues(samples(target_model, make, 4, range(SHARP_N), SHARP), sharp_baseline)
+    assert (min(pvalues) > ALPHA / len(pvalues)) != biased, pvalues
+    assert sum(d.aligned > 0 for d in made) > SHARP_N // 3, sum(d.aligned > 0 for d in made)  # structure copies drafted
+
+
+class NearlyTied(WritesBack):
+    """The stand-in target, with every token it does not write within 10% of the probability of
+    the one it writes: a near-tie at every place, which only an exact greedy test refuses."""
+
+    def forward(self, tokens, all_logits):
+        rows = super().forward(tokens, all_logits)
+        return rows + (1.0 - rows) * (1.0 - 0.1)
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["exact", "near-ties kept"])
+def test_greedy_structure_copies_give_the_target_alone_and_a_verification_that_keeps_near_ties_fails(
+        biased, monkeypatch):
+    if biased:
+        keeps_near_ties(monkeypatch)
+    prompt = [ord(c) for c in "list the staff as JSON:\n"]
+    output = [ord(c) for c in staff(12)]
+    drafter = AutoDrafter(None, Policy(STEEP, 8, timed=False, risk=math.inf), sources=[StructureSource(CHARS)])
+    *rounds, summary = generate(NearlyTied(prompt, output), drafter, prompt,
+                                GenerationConfig(max_tokens=len(output), draft_tokens=8))
+    assert ([t for r in rounds for t in r.tokens] == output) != biased
+    assert summary.by_source[Source.STRUCTURE].kept > 0, summary.by_source

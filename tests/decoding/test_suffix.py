@@ -10,14 +10,13 @@ from hypothesis import strategies as st
 
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters import suffix
-from specgen.decoding.drafters.base import LOOKUP, PLAIN
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.lookup import Copier
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import MAX_MATCH, LookupMemory, SuffixIndex
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.auto import evidence
-from specgen.decoding.copy_rates import TEXT
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
 from specgen.engine.drafting import drafter_for
@@ -158,7 +157,7 @@ def test_the_memory_round_trips_through_bytes_for_its_vocabulary_only():
 def test_a_long_match_drafts_long_where_its_bin_keeps_copies_and_a_weak_one_nothing():
     costs = StepCosts(dict(DEFAULT.verify), {})
     policy = Policy(costs, 8)
-    long, weak = evidence(suffix.Branch(0, 10, 40), TEXT), evidence(suffix.Branch(0, 10, 1), TEXT)
+    long, weak = evidence(suffix.Branch(0, 10, 40), Source.TEXT), evidence(suffix.Branch(0, 10, 1), Source.TEXT)
 
     def offer(n: int) -> tuple[int, ...]:
         return tuple(range(1000 * n, 1000 * n + LOOKUP_MAX))
@@ -166,15 +165,15 @@ def test_a_long_match_drafts_long_where_its_bin_keeps_copies_and_a_weak_one_noth
     for n in range(40):
         policy.choose(8, LOOKUP_MAX, 0, long, offer(2 * n))
         kept = CopyJudgement(long, offer(2 * n), 0, 64, 64)
-        policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(kept,)))
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, copies=(kept,)))
         policy.choose(8, LOOKUP_MAX, 0, weak, offer(2 * n + 1))
         missed = CopyJudgement(weak, offer(2 * n + 1), 0, 1, 0)
-        policy.observe(Outcome(Choice(PLAIN), 0, 0, copies=(missed,)))
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, copies=(missed,)))
     policy.saved = 10.0  # copies have paid in this reply: the loss bound does not bind
     choice = policy.choose(LOOKUP_MAX, LOOKUP_MAX, 0, long, offer(99))
     cheapest = min(costs.verify, key=lambda n: costs.verify[n] / n)  # per token, dips included
-    assert choice == Choice(LOOKUP, cheapest - 1)
-    assert policy.choose(LOOKUP_MAX, LOOKUP_MAX, 0, weak, offer(100)).source == PLAIN
+    assert choice == Choice(Source.LOOKUP, cheapest - 1)
+    assert policy.choose(LOOKUP_MAX, LOOKUP_MAX, 0, weak, offer(100)).source == Source.PLAIN
 
 
 def test_calibration_on_a_nearly_full_context_times_what_fits(target_model):

@@ -19,9 +19,9 @@ from stathelp import PeeksAtTheAcceptTest, accept_uniform, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import COPIED_PATTERN, LOOKUP, NO_DRAFT, Vocabulary, copied
+from specgen.decoding.drafters.base import NO_DRAFT, Source, Vocabulary, copied
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
-from specgen.decoding.drafters.pattern import RecordPattern
+from specgen.decoding.drafters.pattern import PatternSource, RecordPattern
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
@@ -105,7 +105,7 @@ def test_the_auto_policy_copying_with_the_memory_samples_the_target_distribution
     ok, pvalues = same_distribution(target_model, setting, make, 4)
     assert ok, pvalues
     chosen = [draft.source for drafter in drafters for draft in drafter.drafts]
-    assert chosen.count(LOOKUP) > N // 2, "the policy should have copied"
+    assert sum(source.copied for source in chosen) > N // 2, "the policy should have copied"
 
 
 class Rewriting(PromptLookupDrafter):
@@ -209,15 +209,16 @@ class Patterning(AutoDrafter):
     def prepare(self, prefix):
         super().prepare(prefix)
         self.prompt_length = len(prefix) + 1
-        self.pattern_source.pattern = PlantedPattern([], self.planted.wrong)
-        self.pattern_source.pattern.truth = self.planted.truth
-        self.pattern_source.run = 32  # as if the output had followed it for long: it wins over the copier
+        source = next(s for s in self.sources if isinstance(s, PatternSource))
+        source.pattern = PlantedPattern([], self.planted.wrong)
+        source.pattern.truth = self.planted.truth
+        source.run = 32  # as if the output had followed it for long: it wins over the copier
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        if self.peek and draft.copied_from == COPIED_PATTERN and accept_uniform(params.seed, self.prompt_length, history) >= 0.5:
+        if self.peek and draft.source == Source.PATTERN and accept_uniform(params.seed, self.prompt_length, history) >= 0.5:
             return NO_DRAFT
-        self.pattern_rounds += draft.copied_from == COPIED_PATTERN
+        self.pattern_rounds += draft.source == Source.PATTERN
         return draft
 
 
@@ -229,8 +230,8 @@ def test_greedy_copies_by_a_half_wrong_record_pattern_give_the_target_alone(targ
     events = list(generate(target_model, drafter, prompt, config))
     assert [t for e in events[:-1] for t in e.tokens] == plain
     assert drafter.pattern_rounds > 3 and events[-1].pattern_rounds == drafter.pattern_rounds
-    assert any(e.copied_from == COPIED_PATTERN and e.accepted for e in events[:-1]) and any(
-        e.copied_from == COPIED_PATTERN and e.accepted < len(e.drafted) for e in events[:-1])  # kept and refused
+    assert any(e.source == Source.PATTERN and e.accepted for e in events[:-1]) and any(
+        e.source == Source.PATTERN and e.accepted < len(e.drafted) for e in events[:-1])  # kept and refused
 
 
 def likely_pattern(setting) -> PlantedPattern:

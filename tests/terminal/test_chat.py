@@ -45,7 +45,7 @@ ROUNDS = [
 ]
 SUMMARY = Summary(
     mode="speculative", draft_tokens=3, prompt_tokens=9, prefilled_tokens=8, tokens=6, rounds=3, drafted=6,
-    accepted=4, acceptance_rate=4 / 6, tokens_per_round=2.0, tokens_per_second=123.4, prefill_s=0.01,
+    accepted=4, tokens_per_second=123.4, prefill_s=0.01,
     decode_s=0.05, draft_s=0.02, verify_s=0.02, other_s=0.01, stop_reason="eog",
 )
 

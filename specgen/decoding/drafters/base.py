@@ -1,8 +1,10 @@
-"""What every drafter is to the loop: the `Drafter` interface, and the `Draft` it hands back.
+"""What every drafter is to the loop: the `Drafter` interface, the `Draft` it hands back, and
+`Source`, the one name of who drafted a round's tokens.
 
-Drafters live one to a module beside this one: a small model (`model`) and copying from the
-text so far (`lookup`). The auto drafter (`decoding.auto`) composes them under the policy that
-picks between them every round.
+Drafters live one to a module beside this one: a small model (`model`), copying from the text so
+far (`lookup`), drafting from a prediction (`prediction`). The copy sources the auto drafter
+(`decoding.auto`) asks every round stand behind their own interface (`source`); it composes
+them and the draft model under the policy that picks between them every round.
 
 A drafter proposes up to k tokens after the target's accepted history and says which
 distribution each was drawn from (q), because exact speculative sampling needs it. After the
@@ -16,18 +18,36 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
 from specgen.decoding.sampling import Dist, SamplingParams, one_hot
 
 Gate = Callable[[int, float], bool]
-PLAIN, MODEL, LOOKUP = "plain", "model", "lookup"  # who drafted a round: nobody, the draft model, a copy
-# what a copy was copied from: the text so far, the output's record pattern, the prediction the
-# user gave, the prompt as a JSON string escapes it (`drafters.quoted`), an earlier record of a JSON
-# reply found by its keys (`drafters.structure`)
-COPIED_TEXT, COPIED_PATTERN, COPIED_PREDICTION, COPIED_QUOTED = "copy", "pattern", "prediction", "quoted"
-COPIED_STRUCTURE = "structure"
+
+
+class Source(str, Enum):
+    """Who drafted a round's tokens, spelled as users read it (`by_source`, bench JSON, the live
+    view): nobody, the draft model, or a copy source (`drafters.source`). `LOOKUP` is a copy
+    from whichever source offers one: what the auto policy chooses before it is drafted."""
+
+    PLAIN = "plain"
+    MODEL = "model"
+    LOOKUP = "lookup"
+    TEXT = "copy"  # the text so far (`drafters.lookup`): the prompt, the output, shared sources
+    PATTERN = "pattern"  # the output's record pattern (`drafters.pattern`)
+    PREDICTION = "prediction"  # the prediction the user gave (`drafters.prediction`)
+    QUOTED = "quoted"  # the prompt as a JSON string escapes it (`drafters.quoted`)
+    STRUCTURE = "structure"  # an earlier record of a JSON reply, found by its keys (`drafters.structure`)
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def copied(self) -> bool:
+        """Whether tokens of this source are copies (one-hot drafts), not the draft model's."""
+        return self not in (Source.PLAIN, Source.MODEL)
 
 
 @dataclass(frozen=True)
@@ -41,9 +61,8 @@ class Draft:
     confidences: list[float] = field(default_factory=list)
     lag: int = 0
     dropped: tuple[float, int] | None = None
-    source: str = ""  # MODEL or LOOKUP
+    source: Source = Source.PLAIN  # who drafted them: the draft model or a copy source
     rewrites: int = 0  # learnt rewrites the copied tokens carry
-    copied_from: str = ""  # a copy's source, as `by_source` reports it: COPIED_TEXT, COPIED_PATTERN, ...
 
 
 NO_DRAFT = Draft([])
@@ -58,10 +77,9 @@ class Vocabulary:
     tokenize: Callable[[str], list[int]]
 
 
-def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, copied_from: str = COPIED_TEXT) -> Draft:
+def copied(tokens: list[int], params: SamplingParams, rewrites: int = 0, source: Source = Source.TEXT) -> Draft:
     """Copied tokens as a draft: certain, so q is one-hot over each (sampling only)."""
-    return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=LOOKUP, rewrites=rewrites,
-                 copied_from=copied_from)
+    return Draft(tokens, [] if params.greedy else [one_hot(t) for t in tokens], source=source, rewrites=rewrites)
 
 
 class Drafter(ABC):
@@ -74,7 +92,7 @@ class Drafter(ABC):
         """The most tokens one round may draft when the user allows K = k."""
         return k
 
-    def prepare(self, prefix: list[int]) -> None:
+    def prepare(self, prefix: list[int]) -> None:  # noqa: B027 (a drafter may hold nothing per request)
         """A request starts after `prefix` (the prompt but its last token)."""
 
     @abstractmethod
@@ -84,10 +102,10 @@ class Drafter(ABC):
         position i (sampling only), new to this round; `keep(position, top probability)` may end
         the draft before a token is drawn."""
 
-    def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:
+    def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:  # noqa: B027
         """The round's draft, the tokens the target emitted after it, the seconds it took, and
         `looked`: the seconds this drafter spent choosing it and learning from the round before
         (its propose where no draft model ran in it, and its last observe)."""
 
-    def rollback(self, history: list[int]) -> None:
+    def rollback(self, history: list[int]) -> None:  # noqa: B027 (a drafter may hold no drafted state)
         """The target kept `history`: forget any drafted position beyond it."""

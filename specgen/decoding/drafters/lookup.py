@@ -14,12 +14,15 @@ kept with probability p(x): the output stays the target's, whatever is copied.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from specgen.decoding.drafters.base import Draft, Drafter, Gate, copied
+from specgen.decoding.drafters.base import Draft, Drafter, Gate, Source, Vocabulary, copied
+from specgen.decoding.drafters.quoted import quoted_source
 from specgen.decoding.drafters.rewrites import SPAN_MAX, Rewrites, Rewritten
+from specgen.decoding.drafters.source import Offer
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import common_prefix, token_at
@@ -27,16 +30,6 @@ from specgen.decoding.tokens import common_prefix, token_at
 _RESYNC_BELOW = 6  # a global match shorter than this yields to one near the last copy's source
 _RESYNC_WIDTH = 16  # how far from the expected source position a re-found place may be
 _REJOINED = 3  # tokens of a match that show the output rejoined its source after a change
-
-
-@dataclass(frozen=True)
-class Offer:
-    """What copying proposes this round, and the match it comes from (None: nothing to copy)."""
-
-    tokens: list[int]
-    branch: Branch | None = None
-    rewrites: tuple[int, ...] = ()  # where in `tokens` a learnt rewrite (`Rewrites`) begins
-    roles: tuple = ()  # a structure-aligned offer's: what each token held where it was written (`structure.Role`)
 
 
 @dataclass(frozen=True)
@@ -49,11 +42,19 @@ class _Copy:
 
 
 class Copier:
-    """This request's index, the shared sources searched after it, and where copying left off."""
+    """This request's index, the shared sources searched after it, and where copying left off: the
+    copy source of the text so far (`source.CopySource`)."""
 
-    def __init__(self, shared: tuple[SuffixIndex, ...] = ()):
+    name = Source.TEXT
+    leads = False
+
+    def __init__(self, shared: tuple[SuffixIndex, ...] = (), quoting: Vocabulary | None = None):
+        """`quoting`: the target's vocabulary, where the reply is written in JSON: the prompt's
+        text escaped as JSON is searched too, after `shared` (`drafters.quoted`); its copies are
+        reported as quoted and priced as the text's (they are the prompt, escaped)."""
         self.index = SuffixIndex()
         self.shared = tuple(shared)
+        self.quoting = quoting
         self.request_sources: tuple[SuffixIndex, ...] = ()  # this request's own, searched after `shared`
         self._anchor: tuple[int, int, int] | None = None  # source, position, request length then
         self.rewrites = Rewrites()
@@ -70,9 +71,12 @@ class Copier:
         self.rewrites = Rewrites()
         self._output_start = len(sequence)
 
-    def is_request_source(self, branch: Branch) -> bool:
-        """Whether an offer's branch is in one of `request_sources` (they come after `shared`)."""
-        return branch.source > len(self.shared)
+    def prepare(self, prefix: list[int]) -> None:
+        """Hold the prompt (keeping what an earlier request shared with it), and with `quoting`,
+        index its text as JSON escapes it."""
+        self.reset(prefix)
+        quoted = quoted_source(prefix, self.quoting) if self.quoting is not None else None
+        self.request_sources = (quoted,) if quoted is not None else ()
 
     def sync(self, history: list[int], last: int) -> None:
         """Hold history + [last], which normally extends what the index holds: O(new tokens)."""
@@ -112,7 +116,10 @@ class Copier:
             return Offer([])
         self._last = _Copy(best, len(self.index) - skip, copy)
         rewrites = tuple(max(start - skip, 0) for start, end, _ in copy.replaced if end > skip)
-        return Offer(copy.tokens[skip : k + skip], best, rewrites)  # a cut rewrite's tail is judged, not offered
+        quoted = best.source > len(self.shared)  # in one of `request_sources`, after `shared`
+        # a cut rewrite's tail is judged, not offered
+        return Offer(copy.tokens[skip : k + skip], best, rewrites, source=Source.QUOTED if quoted else Source.TEXT,
+                     priced_as=Source.TEXT)
 
     def _followed(self) -> tuple[Branch | None, int]:
         """The last copy continued where the output has followed it since, through a rewrite it
@@ -138,8 +145,9 @@ class Copier:
             return None, 0
         inside = next((start for start, end, _ in last.copy.replaced if start < followed < end), followed)
         run = last.branch.match + followed
-        branch = Branch(last.branch.source, last.copy.source_after(inside), run,
-                        anchored=last.branch.anchored and run < _RESYNC_BELOW)
+        position = last.copy.source_after(inside)
+        assert position is not None  # a rewrite's start, or a place outside every rewrite
+        branch = Branch(last.branch.source, position, run, anchored=last.branch.anchored and run < _RESYNC_BELOW)
         return branch, followed - inside
 
     def _learn(self, best: Branch, source: SuffixIndex) -> None:
@@ -153,7 +161,7 @@ class Copier:
                                 tuple(self.index.tokens[new_start:new_end]), self.index.tokens[self._output_start :])
         self._broken = None
 
-    def _resynced(self, sources, best: Branch | None) -> Branch | None:
+    def _resynced(self, sources: Sequence[SuffixIndex], best: Branch | None) -> Branch | None:
         """A match near where the last copy's source would be by now, if it is as long as the
         best match elsewhere (two tokens suffice)."""
         if self._anchor is None:
@@ -180,10 +188,10 @@ class PromptLookupDrafter(Drafter):
 
     def prepare(self, prefix: list[int]) -> None:
         """Index the prompt (keeping what an earlier request shared with it)."""
-        self.copier.reset(prefix)
+        self.copier.prepare(prefix)
 
     def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
                 draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         """Copied tokens are certain (q is one-hot), so `keep` has nothing to weigh."""
         offer = self.copier.offer(history, last, k)
-        return copied(offer.tokens, params, len(offer.rewrites))
+        return copied(offer.tokens, params, len(offer.rewrites), offer.source)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from specgen.decoding.drafters.base import MODEL, Draft, Drafter, Gate
+from specgen.decoding.drafters.base import Draft, Drafter, Gate, Source
+from specgen.decoding.protocols import DraftModel
 from specgen.decoding.sampling import Dist, SamplingParams, distribution, sample
 from specgen.decoding.tokens import common_prefix
 
@@ -23,7 +24,7 @@ class ModelDrafter(Drafter):
 
     name = "speculative"
 
-    def __init__(self, model):
+    def __init__(self, model: DraftModel):
         self.model = model
 
     def prepare(self, prefix: list[int], prefill: bool = True) -> None:
@@ -64,16 +65,16 @@ class ModelDrafter(Drafter):
                 sure = confidence(logits) if q is None else q.top
                 if not keep(position, sure):
                     top = int(np.argmax(logits)) if q is None else -1
-                    return Draft(tokens, q_rows, confidences, lag, (sure, top), MODEL)
+                    return Draft(tokens, q_rows, confidences, lag, (sure, top), Source.MODEL)
                 confidences.append(sure)
-            token = int(np.argmax(logits)) if q is None else sample(q, draws[position])
+            token = int(np.argmax(logits)) if q is None or draws is None else sample(q, draws[position])
             tokens.append(token)
             if q is not None:
                 q_rows.append(q)
             if model.is_eog(token):
                 break
             feed = [token]
-        return Draft(tokens, q_rows, confidences, lag, None, MODEL)
+        return Draft(tokens, q_rows, confidences, lag, None, Source.MODEL)
 
     def rollback(self, history: list[int]) -> None:
         """Forget drafted positions the target did not keep."""

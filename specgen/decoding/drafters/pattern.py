@@ -23,8 +23,9 @@ switches it off, and every value then has place 0.
 
 The source's words are indexed once (word -> where it starts), so finding a value costs the same
 at any length of source; the output is read once, a word at a time; the literals learnt are
-bounded by `PATTERNS`. The caller tokenizes the prediction; its tokens are a copy like any
-other, one-hot drafts, so the output stays the target's whatever is predicted.
+bounded by `PATTERNS`. `PatternSource` is the copy source over it (`source.CopySource`): it
+feeds the pattern the output's text as it is accepted and tokenizes its prediction; those tokens
+are a copy like any other, one-hot drafts, so the output stays the target's whatever is predicted.
 """
 
 from __future__ import annotations
@@ -34,10 +35,16 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from specgen.decoding.drafters.base import Source, Vocabulary
+from specgen.decoding.drafters.source import Offer
+from specgen.decoding.drafters.suffix import Branch
+from specgen.decoding.tokens import Utf8Stream, common_prefix
+
 LITERAL_MAX = 120  # characters of a literal the pattern keeps
 GAP_MAX = 80  # characters of a source gap
 PATTERNS = 512  # (context, gap) -> literal entries kept per request
 PLACE_MAX = 16  # a value's place in its line is counted up to this
+PREDICTED_CHARS = 256  # characters of text a pattern offer predicts
 _REACH = 400  # how far ahead in the source a gap is looked for
 _TRIES = 16  # occurrences of a partial word looked at before giving up on it
 _WINDOW = 4096  # how far past the cursor a value being written is looked for
@@ -278,3 +285,53 @@ def _agreement(output: str, start: int, source: str, source_start: int, known: i
 
 def _wordy(char: str) -> bool:
     return char.isalnum() or char == "_"
+
+
+class PatternSource:
+    """A copy source read from the output's record pattern: this request's `RecordPattern` over the
+    prompt's text, fed the output's text as it is accepted, and its run, how many tokens the
+    output has followed its offers for in a row (the match its offers are priced by, like a copy's)."""
+
+    name = Source.PATTERN
+    leads = False
+
+    def __init__(self, vocabulary: Vocabulary):
+        self.vocabulary = vocabulary
+        self.prepare([])
+
+    def prepare(self, prefix: list[int]) -> None:
+        """A request starts after `prefix` (the prompt but its last token): its text is the source."""
+        self.stream, self.read = Utf8Stream(), len(prefix)
+        self.pattern = RecordPattern(self._text(prefix))
+        self.run = 0
+        self._last: tuple[int, list[int]] = (0, [])  # where the last offer was made, its tokens
+
+    def _text(self, tokens: list[int]) -> str:
+        return self.stream.feed(b"".join(self.vocabulary.piece(t) for t in tokens))
+
+    def offer(self, history: list[int], last: int, k: int) -> Offer:
+        """What the pattern predicts after history + [last] (the prompt, then the accepted output)."""
+        tokens = [*history, last]
+        if len(tokens) < self.read:
+            return Offer([])
+        self._score(tokens)
+        self.pattern.extend(self._text(tokens[self.read :]))
+        self.read = len(tokens)
+        text = self.pattern.predict(PREDICTED_CHARS) if not self.stream.pending else ""
+        predicted = self.vocabulary.tokenize(text)[:k] if text else []
+        self._last = (len(tokens), predicted)
+        if not predicted:
+            return Offer([])
+        # no place in a source: priced by the run
+        return Offer(predicted, Branch(-1, -1, max(self.run, 1)), source=self.name)
+
+    def _score(self, tokens: list[int]) -> None:
+        """The run grows by what the output followed of the last offer, and ends where it did not."""
+        at, predicted = self._last
+        if not predicted:  # no offer, no evidence
+            return
+        emitted = tokens[at:]
+        if common_prefix(emitted, predicted) < min(len(emitted), len(predicted)):
+            self.run = 0
+        else:
+            self.run += len(emitted)

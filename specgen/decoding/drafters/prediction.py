@@ -27,15 +27,26 @@ appear in the completion, in order (the length of a longest common subsequence).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-from specgen.decoding.drafters.base import COPIED_PREDICTION, Draft, Drafter, Gate, copied
-from specgen.decoding.drafters.lookup import Offer
+from specgen.decoding.drafters.base import Draft, Drafter, Gate, Source, copied
 from specgen.decoding.drafters.rewrites import SPAN_MAX, Rewrites, Rewritten
+from specgen.decoding.drafters.source import Offer
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.sampling import SamplingParams
 from specgen.decoding.tokens import common_prefix
+
+
+class Drafted(Protocol):
+    """What drafting from a source did over a reply (`events.SourceCount`): tokens drafted, kept."""
+
+    @property
+    def drafted(self) -> int: ...
+
+    @property
+    def kept(self) -> int: ...
 
 CONFIRM = 3  # tokens the output follows a re-found place for before it is the new anchor
 BACK = 16  # how far before the anchor a re-found place may start
@@ -58,7 +69,7 @@ class PredictionReport:
     prediction_kept: int = 0
     prediction_breaks: tuple[int, ...] = ()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"prediction_tokens": self.prediction_tokens,
                 "accepted_prediction_tokens": self.accepted_prediction_tokens,
                 "rejected_prediction_tokens": self.rejected_prediction_tokens,
@@ -68,17 +79,26 @@ class PredictionReport:
 
 class Prediction:
     """The prediction's tokens, where the output stands in it, and the rewrites learnt from the
-    output's departures. `prepare` starts a reply; `offer` reads the output so far and proposes."""
+    output's departures: a copy source (`source.CopySource`), first among equals, since the
+    output is expected to follow it. `prepare` starts a reply; `offer` reads the output so far
+    and proposes."""
+
+    name = Source.PREDICTION
+    leads = True
 
     def __init__(self, tokens: list[int]):
         self.tokens = list(tokens)
         self.index = SuffixIndex(self.tokens)  # for long jumps (and the copier, as one more source)
-        self.prepare(0)
+        self.begin(0)
 
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def prepare(self, start: int) -> None:
+    def prepare(self, prefix: list[int]) -> None:
+        """A reply starts after `prefix` (the prompt but its last token)."""
+        self.begin(len(prefix) + 1)
+
+    def begin(self, start: int) -> None:
         """A reply starts: its output begins at position `start` of the sequences `offer` is given."""
         self.start = start
         self.written = SuffixIndex()  # the output so far
@@ -99,9 +119,10 @@ class Prediction:
         self._read(history, last)
         if self.cursor is None:
             self._resync()
-        if self.cursor is None:
+        cursor = self.cursor
+        if cursor is None:
             return Offer([])
-        stream = self._stream(k)
+        stream = self._stream(cursor, k)
         if stream.tokens[: self.skip] != self.written.tokens[len(self.written) - self.skip :].tolist():
             self._depart()  # the rewrite it was inside no longer applies
             return Offer([])
@@ -109,31 +130,31 @@ class Prediction:
         if not tokens:
             return Offer([])
         rewrites = tuple(max(start - self.skip, 0) for start, end, _ in stream.replaced if end > self.skip)
-        branch = Branch(-1, self.cursor, max(self.run, 1), anchored=self.run < ANCHORED_BELOW)
-        return Offer(tokens, branch, rewrites)
+        branch = Branch(-1, cursor, max(self.run, 1), anchored=self.run < ANCHORED_BELOW)
+        return Offer(tokens, branch, rewrites, source=self.name)
 
     def _read(self, history: list[int], last: int) -> None:
         """Take in the output tokens written since the last call (all of them after a rewind)."""
         end = len(history) + 1
         if end < self.start + len(self.written):
-            self.prepare(self.start)
+            self.begin(self.start)
         begin = self.start + len(self.written)
         new = [history[i] if i < len(history) else last for i in range(begin, end)]
         if new:
             self._advance(new)
 
-    def _stream(self, count: int) -> Rewritten:
+    def _stream(self, cursor: int, count: int) -> Rewritten:
         """The prediction from the cursor with the rewrites applied: what the output is expected
         to write next (its first `skip` tokens already written), `count` tokens beyond those."""
-        raw = self.tokens[self.cursor : self.cursor + count + self.skip + SPAN_MAX]
-        return self.rewrites.apply(raw, self.cursor, count + self.skip)
+        raw = self.tokens[cursor : cursor + count + self.skip + SPAN_MAX]
+        return self.rewrites.apply(raw, cursor, count + self.skip)
 
     def _advance(self, new: list[int]) -> None:
         """Follow the cursor through `new`; where the output departs, the cursor is lost."""
         if self.cursor is None:
             self.written.extend(new)
             return
-        stream = self._stream(len(new))
+        stream = self._stream(self.cursor, len(new))
         followed = common_prefix(new, stream.tokens[self.skip :])
         through = self.skip + followed  # tokens of the stream written now
         departed = followed < len(new)
@@ -144,9 +165,10 @@ class Prediction:
                 self.rewrites.score(old, False)
         self.written.extend(new[:followed])
         self.run += followed
-        self.cursor, self.skip = _place(stream, through)
+        cursor, self.skip = _place(stream, through)
+        self.cursor = cursor
         if self.placed or self.run >= CONFIRM:
-            self._confirm()
+            self._confirm(cursor)
         if departed:
             self._depart()
             self.written.extend(new[followed:])
@@ -172,9 +194,9 @@ class Prediction:
         self.cursor, self.skip, self.run = position, 0, match
         self._rejoined = (position - match, len(self.written) - match)
         if match >= CONFIRM:
-            self._confirm()
+            self._confirm(position)
 
-    def _confirm(self) -> None:
+    def _confirm(self, cursor: int) -> None:
         """The cursor is a confirmed place now, the new anchor. Where the output rejoined the
         prediction a few tokens after it left, the span it skipped and what it wrote instead,
         both short, become a rule."""
@@ -187,7 +209,7 @@ class Prediction:
                 self.rewrites.learn(tuple(old), tuple(new), self.written.tokens.tolist())
             self._rejoined = None
         self.placed = True
-        self.anchor, self.left = self.cursor, len(self.written) - self.skip
+        self.anchor, self.left = cursor, len(self.written) - self.skip
 
     def _near(self) -> tuple[int, int] | None:
         last = self.written.tokens[-1]
@@ -217,10 +239,10 @@ class Prediction:
 def _place(stream: Rewritten, through: int) -> tuple[int, int]:
     """The prediction position after `through` tokens of `stream`, and how many tokens of a
     rewrite's new span there were written (the cursor stays at that rewrite's start)."""
-    for start, end, _ in stream.replaced:
-        if start < through < end:
-            return stream.source_after(start), through - start
-    return stream.source_after(through), 0
+    inside = next((start for start, end, _ in stream.replaced if start < through < end), through)
+    position = stream.source_after(inside)
+    assert position is not None  # a rewrite's start, or a place outside every rewrite
+    return position, through - inside
 
 
 def accepted_tokens(prediction: list[int], completion: list[int]) -> int:
@@ -240,7 +262,7 @@ def accepted_tokens(prediction: list[int], completion: list[int]) -> int:
     return len(prediction) - bin(row).count("1")
 
 
-def report(prediction: Prediction, completion: list[int], drafted=None) -> PredictionReport:
+def report(prediction: Prediction, completion: list[int], drafted: Drafted | None = None) -> PredictionReport:
     """The prediction's fate in a reply of `completion` tokens; `drafted`: what the rounds that
     drafted from it proposed and the target kept (the Summary's `by_source["prediction"]`)."""
     accepted = accepted_tokens(prediction.tokens, completion)
@@ -258,7 +280,7 @@ class PredictionDrafter(Drafter):
         self.name = f"{fallback.name} + prediction" if fallback is not None else "prediction"
 
     def prepare(self, prefix: list[int]) -> None:
-        self.prediction.prepare(len(prefix) + 1)
+        self.prediction.prepare(prefix)
         if self.fallback is not None:
             self.fallback.prepare(prefix)
 
@@ -266,11 +288,11 @@ class PredictionDrafter(Drafter):
                 draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
         offer = self.prediction.offer(history, last, k)
         if offer.tokens or self.fallback is None:
-            return copied(offer.tokens[:k], params, len(offer.rewrites), COPIED_PREDICTION)
+            return copied(offer.tokens[:k], params, len(offer.rewrites), Source.PREDICTION)
         return self.fallback.propose(history, last, k, params, draws, keep)
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:
-        if self.fallback is not None and draft.copied_from != COPIED_PREDICTION:
+        if self.fallback is not None and draft.source != Source.PREDICTION:
             self.fallback.observe(draft, emitted, seconds, looked)
 
     def rollback(self, history: list[int]) -> None:

@@ -14,6 +14,7 @@ stay one-hot drafts, so exactness does not depend on a rule being right. Pure Py
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 SPAN_MAX = 8  # longest old or new span a rule holds
@@ -60,7 +61,7 @@ class Rewrites:
         self.rules: dict[tuple[int, ...], Rule] = {}
         self._longest: dict[int, int] = {}  # first token of an old span -> longest such span
 
-    def learn(self, old: tuple[int, ...], new: tuple[int, ...], output: list[int]) -> None:
+    def learn(self, old: tuple[int, ...], new: tuple[int, ...], output: Sequence[int]) -> None:
         """The output wrote `new` where its source had `old`: a rule for each part that differs
         (what the two share, a key between changed quotes, say, stays out of the rules)."""
         if len(old) > SPAN_MAX or len(new) > SPAN_MAX:
@@ -73,7 +74,7 @@ class Rewrites:
                     end, new_end = end + 1, new_end + 1
             self._learn(old[i:end], new[j:new_end], output)
 
-    def _learn(self, old: tuple[int, ...], new: tuple[int, ...], output: list[int]) -> None:
+    def _learn(self, old: tuple[int, ...], new: tuple[int, ...], output: Sequence[int]) -> None:
         """A rule old -> new; each place where `output` (the output so far) kept `old` as it was
         counts as a miss (not one inside a place where it wrote `new`, which may hold `old`:
         an insertion before a token)."""

@@ -21,10 +21,11 @@ are offered. Pure Python.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from specgen.decoding.drafters.base import Vocabulary
-from specgen.decoding.drafters.lookup import Offer
+from specgen.decoding.drafters.base import Source, Vocabulary
+from specgen.decoding.drafters.source import Offer
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.tokens import Utf8Stream, token_at
 
@@ -121,14 +122,24 @@ class JsonShape:
 
 
 class StructureSource:
-    """A copy source aligned by the reply's JSON skeleton: fed the reply's tokens as they are
-    accepted, it offers what followed the longest earlier match of the skeleton's end."""
+    """A copy source aligned by the reply's JSON skeleton (`source.CopySource`): fed the reply's
+    tokens as they are accepted, it offers what followed the longest earlier match of the
+    skeleton's end."""
 
-    def __init__(self, vocabulary: Vocabulary, start: int, example: list[int] = ()):
-        """`start`: where the reply begins in the histories `offer` is given; `example`: the
-        tokens of a document of the reply's shape (`grammar.schema_example`), whose keys and
-        punctuation are offered until the reply has records of its own to align with."""
+    name = Source.STRUCTURE
+    leads = False
+
+    def __init__(self, vocabulary: Vocabulary, start: int = 0, example: Sequence[int] = ()):
+        """`start`: where the reply begins in the histories `offer` is given (`prepare` sets it
+        for each request); `example`: the tokens of a document of the reply's shape
+        (`grammar.schema_example`), whose keys and punctuation are offered until the reply has
+        records of its own to align with."""
         self.vocabulary, self.start, self.example = vocabulary, start, list(example)
+        self._reset()
+
+    def prepare(self, prefix: list[int]) -> None:
+        """A reply starts after `prefix` (the prompt but its last token)."""
+        self.start = len(prefix) + 1
         self._reset()
 
     def _reset(self) -> None:
@@ -162,7 +173,7 @@ class StructureSource:
         if not copy:
             return Offer([])
         return Offer(copy, Branch(0, at, branch.match, agreeing=branch.agreeing, occurrences=branch.occurrences),
-                     roles=tuple(self.roles[at: at + len(copy)]))
+                     roles=tuple(self.roles[at: at + len(copy)]), source=self.name)
 
     def _copyable(self, at: int) -> int:
         """Where a copy from `at` must end: the reply's end, or in the example, before its

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 LEVELS = (1, 2, 4, 8, 16, 32)  # key lengths with a hash chain
@@ -51,12 +52,12 @@ class Branch:
 class SuffixIndex:
     """A token sequence with hash chains over its n-token keys; grows, truncates, answers queries."""
 
-    def __init__(self, tokens=()):
+    def __init__(self, tokens: Iterable[int] = ()):
         self.tokens = array("i")
         self._hashes = array("q", [0])  # prefix hashes: _hashes[i] covers tokens[:i]
         self._prev = [array("i") for _ in LEVELS]
         self._mask = 0
-        self._heads: list[array] = []
+        self._heads: list[array[int]] = []
         self._resize(1024)
         self.extend(tokens)
 
@@ -68,8 +69,8 @@ class SuffixIndex:
         arrays = [self.tokens, self._hashes, *self._prev, *self._heads]
         return sum(a.itemsize * len(a) for a in arrays)
 
-    def extend(self, tokens) -> None:
-        tokens = list(tokens)
+    def extend(self, new: Iterable[int]) -> None:
+        tokens = list(new)
         if 2 * (len(self.tokens) + len(tokens)) > self._mask + 1:
             self._resize(2 * (len(self.tokens) + len(tokens)))
         for token in tokens:
@@ -188,9 +189,9 @@ class LookupMemory:
         self.outputs: list[list[int]] = []
         self.index = SuffixIndex()
 
-    def add(self, tokens) -> None:
+    def add(self, output: Iterable[int]) -> None:
         """Remember one finished output (its last max_tokens - 1 tokens at most)."""
-        tokens = [t for t in tokens if t >= 0][-(self.max_tokens - 1) :]
+        tokens = [t for t in output if t >= 0][-(self.max_tokens - 1) :]
         if not tokens:
             return
         self.outputs.append(tokens)
