@@ -163,9 +163,9 @@ def simulate(profile: Profile, rounds: list[Realized], k_max: int = 8, skip: int
 def _model_round(policy: Policy, k: int, real: Realized):
     """Draft up to k tokens, as far as the policy's gate lets them through; the target keeps
     them as the realized round says."""
-    drafted, dropped = k, None
+    drafted, dropped, keep = k, None, policy.gate()
     for position in range(k):
-        if not policy.keep(position, real.chances[position]):
+        if not keep(position, real.chances[position]):
             drafted, dropped = position, (real.chances[position], real.keeps[position])
             break
     accepted = min(real.model_run, drafted)

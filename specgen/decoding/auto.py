@@ -198,7 +198,7 @@ class AutoDrafter(Drafter):
             return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
                           self._copied_from(offer, source))
         if choice.source == MODEL:
-            return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
+            return self.model.propose(history, last, choice.k, params, draws, self.policy.gate())
         return NO_DRAFT
 
     def _offers(self, history: list[int], last: int) -> tuple[tuple[Offer, str], tuple[Offer, str] | None]:

@@ -117,20 +117,17 @@ def test_unseen_positions_follow_the_pooled_rate_not_a_fixed_prior():
 
 
 def test_the_gate_drops_unsure_tokens_only_where_verify_is_steep():
-    steep = Policy(StepCosts({1: 1.0, 2: 1.8, 3: 2.6, 4: 3.4}, {1: 0.05}), 3)
-    steep.choose(3, 0, 0)
-    assert steep.keep(0, 0.95) and not steep.keep(1, 0.05)
-    flat = Policy(FLAT, 3)
-    flat.choose(3, 0, 0)
-    assert flat.keep(0, 0.95) and flat.keep(1, 0.3)
+    steep = Policy(StepCosts({1: 1.0, 2: 1.8, 3: 2.6, 4: 3.4}, {1: 0.05}), 3).gate()
+    assert steep(0, 0.95) and not steep(1, 0.05)
+    flat = Policy(FLAT, 3).gate()
+    assert flat(0, 0.95) and flat(1, 0.3)
 
 
 def test_the_gate_learns_from_the_tokens_it_refused():
     policy = Policy(StepCosts({1: 1.0, 2: 1.8, 3: 2.6}, {1: 0.05}), 2)
     for _ in range(80):  # a refused 0.35-confidence token that the target then emitted anyway
         policy.observe(Outcome(Choice(MODEL, 2), 1, 1, (0.9,), dropped=(0.35, True)))
-    policy.choose(2, 0, 0)
-    assert policy.keep(0, 0.35)
+    assert policy.gate()(0, 0.35)
 
 
 def test_a_slow_round_moves_the_time_factor_only_a_little():
@@ -411,7 +408,11 @@ def test_a_copy_only_the_loss_bound_held_back_keeps_the_reply_weighing():
     offer = tuple(range(100, 108))
     strong = CopyEvidence(40, False, AGREE, TEXT)  # a 40-token match the source agrees on: it would pay
     policy.saved, policy.plain = 0.0, 0.0  # nothing saved, no plain time: no copy's loss can be borne yet
-    assert policy.choose(8, len(offer), 0, strong, offer) == Choice(PLAIN)
+    held = policy.choose(8, len(offer), 0, strong, offer)
+    assert held == Choice(PLAIN) and held.held_back
+    assert not policy.held_back, "choosing is a query: the policy learns what a round showed in observe"
+    policy.observe(Outcome(held, 0, 0, seconds=FAST.verify_cost(1), looked=LOOK))
     assert policy.held_back and policy.worth_looking()
-    policy.choose(8, 0, 0)  # nothing on offer
+    nothing = policy.choose(8, 0, 0)  # nothing on offer
+    policy.observe(Outcome(nothing, 0, 0, seconds=FAST.verify_cost(1), looked=LOOK))
     assert not policy.held_back and not policy.worth_looking()
