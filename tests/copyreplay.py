@@ -51,7 +51,7 @@ from specgen.decoding.drafters.base import PLAIN, Vocabulary
 from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Policy
+from specgen.decoding.policy import LOOKUP_MAX, RISK, Choice, Policy
 from specgen.decoding.tokens import common_prefix
 
 OUTPUTS = Path(__file__).parent / "data" / "greedy-outputs.json"
@@ -344,7 +344,8 @@ def geometric_mean(values: list[float]) -> float:
 def main() -> None:
     """Arguments: recorded-output files; `--vocab FILE.gguf` puts record patterns in play;
     `--predict KIND` replays each output with and without a prediction of that kind; `--oracle`
-    sets each beside its price in hindsight; `--curve NAME[,NAME...]` (`CURVES`' names, `cached`)."""
+    sets each beside its price in hindsight; `--curve NAME[,NAME...]` (`CURVES`' names, `cached`);
+    `--risk SHARE` (with `--oracle`): the loss budget's share of plain time (`inf`: no budget)."""
     args = sys.argv[1:]
     vocabulary, predict, names = None, None, list(CURVES)
     oracle = "--oracle" in args
@@ -361,11 +362,20 @@ def main() -> None:
         at = args.index("--curve")
         names = args[at + 1].split(",")
         del args[at : at + 2]
+    risk = RISK
+    if "--risk" in args:
+        at = args.index("--risk")
+        risk = float(args[at + 1])
+        del args[at : at + 2]
     curves = select_curves(names)
+
+    def bounded(costs: StepCosts) -> Policy:
+        return Policy(costs, 8, timed=False, risk=risk)
+
     for outputs in [Path(name) for name in args] or [OUTPUTS]:
         for curve, costs in curves.items():
             if oracle:
-                print_hindsight(curve, costs, outputs, vocabulary)
+                print_hindsight(curve, costs, outputs, vocabulary, bounded)
             elif predict is None:
                 print_replays(curve, replay_all(costs, outputs, vocabulary))
             else:
@@ -394,13 +404,16 @@ def gain_share(auto: float, best: float) -> float:
     return (auto - 1.0) / (best - 1.0) if best > 1.0 else 1.0
 
 
-def print_hindsight(curve: str, costs: StepCosts, outputs: Path, vocabulary: Vocabulary | None) -> None:
-    """Each output replayed by auto, beside the drafter that knows in hindsight what its offers keep."""
+def print_hindsight(curve: str, costs: StepCosts, outputs: Path, vocabulary: Vocabulary | None,
+                    policy: Callable[[StepCosts], Policy] = default_policy) -> None:
+    """Each output replayed by auto (`policy` makes its policy), beside the drafter that knows in
+    hindsight what its offers keep."""
     recorded = json.loads(outputs.read_text())["outputs"]
     kinds: dict[str, list[tuple[float, float]]] = {}
     for name, r in recorded.items():
         quoted, example = r.get("quoted", False), r.get("example", "")
-        auto = replay(name, r["kind"], r["prompt"], r["output"], costs, vocabulary, quoted=quoted, example=example)
+        auto = replay(name, r["kind"], r["prompt"], r["output"], costs, vocabulary, quoted=quoted, example=example,
+                      policy=policy)
         best = hindsight(r["prompt"], r["output"], costs, vocabulary, quoted, example, auto.offers)
         kinds.setdefault(r["kind"], []).append((auto.speedup, best))
         print(f"{curve:12s} {name:22s} auto {auto.speedup:5.2f}x  hindsight {best:5.2f}x  "

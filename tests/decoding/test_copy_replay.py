@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 from copyreplay import (
@@ -210,3 +213,18 @@ def test_cached_step_costs_are_curves_to_replay_on(tmp_path):
     assert list(curves) == ["cached:abcdef01"]
     costs = curves["cached:abcdef01"]
     assert costs.verify == {1: 0.02, 4: 0.03, 64: 0.09} and costs.switch == 0.004
+
+
+def test_the_replay_command_prices_on_the_curve_named_and_names_an_unknown_one():
+    script = OUTPUTS.parent.parent / "copyreplay.py"
+    env = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
+    done = subprocess.run([sys.executable, str(script), "--oracle", "--curve", "h100", "--risk", "inf", str(REFORMATS)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert all(line.startswith("h100 ") for line in lines) and "ceiling 17.25x" in lines[-1]
+    assert sum(" share " in line for line in lines) == 4 + 1  # four outputs, one kind
+    wrong = subprocess.run([sys.executable, str(script), "--curve", "h200", str(REFORMATS)],
+                           capture_output=True, text=True, env=env, timeout=600)
+    assert wrong.returncode != 0 and wrong.stderr.strip().splitlines() == [
+        "unknown curve 'h200': use one of " + ", ".join(CURVES) + " or cached"]

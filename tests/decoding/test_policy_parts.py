@@ -145,3 +145,21 @@ def state(policy: Policy) -> bytes:
     copied.costs._memo.clear()
     copied.model._rates.clear()
     return pickle.dumps(copied.__dict__)
+
+
+def test_a_plain_pass_after_a_copy_charges_its_switch_to_what_copies_saved():
+    """Passes of 1 and 4 tokens cost 1.0 and 1.6, another size than the last 0.5 more. A copy of
+    3 kept whole after a plain pass makes 4 tokens for 1.6 + 0.5 (1.9 saved against four plain
+    passes); the plain pass after it switches back and costs 0.5 more than plain decoding would
+    have (1.4 saved in all), weighed or not."""
+    costs = StepCosts({1: 1.0, 4: 1.6}, {}, switch=0.5)
+    for weighed in (True, False):
+        policy = Policy(costs, 8, timed=False)
+        policy.prefilled()
+        policy.observe(Outcome(Choice(PLAIN), 0, 0))  # after the prefill: a switch too
+        assert policy.saved == pytest.approx(-0.5)
+        policy.observe(Outcome(Choice(LOOKUP, 3), 3, 3))
+        assert policy.saved == pytest.approx(-0.5 + 4.0 - 2.1)
+        after = Outcome(Choice(PLAIN), 0, 0)
+        policy.observe(after) if weighed else policy.decoded_plainly(after)
+        assert policy.saved == pytest.approx(-0.5 + 1.9 - 0.5)
