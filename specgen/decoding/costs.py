@@ -28,8 +28,8 @@ class StepCosts:
     draft: dict[int, float]
     # seconds a target pass costs more when its batch size differs from the pass before it's:
     # llama.cpp builds its compute graph again, and on CUDA replays a captured graph only after two
-    # passes of one shape (an H100 with a 1.5B target: 1.1 ms on a 2.2 ms pass); `verify` holds
-    # the costs of passes that repeat the size before them
+    # passes of one shape (benchmarks/results/2026-11-27-h100-4); `verify` holds the costs of
+    # passes that repeat the size before them
     switch: float = 0.0
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
