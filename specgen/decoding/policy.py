@@ -3,8 +3,8 @@
 Every option is priced the same way: the tokens it yields on average (`kept`: one, plus the
 chance that each prefix of its draft is kept) over the seconds it will take (`costs.RoundCosts`:
 the measured step costs, the switch cost where the target's pass changes size, a time factor
-learnt from the wall time such rounds took). The option with the most tokens per second wins;
-plain decoding is the offer of length 0.
+learnt from the wall time such rounds took; and the Python time a weighed round takes, measured).
+The option with the most tokens per second wins; plain decoding is the offer of length 0.
 
 Where each estimate comes from:
 - a copy: its source's record in this reply (`copy_rates`), which gives the chance that each
@@ -170,7 +170,14 @@ class Policy:
     def speed(self, choice: Choice, lag: int = 0, optimistic: bool = False) -> float:
         """Expected tokens per second of a round of plain decoding or the draft model."""
         tokens = expected_tokens(self.model.rates(optimistic), choice.k) if choice.source == MODEL else 1.0
-        return tokens / self.rounds.seconds(choice.source, choice.k, lag)
+        return tokens / (self.rounds.seconds(choice.source, choice.k, lag) + self.python_time())
+
+    def python_time(self) -> float:
+        """Measured seconds a weighed round spends in Python (finding offers, pricing them,
+        learning from the round), on average this reply: every option of a round pays it, so it
+        favours the options that make more tokens a round. 0 in a seeded run, which decides
+        from no timing."""
+        return self.look.looked / self.look.weighed if self.timed and self.look.weighed else 0.0
 
     def copy_reach(self, evidence: CopyEvidence | None, offer: tuple[int, ...]) -> list[float]:
         """The chance that at least j tokens of a copy offer are kept, j = 1..len(offer)."""
@@ -189,7 +196,8 @@ class Policy:
     def _priced_copy(self, reach: list[float]) -> tuple[Choice | None, float]:
         """`best_copy`, and its expected tokens per second (0 where there is none)."""
         best, best_speed, tokens, held_back = None, 0.0, 1.0, False
-        one, plain = self.costs.verify_cost(1), 1.0 / self.rounds.seconds(PLAIN, 0)
+        python = self.python_time()
+        one, plain = self.costs.verify_cost(1), 1.0 / (self.rounds.seconds(PLAIN, 0) + python)
         switch = self.costs.switch
         for k, chance in enumerate(reach, start=1):
             if chance < _NEGLIGIBLE:
@@ -197,7 +205,7 @@ class Policy:
             tokens += chance
             verify = self.pass_cost(k + 1)
             # a copy that breaks sends the next pass to another size; one kept whole may repeat its size
-            speed = tokens / ((verify + (1.0 - chance) * switch) * self.rounds.factor_of(LOOKUP, k))
+            speed = tokens / ((verify + (1.0 - chance) * switch) * self.rounds.factor_of(LOOKUP, k) + python)
             if not self.loss.bears(verify + switch - one):  # refused at once: one token for the pass and the way back
                 held_back = held_back or speed > plain
                 continue
