@@ -1,9 +1,10 @@
 """How many tokens of a draft a round keeps: the distribution the auto policy decides from.
 
 A round that drafts k tokens keeps the first j of them (0 <= j <= k) and the target adds one
-of its own. Everything the policy weighs follows from the chances `reach[j-1]` that at least j
-are kept: the tokens a round yields on average, 1 + sum of reach[:k] (Leviathan et al. 2023),
-and the chance of each outcome, reach[j-1] - reach[j], which prices what a round may lose.
+of its own. What the policy weighs follows from the chances `reach[j-1]` that at least j are
+kept: the tokens a round yields on average, 1 + sum of reach[:k] (Leviathan et al. 2023), and
+the chance that a copy of k tokens breaks, 1 - reach[k-1], which sends the next pass to another
+size.
 
 The draft model's keep rates are learnt by draft position (`Acceptance`); a copy's reach comes
 from its source's record (`copy_rates`). Pure Python.
@@ -30,12 +31,6 @@ def reach_of(rates: list[float]) -> list[float]:
 def expected_tokens(rates: list[float], k: int) -> float:
     """Tokens a round drafting k yields on average: 1 + sum of the chances to keep each prefix."""
     return 1.0 + sum(reach_of(rates[:k]))
-
-
-def outcomes(reach: list[float], k: int) -> list[float]:
-    """The chance that a round drafting k keeps exactly j of them, j = 0..k."""
-    bounded = [1.0, *reach[:k], 0.0]
-    return [bounded[j] - bounded[j + 1] for j in range(k + 1)]
 
 
 @dataclass

@@ -15,16 +15,14 @@ from specgen.decoding.budgets import FORESEEN_RISK, LossBudget
 from specgen.decoding.copy_rates import AGREE, GROUNDED, LOOSE, TEXT, CopyEvidence, CopyJudgement, CopyRates
 from specgen.decoding.costs import RoundCosts, StepCosts
 from specgen.decoding.drafters.base import LOOKUP, MODEL, PLAIN
-from specgen.decoding.kept import outcomes, reach_of
+from specgen.decoding.kept import expected_tokens, reach_of
 from specgen.decoding.policy import Choice, Outcome, Policy
 
 
-def test_the_chances_of_each_kept_length_follow_from_the_chances_of_each_prefix():
-    reach = reach_of([0.9, 0.5, 0.2])
-    assert reach == pytest.approx([0.9, 0.45, 0.09])
-    assert outcomes(reach, 2) == pytest.approx([0.1, 0.45, 0.45])  # none; the first only; both
-    assert outcomes(reach, 3) == pytest.approx([0.1, 0.45, 0.36, 0.09])
-    assert sum(outcomes(reach, 3)) == pytest.approx(1.0)
+def test_the_chance_of_keeping_each_prefix_and_the_tokens_a_round_yields():
+    assert reach_of([0.9, 0.5, 0.2]) == pytest.approx([0.9, 0.45, 0.09])
+    # drafting 2: one token always, the first with 0.9, both with 0.45
+    assert expected_tokens([0.9, 0.5, 0.2], 2) == pytest.approx(1 + 0.9 + 0.45)
 
 
 def synthetic(rates: CopyRates, rng: random.Random, grounded: bool, rounds: int) -> None:
