@@ -19,6 +19,7 @@ the loss budget held back (it is drafted once the reply can bear its loss). Pure
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet paid for may lose
@@ -40,7 +41,10 @@ class LossBudget:
 
     def bearable(self) -> float:
         """The most predicted seconds a round may lose now: what copies saved, plus `risk` of the
-        reply's plain time (or, while that is less, `FORESEEN_RISK` of the foreseen reply's)."""
+        reply's plain time (or, while that is less, `FORESEEN_RISK` of the foreseen reply's);
+        without limit where `risk` is infinite (no budget), even before the reply has plain time."""
+        if math.isinf(self.risk):
+            return math.inf
         return self.saved + max(self.risk * self.plain, FORESEEN_RISK * self.foreseen)
 
     def bears(self, worst: float) -> bool:

@@ -6,6 +6,7 @@ numbers given, not by the parts' own formulas. Pure Python."""
 from __future__ import annotations
 
 import copy
+import math
 import pickle
 import random
 
@@ -80,6 +81,8 @@ def test_the_loss_budget_bears_what_copies_saved_plus_its_share_of_plain_time():
     assert budget.bears(1.3) and not budget.bears(1.31)
     budget.foreseen = 10.0  # a foreseen reply: its share from the first round, while it is the larger
     assert budget.bearable() == pytest.approx(1.0 + FORESEEN_RISK * 10.0)
+    unbounded = LossBudget(risk=math.inf)  # no budget: any loss, from the first round (no plain time yet)
+    assert unbounded.bears(1e9)
 
 
 def test_the_chooser_takes_the_copy_length_with_the_most_tokens_per_second():
