@@ -150,8 +150,8 @@ ROUNDING = 1e-9  # the sums' floating-point rounding: the only slack the oracle'
 # keeps is worth a lot); drafting nothing at all reaches 0.40 and 0.14 on "copying"
 SHARE = {"cpu": 0.68, "gpu": 0.67}
 # where the oracle is at least DRAFTING_PAYS times as fast as plain decoding, the least share of
-# the gap between plain decoding and the oracle that the policy closes (measured: 0.19 and 0.50
-# on the CPU profile's two such traces, 0.53 to 0.76 on the GPU's); where drafting pays less,
+# the gap between plain decoding and the oracle that the policy closes (measured: 0.22 and 0.50
+# on the CPU profile's two such traces, 0.53 to 0.75 on the GPU's); where drafting pays less,
 # plain decoding is near the oracle, and the policy may fall short of it by at most what it may
 # spend trying the draft model (`_EXPLORE_SHARE`)
 DRAFTING_PAYS = 1.2
