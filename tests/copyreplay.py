@@ -17,10 +17,18 @@ fenced block, the file an edit reprints; needs `--vocab`), "deleted", "inserted"
 output with spans left out, foreign spans put in, or a token renamed: `edited`) or "wrong" (another
 output); the table gives the speedup without and with it.
 
-With `--oracle` each output is also priced in hindsight: at every position, the offer auto's
-sources would make there, and a drafter that knows how much of each offer the output keeps and
-drafts the best length for the curve (a shortest path over positions). How far auto is from
-what its offers allow; and `ceiling`, the curve's own limit where every copy is kept whole.
+With `--oracle` each output is also priced in hindsight (`hindsight`): a drafter that knows how
+much of each offer the output keeps and drafts the best length for the curve (a shortest path
+over positions and pass sizes, switch cost included). Its offers at each position are those
+auto's sources make there when every position starts a round (the loop run with a policy that
+weighs every round and drafts nothing, so the sources learn their rewrites and follow the record
+pattern as they do under auto), together with every offer the replayed policy itself was made.
+So no policy drafting from these sources can beat it on the same text: a bound, and how far auto
+is from what its offers allow; `ceiling` is the curve's own limit where every copy is kept whole.
+
+`--curve NAME[,NAME...]` replays on those curves only: a name in `CURVES`, or `cached`, the verify
+curves `specgen bench` (any front end that calibrates) measured on this machine, read from the
+step-cost cache (`cached_curves`), so anyone can replay on their own machine's curve.
 """
 
 from __future__ import annotations
@@ -31,18 +39,19 @@ import re
 import statistics
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import Vocabulary
+from specgen.decoding.drafters.base import Source, Vocabulary
 from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import LOOKUP_MAX, Policy
+from specgen.decoding.policy import LOOKUP_MAX, RISK, Choice, Policy
 from specgen.decoding.tokens import common_prefix
 
 OUTPUTS = Path(__file__).parent / "data" / "greedy-outputs.json"
@@ -65,7 +74,47 @@ CURVES = {
     # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)
     "epyc": {1: .030, 2: .051, 3: .069, 4: .084, 6: .123, 8: .200, 12: .243, 16: .228, 24: .348, 32: .414,
              48: .549, 64: .750},
+    # an H100 80GB, CUDA build, the 1.5B target's shapes and quantization: each pass after one of its
+    # size, the median of four calibrations (benchmarks/results/2026-11-27-h100-4, *-new-*.json)
+    "h100": {1: .00211, 2: .00228, 3: .0026, 4: .00295, 6: .00327, 8: .0037, 12: .00437, 16: .00467,
+             24: .00507, 32: .00591, 64: .00783},
 }
+# what a pass costs more where the pass before it had another size; on the H100 1- and 4-token
+# passes alternating took 1.09 and 1.16 ms more than in runs of one size (graphs-on.json there);
+# the CPU curves' calibrations read 0-1.5 ms of a 30-75 ms pass there, left out
+SWITCHES = {"h100": 0.0011}
+FLAT = ("gpu-sim", "h100")  # the curves where a longer pass costs little more
+
+
+def costs_of(curve: dict[int, float] | StepCosts) -> StepCosts:
+    """A curve as the policy reads it: a verify table (no switch cost), or step costs as they are."""
+    return curve if isinstance(curve, StepCosts) else StepCosts(dict(curve), {})
+
+
+def named_costs(name: str) -> StepCosts:
+    """The step costs of a curve in `CURVES`, with its switch cost."""
+    return StepCosts(dict(CURVES[name]), {}, SWITCHES.get(name, 0.0))
+
+
+def cached_curves(folder: Path | None = None) -> dict[str, StepCosts]:
+    """The target verify curves cached on this machine (`calibrate.cached_costs`' files, in
+    specgen's cache folder unless `folder`), named `cached:` and the first 8 characters of each
+    file's key; files that are not step costs are left out."""
+    if folder is None:
+        from specgen.storage import cache_dir
+
+        folder = cache_dir() / "step-costs"
+    found = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+            verify = {int(size): float(seconds) for size, seconds in data["verify"].items()}
+            switch = float(data.get("switch", 0.0))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if 1 in verify:
+            found[f"cached:{path.stem[:8]}"] = StepCosts(verify, {}, switch)
+    return found
 
 
 class RecordedTarget:
@@ -78,6 +127,7 @@ class RecordedTarget:
         self.tokens: list[int] = []
         self.n_ctx = len(self.truth) + 64
         self.costs, self.seconds = costs, 0.0
+        self.last = 0  # the size of the last pass (0: the prefill)
 
     def sync(self, tokens: list[int]) -> int:
         self.tokens = list(tokens)
@@ -89,7 +139,8 @@ class RecordedTarget:
     def forward(self, tokens: list[int], all_logits: bool) -> np.ndarray:
         start = len(self.tokens)
         self.tokens.extend(tokens)
-        self.seconds += self.costs.verify_cost(len(tokens))
+        self.seconds += pass_seconds(self.costs, len(tokens), self.last)
+        self.last = len(tokens)
         rows = np.zeros((len(tokens), self.vocabulary), dtype=np.float32)
         for i in range(len(tokens)):  # right while the drafted tokens before row i were right
             rows[i, self.truth[min(start + i + 1, len(self.truth) - 1)]] = 1.0
@@ -102,6 +153,9 @@ class RecordedTarget:
         return b""
 
 
+Offers = dict[int, list[tuple[int, int]]]  # output position -> (tokens offered, tokens the output keeps)
+
+
 @dataclass(frozen=True)
 class Replay:
     name: str
@@ -110,6 +164,7 @@ class Replay:
     rounds: int
     speedup: float
     emitted: list[int]
+    offers: Offers = field(default_factory=dict)  # the copy offers the policy was made, priced or not
 
 
 def compact(prompt: list[int], output: list[int], prediction: list[int] | None = None):
@@ -121,57 +176,113 @@ def compact(prompt: list[int], output: list[int], prediction: list[int] | None =
     return parts if prediction is None else (*parts, renumber[len(prompt) + len(output):])
 
 
-def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: dict[int, float],
+def pass_seconds(costs: StepCosts, size: int, last: int) -> float:
+    """A pass of `size` tokens after one of `last`: its steady cost, and the switch cost where they differ."""
+    return costs.verify_cost(size) + (costs.switch if size != last else 0.0)
+
+
+def plain_seconds(costs: StepCosts, tokens: int) -> float:
+    """Plain decoding of `tokens` tokens after the prefill: one switch, then passes of one token."""
+    return tokens * costs.verify_cost(1) + costs.switch
+
+
+def default_policy(costs: StepCosts) -> Policy:
+    """auto's policy as a seeded run makes it: deciding from the given costs, never from timings."""
+    return Policy(costs, 8, timed=False)
+
+
+class Weighing(Policy):
+    """Weighs every round and drafts nothing: auto's sources then offer at every position, in the
+    state they reach under a policy (their index, learnt rewrites, the record pattern's run)."""
+
+    def worth_looking(self) -> bool:
+        return True
+
+    def choose(self, room: int, lookup: int, lag: int, evidence=None, offer: tuple[int, ...] = ()) -> Choice:
+        return Choice(Source.PLAIN)
+
+
+def _run(prompt: list[int], output: list[int], costs: StepCosts, policy: Policy, vocabulary: Vocabulary | None,
+         prediction: list[int] | None, quoted: bool, example: str) -> tuple[RecordedTarget, list[Round], Offers]:
+    """The loop over the recorded output with auto under `policy`; the copy offers its policy was
+    made, by output position, each with how many of its tokens the output keeps."""
+    target = RecordedTarget(prompt, output, costs)
+    offers: Offers = {}
+    choose = policy.choose
+
+    def recording(room, lookup, lag, evidence=None, offer=()):
+        at = len(target.tokens) + 1 - len(prompt)  # output tokens known: history and the last token
+        if offer:
+            offers.setdefault(at, []).append((min(len(offer), LOOKUP_MAX), common_prefix(list(offer), output[at:])))
+        return choose(room, lookup, lag, evidence, offer)
+
+    policy.choose = recording  # type: ignore[method-assign]
+    predicted = Prediction(prediction) if prediction is not None else None
+    drafter = AutoDrafter(None, policy, vocabulary=vocabulary, prediction=predicted, quoted=quoted, example=example)
+    config = GenerationConfig(max_tokens=len(output), draft_tokens=8)
+    rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]
+    return target, rounds, offers
+
+
+def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: dict[int, float] | StepCosts,
            vocabulary: Vocabulary | None = None, prediction: list[int] | None = None, quoted: bool = False,
-           example: str = "") -> Replay:
+           example: str = "", policy: Callable[[StepCosts], Policy] = default_policy) -> Replay:
     """`vocabulary`: the recorded tokens' own, for offers by the output's record pattern (the
     ids stay as recorded); without one, patterns are not in play. `prediction`: tokens given
     as the prediction (`--predict`). `quoted`: the output is JSON, so auto copies also from the
     prompt as JSON escapes it (needs `vocabulary`); `example`: the document of its schema's shape
-    that auto is given (`grammar.schema_example`)."""
+    that auto is given (`grammar.schema_example`). `policy`: makes the policy from the costs."""
     if vocabulary is None and prediction is None:
         prompt, output = compact(prompt, output)
     elif vocabulary is None:
         prompt, output, prediction = compact(prompt, output, prediction)
-    costs = StepCosts(curve, {})
-    target = RecordedTarget(prompt, output, costs)
-    predicted = Prediction(prediction) if prediction is not None else None
-    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, prediction=predicted, quoted=quoted,
-                          example=example)
-    config = GenerationConfig(max_tokens=len(output), draft_tokens=8)
-    rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]
+    costs = costs_of(curve)
+    target, rounds, offers = _run(prompt, output, costs, policy(costs), vocabulary, prediction, quoted, example)
     emitted = [t for r in rounds for t in r.tokens]
-    plain = len(output) * costs.verify_cost(1)
-    return Replay(name, kind, len(output), len(rounds), plain / target.seconds, emitted[: len(output)])
+    return Replay(name, kind, len(output), len(rounds), plain_seconds(costs, len(output)) / target.seconds,
+                  emitted[: len(output)], offers)
 
 
-def hindsight(prompt: list[int], output: list[int], curve: dict[int, float], vocabulary: Vocabulary,
-              quoted: bool = False, example: str = "") -> float:
-    """The speedup of a drafter that knows, at every position, how many tokens of auto's offer
-    there the output keeps, and drafts the length that makes the whole output cheapest."""
-    costs = StepCosts(curve, {})
-    drafter = AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary, quoted=quoted, example=example)
-    drafter.prepare(prompt)
-    offered, kept = [], []
-    for i in range(len(output)):
-        history = [*prompt, *output[:i]]
-        offer, _ = drafter._offers(history[:-1], history[-1])
-        offered.append(min(len(offer.tokens), LOOKUP_MAX))
-        kept.append(common_prefix(offer.tokens, output[i:]))
-    n = len(output)
-    cheapest = [0.0] * (n + 1)  # seconds from position i to the end
+def hindsight(prompt: list[int], output: list[int], curve: dict[int, float] | StepCosts,
+              vocabulary: Vocabulary | None = None, quoted: bool = False, example: str = "",
+              seen: Offers | None = None) -> float:
+    """The speedup of a drafter that knows how many tokens of each offer the output keeps and
+    drafts the lengths that make the whole output cheapest. Its offers: those auto's sources make
+    at every position under `Weighing`, and `seen` (a replayed policy's `Replay.offers`)."""
+    if vocabulary is None:
+        prompt, output = compact(prompt, output)
+    costs = costs_of(curve)
+    offers = _run(prompt, output, costs, Weighing(costs, 8, timed=False), vocabulary, None, quoted, example)[2]
+    for at, made in (seen or {}).items():
+        offers.setdefault(at, []).extend(made)
+    return plain_seconds(costs, len(output)) / cheapest(costs, len(output), offers)
+
+
+def cheapest(costs: StepCosts, n: int, offers: Offers) -> float:
+    """The fewest seconds in which passes can emit n tokens, where a pass at position i may draft
+    k tokens of an offer made there (of at least k tokens) and yields those the output keeps plus
+    the target's own: a shortest path over (position, size of the last pass), switch costs
+    included. The pass before the first is the prefill (size 0)."""
+    sizes = LOOKUP_MAX + 2  # pass sizes 0..LOOKUP_MAX + 1
+    later = np.zeros((n + 1, sizes))  # seconds from position i to the end, after a pass of each size
     for i in range(n - 1, -1, -1):
-        cheapest[i] = min(costs.verify_cost(k + 1) + cheapest[min(i + min(k, kept[i]) + 1, n)]
-                          for k in range(offered[i] + 1))
-    return n * costs.verify_cost(1) / cheapest[0]
+        made = offers.get(i, [])
+        longest = max((offered for offered, _ in made), default=0)
+        step = np.full(sizes, np.inf)  # seconds from here by the size of this pass
+        for k in range(longest + 1):  # each offer apart: one that breaks sooner may lead to a better one
+            ends = {min(i + min(k, kept) + 1, n) for offered, kept in made if offered >= k} or {i + 1}
+            step[k + 1] = costs.verify_cost(k + 1) + min(later[end, k + 1] for end in ends)
+        later[i] = np.minimum(step.min() + costs.switch, step)
+    return float(later[0, 0])
 
 
-def ceiling(curve: dict[int, float]) -> float:
+def ceiling(curve: dict[int, float] | StepCosts) -> float:
     """The speedup where every pass verifies a copy kept whole, at the curve's best batch size."""
-    return StepCosts(curve, {}).copy_ceiling(LOOKUP_MAX)[1]
+    return costs_of(curve).copy_ceiling(LOOKUP_MAX)[1]
 
 
-def replay_all(curve: dict[int, float], outputs: Path = OUTPUTS, vocabulary: Vocabulary | None = None) -> list[Replay]:
+def replay_all(curve: dict[int, float] | StepCosts, outputs: Path = OUTPUTS,
+               vocabulary: Vocabulary | None = None) -> list[Replay]:
     recorded = json.loads(outputs.read_text())["outputs"]
     return [replay(name, r["kind"], r["prompt"], r["output"], curve, vocabulary, quoted=r.get("quoted", False),
                    example=r.get("example", "")) for name, r in recorded.items()]
@@ -191,7 +302,8 @@ def edited(output: list[int], kind: str) -> list[int]:
     if kind == "deleted":
         return [t for i, span in enumerate(spans) if i % 5 != 2 for t in span]
     if kind == "inserted":
-        return [t for i, span in enumerate(spans) for t in (*span, *(range(foreign, foreign + SPAN) if i % 5 == 2 else ()))]
+        return [t for i, span in enumerate(spans)
+                for t in (*span, *(range(foreign, foreign + SPAN) if i % 5 == 2 else ()))]
     counts = Counter(output)
     renamed = max((t for t, n in counts.items() if 3 <= n <= 12), key=lambda t: (counts[t], -t), default=None)
     return [x for t in output for x in ((foreign, foreign + 1) if t == renamed else (t,))]
@@ -232,9 +344,10 @@ def geometric_mean(values: list[float]) -> float:
 def main() -> None:
     """Arguments: recorded-output files; `--vocab FILE.gguf` puts record patterns in play;
     `--predict KIND` replays each output with and without a prediction of that kind; `--oracle`
-    (with `--vocab`) sets each beside its price in hindsight."""
+    sets each beside its price in hindsight; `--curve NAME[,NAME...]` (`CURVES`' names, `cached`);
+    `--risk SHARE` (with `--oracle`): the loss budget's share of plain time (`inf`: no budget)."""
     args = sys.argv[1:]
-    vocabulary, predict = None, None
+    vocabulary, predict, names = None, None, list(CURVES)
     oracle = "--oracle" in args
     args = [a for a in args if a != "--oracle"]
     if "--vocab" in args:
@@ -245,35 +358,74 @@ def main() -> None:
         at = args.index("--predict")
         predict = args[at + 1]
         del args[at : at + 2]
-    if oracle and vocabulary is None:
-        sys.exit("--oracle needs --vocab FILE.gguf")
+    if "--curve" in args:
+        at = args.index("--curve")
+        names = args[at + 1].split(",")
+        del args[at : at + 2]
+    risk = RISK
+    if "--risk" in args:
+        at = args.index("--risk")
+        risk = float(args[at + 1])
+        del args[at : at + 2]
+    curves = select_curves(names)
+
+    def bounded(costs: StepCosts) -> Policy:
+        return Policy(costs, 8, timed=False, risk=risk)
+
     for outputs in [Path(name) for name in args] or [OUTPUTS]:
-        for curve, table in CURVES.items():
+        for curve, costs in curves.items():
             if oracle:
-                print_hindsight(curve, table, outputs, vocabulary)
+                print_hindsight(curve, costs, outputs, vocabulary, bounded)
             elif predict is None:
-                print_replays(curve, replay_all(table, outputs, vocabulary))
+                print_replays(curve, replay_all(costs, outputs, vocabulary))
             else:
-                print_predicted(curve, table, outputs, predict, vocabulary)
+                print_predicted(curve, costs, outputs, predict, vocabulary)
 
 
-def print_hindsight(curve: str, table: dict[int, float], outputs: Path, vocabulary: Vocabulary) -> None:
-    """Each output replayed by auto, beside the drafter that knows in hindsight what its offers keep."""
+def select_curves(names: list[str]) -> dict[str, StepCosts]:
+    """The curves named (`cached`: every one in this machine's step-cost cache); exits naming an
+    unknown one, or `cached` where nothing is cached."""
+    out: dict[str, StepCosts] = {}
+    for name in names:
+        if name == "cached":
+            found = cached_curves()
+            if not found:
+                sys.exit("no cached step costs on this machine: run `specgen bench` once to calibrate")
+            out.update(found)
+        elif name in CURVES:
+            out[name] = named_costs(name)
+        else:
+            sys.exit(f"unknown curve {name!r}: use one of {', '.join(CURVES)} or cached")
+    return out
+
+
+def gain_share(auto: float, best: float) -> float:
+    """How much of hindsight's gain over plain decoding auto takes: (auto - 1) / (best - 1)."""
+    return (auto - 1.0) / (best - 1.0) if best > 1.0 else 1.0
+
+
+def print_hindsight(curve: str, costs: StepCosts, outputs: Path, vocabulary: Vocabulary | None,
+                    policy: Callable[[StepCosts], Policy] = default_policy) -> None:
+    """Each output replayed by auto (`policy` makes its policy), beside the drafter that knows in
+    hindsight what its offers keep."""
     recorded = json.loads(outputs.read_text())["outputs"]
     kinds: dict[str, list[tuple[float, float]]] = {}
     for name, r in recorded.items():
         quoted, example = r.get("quoted", False), r.get("example", "")
-        auto = replay(name, r["kind"], r["prompt"], r["output"], table, vocabulary, quoted=quoted, example=example).speedup
-        best = hindsight(r["prompt"], r["output"], table, vocabulary, quoted, example)
-        kinds.setdefault(r["kind"], []).append((auto, best))
-        print(f"{curve:12s} {name:22s} auto {auto:5.2f}x  hindsight {best:5.2f}x  ({len(r['output'])} tokens)")
+        auto = replay(name, r["kind"], r["prompt"], r["output"], costs, vocabulary, quoted=quoted, example=example,
+                      policy=policy)
+        best = hindsight(r["prompt"], r["output"], costs, vocabulary, quoted, example, auto.offers)
+        kinds.setdefault(r["kind"], []).append((auto.speedup, best))
+        print(f"{curve:12s} {name:22s} auto {auto.speedup:5.2f}x  hindsight {best:5.2f}x  "
+              f"share {gain_share(auto.speedup, best):5.2f}  ({len(r['output'])} tokens)")
     for kind, pairs in sorted(kinds.items()):
-        print(f"{curve:12s} {kind:22s} auto {geometric_mean([a for a, _ in pairs]):5.2f}x  "
-              f"hindsight {geometric_mean([b for _, b in pairs]):5.2f}x  (geometric means, {len(pairs)} outputs)")
-    print(f"{curve:12s} ceiling {ceiling(table):.2f}x (every copy kept whole, at the curve's best batch size)")
+        auto, best = geometric_mean([a for a, _ in pairs]), geometric_mean([b for _, b in pairs])
+        print(f"{curve:12s} {kind:22s} auto {auto:5.2f}x  hindsight {best:5.2f}x  share {gain_share(auto, best):5.2f}  "
+              f"(geometric means, {len(pairs)} outputs)")
+    print(f"{curve:12s} ceiling {ceiling(costs):.2f}x (every copy kept whole, at the curve's best batch size)")
 
 
-def print_predicted(curve: str, table: dict[int, float], outputs: Path, kind: str, vocabulary: Vocabulary | None) -> None:
+def print_predicted(curve: str, table: StepCosts, outputs: Path, kind: str, vocabulary: Vocabulary | None) -> None:
     """Each output that has a prediction of `kind`, replayed without and with it (the record
     pattern stays out: the prediction is what is measured)."""
     recorded = json.loads(outputs.read_text())["outputs"]

@@ -162,9 +162,9 @@ def simulate(profile: Profile, rounds: list[Realized], k_max: int = 8, skip: int
 def _model_round(policy: Policy, k: int, real: Realized):
     """Draft up to k tokens, as far as the policy's gate lets them through; the target keeps
     them as the realized round says."""
-    drafted, dropped = k, None
+    drafted, dropped, keep = k, None, policy.gate()
     for position in range(k):
-        if not policy.keep(position, real.chances[position]):
+        if not keep(position, real.chances[position]):
             drafted, dropped = position, (real.chances[position], real.keeps[position])
             break
     accepted = min(real.model_run, drafted)
@@ -180,6 +180,12 @@ def round_seconds(costs: StepCosts, source: str, drafted: int, lag: int) -> floa
     if source != Source.MODEL:
         return verify
     return verify + costs.draft_cost(lag + 1) + max(drafted - 1, 0) * costs.draft_cost(1)
+
+
+def never_drafting(profile: Profile, rounds: list[Realized]) -> Run:
+    """Plain decoding over the same rounds: one token a round at the true one-token cost."""
+    seconds = sum(profile.true().verify_cost(1) * real.slowdown for real in rounds)
+    return Run(len(rounds), seconds, {PLAIN: len(rounds), MODEL: 0, LOOKUP: 0})
 
 
 LAG_CAP = 64  # the oracle pays a catch-up of more tokens as if it were this many (a lower bound)

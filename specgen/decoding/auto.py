@@ -160,7 +160,7 @@ class AutoDrafter(Drafter):
             return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
                           offer.source)
         if choice.source == Source.MODEL and self.model is not None:
-            return self.model.propose(history, last, choice.k, params, draws, self.policy.keep)
+            return self.model.propose(history, last, choice.k, params, draws, self.policy.gate())
         return NO_DRAFT
 
     def _offers(self, history: list[int], last: int) -> tuple[Offer, Offer | None]:

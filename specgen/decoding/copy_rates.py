@@ -13,8 +13,13 @@ offer came from, plus the copied tokens before it) along two distinct curves, `G
 copied token judged (a Bayes factor between the two curves, damped because offers overlap,
 and drifting back toward even so that a document that changes character is followed), and a
 count per match-length bin that takes over from the mixture where the text has shown its own
-rates. On top, a token that broke copies before (an identifier an edit renames) is less likely
-to be kept again, and at a short match the source's own statistics count: where every earlier
+rates. The kind is mixed over whole copies, not token by token: a copy either reprints its
+source or does not, so the chance that its first j tokens are kept is the odds-weighted mix of
+each kind's product over those j tokens (`reach`). Mixing each token's rate first and then
+multiplying would treat every token as drawn anew, and a copy whose first dozen tokens were kept
+would still be priced as if its kind were unknown: long copies undervalued where breaks cluster.
+On top, a token that broke copies before (an identifier an edit renames) is less likely to be
+kept again, and at a short match the source's own statistics count: where every earlier
 occurrence of the context went on the same way the copy is likelier to hold, where they went on
 differently it is not (`Agreement`).
 
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 
 from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.structure import Role
+from specgen.decoding.kept import reach_of
 
 # lower edges of the match-length bins; a match re-found near where the last copy left off
 # ("anchored") is told apart while it is shorter than ANCHORED_BELOW
@@ -109,20 +115,38 @@ class CopyRates:
         """The chance that this text is of the kind that reprints its source."""
         return 1.0 / (1.0 + math.exp(-self.log_odds))
 
+    def reach(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
+        """The chance that at least j tokens of `offer` are kept, j = 1..len(offer): each kind's
+        product of its keep rates, mixed by the odds of the kind. A kind's rate at a token is its
+        curve at the token's match bin, scaled by how this text's copies held in that bin against
+        the mixture (`bins`) and by the token's own record; at a short match the first token's
+        odds follow the source's agreement, alike for both kinds (it says whether the match is
+        the place the output copies, not what kind of text it is)."""
+        first, runs = self._runs(evidence, offer)
+        return [first * run for run in runs]
+
     def rates(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
-        """Keep rate of each copied token of `offer`, once all before it were kept."""
+        """Keep rate of each copied token of `offer`, once all before it were kept (from `reach`)."""
+        first, runs = self._runs(evidence, offer)
+        return [first * runs[0], *_conditional(runs)[1:]] if runs else []
+
+    def _runs(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> tuple[float, list[float]]:
+        """The agreement's factor on the first token, and the mixed runs without it."""
         grounded = self.grounded
-        out = []
+        out, held, first = [], {True: 1.0, False: 1.0}, 1.0  # each kind's chance to keep the tokens so far
         for j, token in enumerate(offer):
-            key = _match_bin(evidence.anchored, evidence.match + j)
-            prior = grounded * GROUNDED[key[0]][key[1]] + (1.0 - grounded) * LOOSE[key[0]][key[1]]
-            kept, judged = self.bins.get(key, (0.0, 0.0))
-            rate = (kept + _BIN_PRIOR * prior) / (judged + _BIN_PRIOR)
+            short, index = _match_bin(evidence.anchored, evidence.match + j)
+            curves = {True: GROUNDED[short][index], False: LOOSE[short][index]}
+            prior = grounded * curves[True] + (1.0 - grounded) * curves[False]
+            kept, judged = self.bins.get((short, index), (0.0, 0.0))
+            learnt = (kept + _BIN_PRIOR * prior) / (judged + _BIN_PRIOR) / prior
             kept, judged = self._token(token)
-            out.append(rate * (kept + _TOKEN_PRIOR) / (judged + _TOKEN_PRIOR))
-        if out and evidence.match < AGREEMENT_BELOW:
-            out[0] = _with_odds(out[0], AGREEMENT_ODDS[evidence.agreement])
-        return out
+            own = (kept + _TOKEN_PRIOR) / (judged + _TOKEN_PRIOR)
+            held = {kind: held[kind] * min(rate * learnt, 1.0) * own for kind, rate in curves.items()}
+            out.append(grounded * held[True] + (1.0 - grounded) * held[False])
+        if out and evidence.match < AGREEMENT_BELOW and out[0] > 0.0:
+            first = _with_odds(out[0], AGREEMENT_ODDS[evidence.agreement]) / out[0]
+        return first, out
 
     def learn(self, judgement: CopyJudgement) -> None:
         evidence = judgement.evidence
@@ -165,6 +189,15 @@ class CopyRates:
                 del self.tokens[old]
 
 
+def _conditional(reach: list[float]) -> list[float]:
+    """The chance that each token is kept once all before it were, from the chances of keeping each prefix."""
+    out, before = [], 1.0
+    for now in reach:
+        out.append(now / before if before > 0.0 else 0.0)
+        before = now
+    return out
+
+
 def _with_odds(rate: float, factor: float) -> float:
     """`rate` with its odds multiplied by `factor`."""
     odds = min(rate, 1.0 - 1e-9) / max(1.0 - rate, 1e-9) * factor
@@ -196,10 +229,16 @@ class StructureRates:
         """Keep rate of each copied token of `offer`, once all before it were kept."""
         return [self._rate(role, evidence.match) for role in evidence.roles[: len(offer)]]
 
+    def reach(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
+        """The chance that at least j tokens of `offer` are kept, j = 1..: the product of the rates."""
+        return reach_of(self.rates(evidence, offer))
+
     def learn(self, judgement: CopyJudgement) -> None:
-        roles = judgement.evidence.roles if judgement.evidence is not None else ()
-        for i in range(judgement.start, min(judgement.judged, len(roles))):
-            for cell in self._cells(roles[i], judgement.evidence.match):
+        evidence = judgement.evidence
+        if evidence is None:
+            return
+        for i in range(judgement.start, min(judgement.judged, len(evidence.roles))):
+            for cell in self._cells(evidence.roles[i], evidence.match):
                 cell[0] += i < judgement.kept
                 cell[1] += 1.0
 

@@ -3,13 +3,18 @@
 Whether speculation pays depends on the shape of the target's verify cost over batch size
 (nearly flat on a GPU, close to linear on two CPU cores, with plateaus where the kernels tile)
 and on what a draft step costs next to it. `StepCosts` holds the measured seconds by batch size
-(measured by `specgen.llama.calibrate`) and interpolates between them. Pure Python: no timing
-and no files here.
+(measured by `specgen.llama.calibrate`) and interpolates between them. `RoundCosts` is what the
+auto policy predicts a round to take: the steady cost of its passes, the switch cost where the
+target's pass changes size, and a time factor per choice learnt from the wall time its rounds
+really took (so in-loop slowdowns, rollbacks and catch-ups are charged to the choice that
+caused them). Pure Python: no timing and no files here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from specgen.decoding.drafters.base import Source
 
 
 @dataclass(frozen=True)
@@ -23,10 +28,10 @@ class StepCosts:
     draft: dict[int, float]
     # seconds a target pass costs more when its batch size differs from the pass before it's:
     # llama.cpp builds its compute graph again, and on CUDA replays a captured graph only after two
-    # passes of one shape (an H100 with a 1.5B target: 1.1 ms on a 2.2 ms pass); `verify` holds
-    # the costs of passes that repeat the size before them
+    # passes of one shape (benchmarks/results/2026-11-27-h100-4); `verify` holds the costs of
+    # passes that repeat the size before them
     switch: float = 0.0
-    _memo: dict = field(default_factory=dict, compare=False, repr=False)
+    _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def draft_step(self) -> float | None:
@@ -66,3 +71,60 @@ def _interpolate(table: dict[int, float], n: int) -> float:
     hi = next(s for s in sizes if s > n)
     lo = max(s for s in sizes if s < n)
     return table[lo] + (table[hi] - table[lo]) * (n - lo) / (hi - lo)
+
+
+FACTOR_STEP = 0.15  # weight of one round in a choice's time factor
+FACTOR_CLIP = (0.5, 3.0)  # one round's measured/predicted ratio is clipped to this
+
+
+class RoundCosts:
+    """Predicted seconds of the next round by choice, and what rounds really took.
+
+    A copy's time factor is learnt per verify size too: the calibration keeps the fastest of a
+    few isolated passes, and on a few shared CPU cores a batch pass can take much longer than
+    that while a one-token pass does not, so a copy is priced by what passes of its size took
+    in this reply, or by all copies' factor until one was timed. A seeded run (`timed` False)
+    learns nothing from timings, so it decides the same way every time."""
+
+    def __init__(self, costs: StepCosts, timed: bool = True):
+        self.costs, self.timed = costs, timed
+        self.last_size = 0  # tokens in the target's last pass (0: a prefill): another size pays costs.switch
+        self.factor = {Source.PLAIN: 1.0, Source.MODEL: 1.0, Source.LOOKUP: 1.0}
+        self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else Source.LOOKUP's)
+        self.plain_ratios: list[float] = []  # each timed plain round's measured / predicted seconds
+
+    def pass_cost(self, size: int) -> float:
+        """The target's pass over `size` tokens next: its steady cost, plus the switch cost where
+        the last pass had another size."""
+        return self.costs.verify_cost(size) + (self.costs.switch if size != self.last_size else 0.0)
+
+    def round_cost(self, source: str, k: int, lag: int = 0) -> float:
+        """A round of `source` drafting k, before its time factor: the verify pass, and for the
+        draft model its catch-up over `lag` skipped tokens and a step per further token."""
+        verify = self.pass_cost(k + 1)
+        if source != Source.MODEL:
+            return verify
+        return verify + self.costs.draft_cost(lag + 1) + (k - 1) * self.costs.draft_cost(1)
+
+    def factor_of(self, source: str, k: int) -> float:
+        """The learnt time factor of `source` drafting k: a copy's by its verify size, where timed."""
+        if source == Source.LOOKUP:
+            return self.copy_factor.get(k + 1, self.factor[Source.LOOKUP])
+        return self.factor[source]
+
+    def seconds(self, source: str, k: int, lag: int = 0) -> float:
+        """Predicted seconds of a round: its cost times its learnt factor."""
+        return self.round_cost(source, k, lag) * self.factor_of(source, k)
+
+    def timed_round(self, source: str, drafted: int, seconds: float | None, predicted: float) -> None:
+        """A round of `source` that drafted `drafted` took `seconds` (None: untimed) where
+        `predicted` were expected before its factor: the factors move toward the ratio."""
+        if not self.timed or seconds is None:
+            return
+        if source == Source.PLAIN:
+            self.plain_ratios.append(seconds / predicted)
+        ratio = min(max(seconds / predicted, FACTOR_CLIP[0]), FACTOR_CLIP[1])
+        if source == Source.LOOKUP:
+            size = self.copy_factor.setdefault(drafted + 1, self.factor[Source.LOOKUP])
+            self.copy_factor[drafted + 1] = size + FACTOR_STEP * (ratio - size)
+        self.factor[source] += FACTOR_STEP * (ratio - self.factor[source])

@@ -1,69 +1,38 @@
 """Choose each round between plain decoding, the draft model at some K, and a copy of 0..64 tokens.
 
-The policy predicts each choice's tokens per second and takes the best. Tokens: a round that
-drafts k tokens yields E(k) = 1 + sum_{i<k} prod_{j<=i} a_j (a_j: the chance that draft
-position j is kept once every earlier one was; Leviathan et al. 2023). Seconds: the step costs
-measured by `costs.calibrate` (k draft steps, the draft model's catch-up on tokens it skipped,
-one target pass over k + 1 tokens, plus `costs.switch` where the last pass had another size:
-llama.cpp builds its graph again, and CUDA replays a captured one only after two passes of one
-shape, so on a GPU a pass after one of its size costs far less), times a factor per choice
-learnt from the wall time its rounds really took, so in-loop slowdowns, rollbacks and
-catch-ups are charged to the choice that caused them. A copy's factor is learnt per verify size
-too: the calibration keeps the fastest of a few isolated passes, and on a few shared CPU cores
-a batch pass can take much longer than that while a one-token pass does not (on the 2-vCPU
-EPYC, the median 4-token pass 1.48 times the calibrated time, the one-token pass 0.98 times),
-so a copy is priced by what passes of its size took in this reply, or by all copies' factor
-until one was timed.
-Every estimate forgets at a fixed rate per round, so the policy follows text that changes
-character; a one-off slow round moves a factor only a little.
+Every option is priced the same way: the tokens it yields on average (`kept`: one, plus the
+chance that each prefix of its draft is kept) over the seconds it will take (`costs.RoundCosts`:
+the measured step costs, the switch cost where the target's pass changes size, a time factor
+learnt from the wall time such rounds took; and the Python time a weighed round takes, measured).
+The option with the most tokens per second wins; plain decoding is the offer of length 0.
 
-Prompt lookup is judged every round for free: what it would have proposed is compared with the
-tokens the target then emitted, which has the same expectation as verifying it (a copied token
-x is kept with probability p(x), the chance that the target emits x). The draft model is only
-judged when used, so trying it while another choice looks better is exploration, allowed only
-while its predicted cost stays under 3% of the time spent so far and only when it could win.
+Where each estimate comes from:
+- a copy: its source's record in this reply (`copy_rates`), which gives the chance that each
+  prefix of the offer is kept from the match behind it, how the source's copies held before,
+  the tokens that broke copies and the source's agreement. A copy that breaks sends the next
+  pass to another size, so the chance that it breaks adds that switch cost.
+- the draft model: its keep rate by draft position (`kept.Acceptance`), learnt from the rounds
+  it drafted, and a gate (`gate`) that drops a token whose calibrated confidence would not pay
+  for its extra verify. The model is judged only when used, so trying it while another choice
+  looks better is exploration, allowed while its predicted cost stays under `_EXPLORE_SHARE` of
+  the time spent so far and only when it could win.
+- copy offers are judged every round for free: what each would have proposed is compared with
+  the tokens the target then emitted, which has the same expectation as verifying it.
 
-A copy is priced by its source's `CopyRates` (the chance of each copied token, from the match
-behind it, how the source's other occurrences of the context went on, the kind of text seen so
-far and the tokens that broke copies before), a JSON reply's copy of an earlier record by
-`StructureRates` (from what each copied token held: a key, a value of some key); the k with the most tokens per second over the
-measured verify costs wins, so a long exact match drafts to a batch size the machine verifies
-cheaply, and a weak one drafts nothing.
+Two budgets bound what drafts may cost (`budgets`): a copy is drafted only where its loss, were
+its first token refused, is covered by what this reply's copies saved plus a share of its plain
+time; and drafts are weighed only while the time spent weighing them stays within what they saved.
 
-A reply never bets more than it can lose: a copy of k tokens whose first token the target
-refuses costs one pass over k + 1 tokens for one token, on this machine's curve `verify(k+1) -
-verify(1)` more than plain decoding. Such a copy is drafted only where that loss is covered by
-what copies have already saved in this reply plus `RISK` of the reply's plain-decoding time so
-far. So a reply is never slower than plain decoding by more than `RISK` of its time (in the
-measured costs), however its copies go: a short answer drafts only once its own copies have
-paid, and a text that reprints its source grows its copies as they pay (on a GPU, where a
-longer verify costs almost nothing more, the bound hardly binds). Where the user gave a
-prediction, the reply is foreseen to be about as long as it, and the bound allows `FORESEEN_RISK`
-of that reply's plain time from the start (`foresee`): a good prediction drafts long at once, a
-bad one loses at most that. A reply held to a JSON schema is foreseen the same way, to be about
-as long as the schema's example document (two elements an array, one-character values): the
-first record's keys, which only the example can offer, are copied whole from the start.
-Weighing drafts costs Python time each round (finding copy offers, pricing them, learning from
-the round): about 0.2 ms on a 2-core EPYC or a 16-core Xeon. Against a 60 ms CPU pass that is
-nothing; against a 2 ms GPU pass of a small model it is a tenth of the time, so a reply that
-drafts nothing would come out a tenth slower than plain decoding. So the policy weighs drafts
-only while the time spent weighing them (measured) stays within what drafted rounds have saved
-(predicted) plus `LOOK_SHARE` of the reply's plain-decoding time, after its first `FIRST_LOOKS`
-rounds, in a reply a prediction or a schema foresees, after a round whose drafts were kept
-and after one whose copy only the loss bound held back, which are always weighed (a reply that
-opens by reprinting its source must find its first copy, a foreseen one is expected to copy, and
-a copy grows as it pays); other rounds decode plainly without looking. On a CPU the share
-covers every round; on a fast GPU a reply that finds nothing to draft looks about every tenth
-round after its first 16, and one whose drafts pay looks every round.
-Pure Python: no llama.cpp here, so the decisions are testable on given numbers
-(tests/policysim.py replays cost profiles and acceptance traces through this code).
+Queries (`choose`, `best_copy`, `speed`, `worth_looking`) change nothing; what a round showed
+is learnt in `observe`, which gets back the `Choice` the round made. Pure Python: no llama.cpp
+here (tests/policysim.py replays cost profiles and acceptance traces through this code).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
+from specgen.decoding.budgets import FORESEEN_RISK, RISK, LookBudget, LossBudget
 from specgen.decoding.copy_rates import (
     PREDICTION_ODDS,
     CopyEvidence,
@@ -71,32 +40,35 @@ from specgen.decoding.copy_rates import (
     CopyRates,
     StructureRates,
 )
-from specgen.decoding.costs import StepCosts
+from specgen.decoding.costs import RoundCosts, StepCosts
 from specgen.decoding.drafters.base import Source
+from specgen.decoding.kept import Acceptance, expected_tokens
+
+__all__ = ["FORESEEN_RISK", "K_MAX", "LOOKUP_MAX", "RISK", "Acceptance", "Choice", "ModelGate", "Outcome", "Policy",
+           "expected_tokens"]
 
 K_MAX = 8
 LOOKUP_MAX = 64
 _MODEL_FORGET = 0.96  # per round, of the draft model's keep counts and gate calibration (25 rounds ago: a third)
-_SHRINK = 3.0  # pseudo-observations pulling a thin position toward the pooled rate
 _EXPLORE_SHARE = 0.03  # most of the time spent so far that exploration may take
-_FACTOR_STEP = 0.15  # weight of one round in a choice's time factor
-_FACTOR_CLIP = (0.5, 3.0)  # one round's measured/predicted ratio is clipped to this
 _CONFIDENCE_BINS = 10  # the gate's calibration: bins of the draft's top probability
 _GOOD_PAIR = 0.9  # per-token keep rate of a very well-matched draft model, the bound model_can_pay assumes
-RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet paid for may lose
-FORESEEN_RISK = 0.06  # the most of the plain-decoding time of a foreseen reply (a prediction's, a schema's) copies may lose
-LOOK_SHARE = 0.01  # the most of a reply's plain-decoding time that weighing drafts may take beyond what drafts saved
-FIRST_LOOKS = 16  # rounds a reply always weighs, so that one that opens by reprinting its source finds its first copy
+_NEGLIGIBLE = 1e-3  # a copy's longer prefixes kept with less chance than this add too little to price
 STALE_ROUNDS = 16  # timed one-token passes that may show the calibration was measured on a busy machine
-STALE_RATIO = 0.9  # ... when their median ran under this share of the calibrated one-token cost (after a fresh
-# calibration the median is 1.06-1.16 on the 2-vCPU EPYC: the loop adds the grammar's and the policy's time)
+STALE_RATIO = 0.9  # ... when their median ran under this share of the calibrated one-token cost (the
+# loop adds the grammar's and the policy's time to a pass, so a fresh calibration reads above 1)
 
 
 @dataclass(frozen=True)
 class Choice:
-    source: str  # Source.PLAIN, Source.MODEL or Source.LOOKUP
+    """A round's choice: who drafts (Source.PLAIN, Source.MODEL or Source.LOOKUP) and how many tokens; whether it
+    explores the draft model; whether a copy that would have paid was held back by the loss
+    budget (told back to the policy with the round's `Outcome`; not part of the choice's identity)."""
+
+    source: str
     k: int = 0
     explore: bool = False
+    held_back: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -116,161 +88,136 @@ class Outcome:
     looked: float = 0.0  # seconds spent weighing this round's drafts and learning from the last
 
 
-@dataclass
-class Acceptance:
-    """Per-position keep rates with forgetting, shrunk toward the pooled rate where data are thin."""
+class ModelGate:
+    """One round's gate on the draft model's tokens: keeps a token while its expected gain pays
+    for its extra verify (it holds the round's running reach, tokens and seconds)."""
 
-    size: int
-    prior: float = 0.5
-    kept: list[float] = field(default_factory=list)
-    reached: list[float] = field(default_factory=list)
-    pool: list[float] = field(default_factory=list)  # [kept, reached] over all positions
-    _rates: dict = field(default_factory=dict)  # rates(optimistic) until the counts change
+    def __init__(self, costs: StepCosts, calibration: list[list[float]]):
+        self.costs, self.calibration = costs, calibration
+        self.reach, self.tokens, self.seconds = 1.0, 1.0, costs.verify_cost(1)
 
-    def __post_init__(self) -> None:
-        self.kept, self.reached = [0.0] * self.size, [0.0] * self.size
-        self.pool = [self.prior * 2.0, 2.0]
-
-    def forget(self, factor: float) -> None:
-        self._rates.clear()
-        self.kept = [x * factor for x in self.kept]
-        self.reached = [x * factor for x in self.reached]
-        self.pool = [x * factor for x in self.pool]
-
-    def add(self, judged: int, kept: int, start: int = 0) -> None:
-        """Positions start..judged-1 were judged (those before `start` earlier); those before
-        `kept` were kept."""
-        self._rates.clear()
-        for i in range(start, min(judged, self.size)):
-            self.reached[i] += 1.0
-            self.kept[i] += i < kept
-        self.pool[0] += max(min(kept, judged) - start, 0)
-        self.pool[1] += max(judged - start, 0)
-
-    def pooled(self) -> float:
-        return (self.pool[0] + 0.1) / (self.pool[1] + 0.2)
-
-    def rates(self, optimistic: bool = False) -> list[float]:
-        """Keep rate by position (with `optimistic`, an upper bound); computed once per round."""
-        if optimistic not in self._rates:
-            self._rates[optimistic] = self._compute(optimistic)
-        return self._rates[optimistic]
-
-    def _compute(self, optimistic: bool) -> list[float]:
-        base = self.pooled()
-        out = []
-        for kept, reached in zip(self.kept, self.reached):
-            rate = (kept + _SHRINK * base) / (reached + _SHRINK)
-            if optimistic:
-                rate = min(1.0, rate + 2.0 * math.sqrt(rate * (1 - rate) / (reached + _SHRINK)) + 1.0 / (reached + 2.0))
-            out.append(rate)
-        return out
-
-
-def expected_tokens(rates: list[float], k: int) -> float:
-    """Tokens a round drafting k yields on average: 1 + sum of the chances to keep each prefix."""
-    total, reach = 1.0, 1.0
-    for rate in rates[:k]:
-        reach *= rate
-        total += reach
-    return total
+    def __call__(self, position: int, confidence: float) -> bool:
+        """Keep the draft token at `position` (0-based)?"""
+        kept, seen = self.calibration[_confidence_bin(confidence)]
+        gain = self.reach * kept / seen
+        seconds = self.seconds + self.costs.draft_cost(1)
+        extra = self.costs.verify_cost(position + 2) - self.costs.verify_cost(position + 1)
+        if gain * seconds < self.tokens * extra:
+            return False
+        self.reach, self.tokens, self.seconds = gain, self.tokens + gain, seconds + extra
+        return True
 
 
 class Policy:
     """Running estimates of costs and acceptance, and the per-round choice drawn from them."""
 
     def __init__(self, costs: StepCosts, k_max: int = K_MAX, timed: bool = True, risk: float = RISK):
-        """`risk`: the most of a reply's plain-decoding time that copies not yet paid for may lose."""
+        """`risk`: the most of a reply's plain-decoding time that copies not yet paid for may lose;
+        `timed`: learn from measured time (a seeded run does not, so it decides the same way every time)."""
         self.costs, self.k_max, self.timed, self.risk = costs, k_max, timed, risk
+        self.rounds = RoundCosts(costs, timed)
+        self.loss = LossBudget(risk)
+        self.look = LookBudget()
         self.model = Acceptance(k_max)
-        # each copy source's own record
         self.copies: dict[str, CopyRates | StructureRates] = {Source.TEXT: CopyRates(), Source.PATTERN: CopyRates()}
-        self._evidence: CopyEvidence | None = None  # this round's copy offer: what is known of it
-        self._offer: tuple[int, ...] = ()  # this round's copy offer: its tokens
-        self.saved = 0.0  # predicted seconds this reply's copies saved over plain decoding (< 0: lost)
-        self.plain = 0.0  # predicted seconds plain decoding would have taken for this reply's tokens
-        self.foreseen = 0.0  # predicted seconds of plain decoding for the reply a prediction or schema foresees
-        self.earned = 0.0  # predicted seconds this reply's drafted rounds (copies and the model) saved
-        self.looked = 0.0  # measured seconds this reply spent weighing drafts and learning from rounds
-        self.weighed = 0  # rounds that weighed drafts
-        self.kept_last = False  # whether the last weighed round drafted tokens the target kept
-        self.held_back = False  # whether the last copy priced would have paid but for the loss bound
-        self.last_size = 0  # tokens in the target's last pass (0: a prefill): another size pays costs.switch
-        self.factor = {Source.PLAIN: 1.0, Source.MODEL: 1.0, Source.LOOKUP: 1.0}
-        self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else Source.LOOKUP's)
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
-        self.plain_ratios: list[float] = []  # each timed plain round's measured / predicted seconds
-        self._round: tuple[float, float, float] = (1.0, 1.0, 0.0)  # gate state: reach, tokens, seconds
 
-    # -- predictions --------------------------------------------------------------------------
+    # -- the parts' state, by the names callers read ---------------------------------------------
+
+    @property
+    def saved(self) -> float:
+        return self.loss.saved
+
+    @saved.setter
+    def saved(self, seconds: float) -> None:
+        self.loss.saved = seconds
+
+    @property
+    def plain(self) -> float:
+        return self.loss.plain
+
+    @plain.setter
+    def plain(self, seconds: float) -> None:
+        self.loss.plain = seconds
+
+    @property
+    def looked(self) -> float:
+        return self.look.looked
+
+    @property
+    def held_back(self) -> bool:
+        return self.look.held_back
+
+    @property
+    def factor(self) -> dict[str, float]:
+        return self.rounds.factor
+
+    # -- predictions (queries: they change nothing) ---------------------------------------------
 
     def round_cost(self, choice: Choice, lag: int = 0) -> float:
         """Predicted seconds of one round, before the choice's learnt time factor."""
-        verify = self.pass_cost(choice.k + 1)
-        if choice.source != Source.MODEL:
-            return verify
-        return verify + self.costs.draft_cost(lag + 1) + (choice.k - 1) * self.costs.draft_cost(1)
+        return self.rounds.round_cost(choice.source, choice.k, lag)
 
     def pass_cost(self, size: int) -> float:
-        """Predicted seconds of the target's pass over `size` tokens next: its steady cost, plus
-        the switch cost where the last pass had another size."""
-        return self.costs.verify_cost(size) + (self.costs.switch if size != self.last_size else 0.0)
+        """Predicted seconds of the target's next pass over `size` tokens, switch cost included."""
+        return self.rounds.pass_cost(size)
 
     def speed(self, choice: Choice, lag: int = 0, optimistic: bool = False) -> float:
-        if choice.source == Source.PLAIN:
-            tokens = 1.0
-        else:
-            rates = self.model.rates(optimistic) if choice.source == Source.MODEL else self._copy_rates(choice.k)
-            tokens = expected_tokens(rates, choice.k)
-        return tokens / (self.round_cost(choice, lag) * self._factor(choice.source, choice.k))
+        """Expected tokens per second of a round of plain decoding or the draft model."""
+        tokens = expected_tokens(self.model.rates(optimistic), choice.k) if choice.source == Source.MODEL else 1.0
+        return tokens / (self.rounds.seconds(choice.source, choice.k, lag) + self.python_time())
 
-    def best_copy(self, offer: int) -> Choice | None:
-        """The copy length with the most expected tokens per second, among the 1..offer whose
-        loss, should its first token be refused, this reply can bear (`affordable`). Notes in
-        `held_back` whether a length that would beat plain decoding was left out for its loss."""
-        best, best_speed, tokens, reach = None, 0.0, 1.0, 1.0
-        one = self.pass_cost(1)
-        bearable = self.affordable()
-        self.held_back = False
-        for k, rate in enumerate(self._copy_rates(offer), start=1):
-            reach *= rate
-            if reach < 1e-3:  # the longer drafts add under 0.064 tokens: not worth pricing
+    def python_time(self) -> float:
+        """Measured seconds a weighed round spends in Python (finding offers, pricing them,
+        learning from the round), on average this reply: every option of a round pays it, so it
+        favours the options that make more tokens a round. 0 in a seeded run, which decides
+        from no timing."""
+        return self.look.looked / self.look.weighed if self.timed and self.look.weighed else 0.0
+
+    def copy_reach(self, evidence: CopyEvidence | None, offer: tuple[int, ...]) -> list[float]:
+        """The chance that at least j tokens of a copy offer are kept, j = 1..len(offer)."""
+        if evidence is None or not offer:
+            return []
+        return self.copies.get(evidence.source, _fresh_record(evidence.source)).reach(evidence, offer)
+
+    def best_copy(self, reach: list[float]) -> Choice | None:
+        """The copy length with the most expected tokens per second, among those whose loss,
+        should the first token be refused, the loss budget bears; None where no copy is worth
+        pricing. The choice notes whether a length that would beat plain decoding was held back
+        (a Source.PLAIN choice where only such lengths were). `reach`: the offer's chances that each
+        prefix is kept (`copy_reach`), as long as the copy may be."""
+        return self._priced_copy(reach)[0]
+
+    def _priced_copy(self, reach: list[float]) -> tuple[Choice | None, float]:
+        """`best_copy`, and its expected tokens per second (0 where there is none)."""
+        best, best_speed, tokens, held_back = None, 0.0, 1.0, False
+        python = self.python_time()
+        one, plain = self.costs.verify_cost(1), 1.0 / (self.rounds.seconds(Source.PLAIN, 0) + python)
+        switch = self.costs.switch
+        for k, chance in enumerate(reach, start=1):
+            if chance < _NEGLIGIBLE:
                 break
-            tokens += reach
-            cost = self.pass_cost(k + 1)
-            speed = tokens / (cost * self._factor(Source.LOOKUP, k))
-            if cost - one > bearable:
-                self.held_back = self.held_back or speed > 1.0 / (one * self.factor[Source.PLAIN])
+            tokens += chance
+            verify = self.pass_cost(k + 1)
+            # a copy that breaks sends the next pass to another size; one kept whole may repeat its size
+            speed = tokens / ((verify + (1.0 - chance) * switch) * self.rounds.factor_of(Source.LOOKUP, k) + python)
+            if not self.loss.bears(verify + switch - one):  # refused at once: one token for the pass and the way back
+                held_back = held_back or speed > plain
                 continue
             if speed > best_speed:
                 best, best_speed = Choice(Source.LOOKUP, k), speed
-        return best
-
-    def _factor(self, source: str, k: int) -> float:
-        """The learnt time factor of a choice of `source` drafting k: a copy's by its verify size,
-        where that size was timed."""
-        if source == Source.LOOKUP:
-            return self.copy_factor.get(k + 1, self.factor[Source.LOOKUP])
-        return self.factor[source]
+        if best is None:
+            return (Choice(Source.PLAIN, held_back=True) if held_back else None), 0.0
+        return Choice(Source.LOOKUP, best.k, held_back=held_back), best_speed
 
     def affordable(self) -> float:
-        """The most predicted seconds a round may lose to a refused copy now: what this reply's
-        copies saved, plus `risk` of its plain-decoding time (or, while that is less,
-        `FORESEEN_RISK` of the plain time of the reply a prediction or a schema foresees)."""
-        return self.saved + max(self.risk * self.plain, FORESEEN_RISK * self.foreseen)
+        """The most predicted seconds a round may lose to a refused copy now (`LossBudget.bearable`)."""
+        return self.loss.bearable()
 
     def worth_looking(self) -> bool:
-        """Whether to weigh drafts this round: in a reply's first `FIRST_LOOKS` rounds, in a reply
-        a prediction or a schema foresees (it is expected to copy), after a round whose
-        drafted tokens were kept (drafting is under way: a copy grows as it pays) or whose copy
-        offer would have paid but for the loss bound (it will be drafted once the reply can bear
-        its loss), and else while the time spent weighing drafts stays within what drafted
-        rounds saved plus `LOOK_SHARE` of the reply's plain-decoding time."""
-        if not self.timed or self.weighed < FIRST_LOOKS or self.foreseen or self.kept_last \
-                or self.held_back:
-            return True  # (a seeded run decides the same way every time: never from timings)
-        return self.looked <= max(self.earned, 0.0) + LOOK_SHARE * self.plain
+        """Whether to weigh drafts this round (`LookBudget.worth_looking`); a seeded run always does."""
+        return not self.timed or self.look.worth_looking(self.loss.foreseen > 0, self.loss.plain)
 
     def calibration_too_slow(self) -> bool:
         """Whether this reply's one-token passes ran well under their calibrated cost (the median
@@ -279,39 +226,13 @@ class Policy:
         least as long, unless the machine was busy while the calibration measured: then its
         costs are too high, and a copy not yet timed is priced at them while plain decoding's
         learnt time factor follows the faster machine, so copies that would pay are passed over."""
-        ratios = sorted(self.plain_ratios)
+        ratios = sorted(self.rounds.plain_ratios)
         return len(ratios) >= STALE_ROUNDS and ratios[len(ratios) // 2] < STALE_RATIO
-
-    def prefilled(self) -> None:
-        """The target's last pass was a prefill: the next pass switches size, whatever it drafts."""
-        self.last_size = 0
-
-    def foresee(self, tokens: int) -> None:
-        """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
-        example): the loss bound allows `FORESEEN_RISK` of their plain-decoding time from the
-        first round."""
-        self.foreseen = tokens * self.costs.verify_cost(1)
-
-    def _copy_rates(self, length: int) -> list[float]:
-        """Keep rates of this round's copy offer by position, `length` of them."""
-        if self._evidence is None:
-            return [0.0] * length
-        return self._record(self._evidence.source).rates(self._evidence, self._offer[:length])
-
-    def _record(self, source: str) -> CopyRates:
-        """The copy record of a source, made on first use: with even prior odds, a prediction's
-        with the odds that the output reprints it, a structure-aligned source's by what its
-        tokens held."""
-        if source not in self.copies:
-            self.copies[source] = StructureRates() if source == Source.STRUCTURE else \
-                CopyRates(PREDICTION_ODDS if source == Source.PREDICTION else 0.0)
-        return self.copies[source]
 
     def model_can_pay(self) -> bool:
         """Could the draft model beat plain decoding by 15% if it were as good as a well-matched
         pair gets (each token kept with chance `_GOOD_PAIR`)? Where not, the model is neither
-        prefilled nor kept in step: on a few CPU cores, where a draft step costs half a target
-        pass, that saves a third of the prompt's prefill time on a model that would never run.
+        prefilled nor kept in step, which saves the prefill of a model that would never run.
         Priced at steady costs: a model drafting every round keeps its pass size."""
         if not self.costs.draft:
             return False
@@ -319,105 +240,114 @@ class Policy:
         steady = [self.costs.verify_cost(k + 1) + k * self.costs.draft_cost(1) for k in range(1, self.k_max + 1)]
         return any(expected_tokens([_GOOD_PAIR] * k, k) / seconds > 1.15 * plain for k, seconds in enumerate(steady, 1))
 
-    # -- the choice ---------------------------------------------------------------------------
-
     def choose(self, room: int, lookup: int, lag: int, evidence: CopyEvidence | None = None,
                offer: tuple[int, ...] = ()) -> Choice:
         """The best choice for a round with `room` tokens to draft (the draft model at most its
-        k_max of them, lookup at most LOOKUP_MAX), `lookup` tokens on offer with `evidence`
-        (`offer`: the tokens, when known), the draft model `lag` tokens behind; or a bounded
-        exploration of the draft model."""
-        self._round = (1.0, 1.0, self.costs.verify_cost(1))
-        self._offer = offer
-        self._evidence = evidence if lookup and offer else None
-        options = [Choice(Source.PLAIN)]
-        copy = self.best_copy(min(lookup, room, LOOKUP_MAX))
-        options += [copy] if copy is not None else []
+        k_max of them, a copy at most LOOKUP_MAX), `lookup` tokens on offer with `evidence`
+        (`offer`: the tokens), the draft model `lag` tokens behind; or a bounded exploration of
+        the draft model."""
+        length = min(lookup, room, LOOKUP_MAX)
+        copy, copy_speed = self._priced_copy(self.copy_reach(evidence, offer[:length]))
+        held_back = copy is not None and copy.held_back
         models = [Choice(Source.MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
         amortized = max(lag - 1, 0) // 8  # a catch-up is paid once, then serves the rounds after it
-        best = max(options + models, key=lambda c: self.speed(c, amortized))
+        best = max([Choice(Source.PLAIN), *models], key=lambda c: self.speed(c, amortized))
+        best_speed = self.speed(best, amortized)
+        if copy is not None and copy.source == Source.LOOKUP and copy_speed > best_speed:
+            best, best_speed = copy, copy_speed
         if best.source == Source.MODEL or not models:
-            return best
+            return _noting(best, held_back)
         probe = max(models, key=lambda c: self.speed(c, lag, optimistic=True))
-        cost = self.round_cost(probe, lag) * self.factor[Source.MODEL]
-        if self.speed(probe, lag, optimistic=True) > self.speed(best) and \
-                self.explored + cost <= _EXPLORE_SHARE * self.spent:
-            return Choice(Source.MODEL, probe.k, explore=True)
-        return best
+        cost = self.rounds.seconds(Source.MODEL, probe.k, lag)
+        if self.speed(probe, lag, optimistic=True) > best_speed and self.explored + cost <= _EXPLORE_SHARE * self.spent:
+            return Choice(Source.MODEL, probe.k, explore=True, held_back=held_back)
+        return _noting(best, held_back)
 
-    def keep(self, position: int, confidence: float) -> bool:
-        """Keep the draft token at `position` (0-based) if its expected gain pays its extra verify."""
-        reach, tokens, seconds = self._round
-        gain = reach * self._calibrated(confidence)
-        seconds += self.costs.draft_cost(1)
-        extra = self.costs.verify_cost(position + 2) - self.costs.verify_cost(position + 1)
-        if gain * seconds < tokens * extra:
-            return False
-        self._round = (gain, tokens + gain, seconds + extra)
-        return True
-
-    def _calibrated(self, confidence: float) -> float:
-        kept, seen = self.calibration[_confidence_bin(confidence)]
-        return kept / seen
+    def gate(self) -> ModelGate:
+        """A fresh gate for this round's draft model tokens (each round gets its own)."""
+        return ModelGate(self.costs, self.calibration)
 
     # -- learning -----------------------------------------------------------------------------
 
+    def prefilled(self) -> None:
+        """The target's last pass was a prefill: the next pass switches size, whatever it drafts."""
+        self.rounds.last_size = 0
+
+    def foresee(self, tokens: int) -> None:
+        """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
+        example): the loss budget allows `FORESEEN_RISK` of their plain time from the first round."""
+        self.loss.foreseen = tokens * self.costs.verify_cost(1)
+
     def observe(self, outcome: Outcome) -> None:
+        """Learn from a round that weighed drafts: its `Choice` (as `choose` returned it), what
+        was drafted and kept, how long it took, and the copy offers its tokens judged."""
         choice = outcome.choice
         self.model.forget(_MODEL_FORGET)
         for record in self.copies.values():
             record.forget()
         if choice.source == Source.MODEL:
-            self.model.add(min(outcome.drafted, outcome.accepted + 1), outcome.accepted)
-            judged = [(c, i < outcome.accepted) for i, c in enumerate(outcome.confidences[: outcome.accepted + 1])]
-            if outcome.dropped is not None:
-                judged.append(outcome.dropped)
-            for confidence, kept in judged:
-                self._calibrate(confidence, kept)
+            self._learn_model(outcome)
         self._learn_copies(outcome.copies)
-        self._evidence, self._offer = None, ()
-        predicted = self.round_cost(Choice(choice.source, outcome.drafted), outcome.lag)
+        predicted = self.rounds.round_cost(choice.source, outcome.drafted, outcome.lag)
         one = self.costs.verify_cost(1) * (outcome.accepted + 1)
-        self.plain += one
-        self.saved += one - predicted if choice.source == Source.LOOKUP else 0.0
-        self.earned += one - predicted
-        self.looked += outcome.looked
-        self.weighed += 1
-        self.kept_last = outcome.drafted > 0 and outcome.accepted > 0
-        if self.timed and outcome.seconds is not None:
-            if choice.source == Source.PLAIN:
-                self.plain_ratios.append(outcome.seconds / predicted)
-            ratio = min(max(outcome.seconds / predicted, _FACTOR_CLIP[0]), _FACTOR_CLIP[1])
-            if choice.source == Source.LOOKUP:
-                size = self.copy_factor.setdefault(outcome.drafted + 1, self.factor[Source.LOOKUP])
-                self.copy_factor[outcome.drafted + 1] = size + _FACTOR_STEP * (ratio - size)
-            self.factor[choice.source] += _FACTOR_STEP * (ratio - self.factor[choice.source])
-        charged = predicted * self._factor(choice.source, outcome.drafted)
-        self.last_size = outcome.drafted + 1
+        self.loss.plain += one
+        self.loss.saved += one - predicted if choice.source != Source.MODEL else 0.0
+        self.look.weighed_round(outcome.looked, one - predicted, outcome.drafted > 0 and outcome.accepted > 0,
+                                choice.held_back)
+        self.rounds.timed_round(choice.source, outcome.drafted, outcome.seconds, predicted)
+        charged = predicted * self.rounds.factor_of(choice.source, outcome.drafted)
+        self.rounds.last_size = outcome.drafted + 1
         self.spent += charged
         self.explored += charged if choice.explore else 0.0
 
     def decoded_plainly(self, outcome: Outcome) -> None:
         """A round that weighed no drafts (`worth_looking` said no): it adds to the reply's plain
-        time, and judges the copy offers still open; nothing else is learnt or forgotten."""
-        self.plain += self.costs.verify_cost(1) * (outcome.accepted + 1)
+        time (and a switch back to one-token passes to what copies lost), and judges the copy
+        offers still open; nothing else is learnt or forgotten."""
+        one = self.costs.verify_cost(1) * (outcome.accepted + 1)
         predicted = self.pass_cost(1)
+        self.loss.plain += one
+        self.loss.saved += one - predicted
         if self.timed and outcome.seconds is not None:
-            self.plain_ratios.append(outcome.seconds / predicted)
-        self.spent += predicted * self.factor[Source.PLAIN]
-        self.last_size = 1
-        self.looked += outcome.looked
+            self.rounds.plain_ratios.append(outcome.seconds / predicted)
+        self.spent += predicted * self.rounds.factor[Source.PLAIN]
+        self.rounds.last_size = 1
+        self.look.looked += outcome.looked
         self._learn_copies(outcome.copies)
+
+    def _learn_model(self, outcome: Outcome) -> None:
+        """The draft model's keep counts by position, and its gate's calibration from the tokens
+        judged (and the one the gate dropped, where the target showed whether it was right)."""
+        self.model.add(min(outcome.drafted, outcome.accepted + 1), outcome.accepted)
+        judged = [(c, i < outcome.accepted) for i, c in enumerate(outcome.confidences[: outcome.accepted + 1])]
+        if outcome.dropped is not None:
+            judged.append(outcome.dropped)
+        for confidence, kept in judged:
+            cell = self.calibration[_confidence_bin(confidence)]
+            cell[0] = cell[0] * _MODEL_FORGET + kept
+            cell[1] = cell[1] * _MODEL_FORGET + 1.0
 
     def _learn_copies(self, copies: tuple[CopyJudgement, ...]) -> None:
         for judgement in copies:
             if judgement.evidence is not None:
                 self._record(judgement.evidence.source).learn(judgement)
 
-    def _calibrate(self, confidence: float, kept: bool) -> None:
-        cell = self.calibration[_confidence_bin(confidence)]
-        cell[0] = cell[0] * _MODEL_FORGET + kept
-        cell[1] = cell[1] * _MODEL_FORGET + 1.0
+    def _record(self, source: str) -> CopyRates | StructureRates:
+        """The copy record of a source, kept from its first judged offer on."""
+        if source not in self.copies:
+            self.copies[source] = _fresh_record(source)
+        return self.copies[source]
+
+
+def _fresh_record(source: str) -> CopyRates | StructureRates:
+    """A source's record before it has shown anything: with even prior odds, a prediction's
+    with the odds that the output reprints it, a structure-aligned source's by what its tokens held."""
+    return StructureRates() if source == Source.STRUCTURE else CopyRates(PREDICTION_ODDS if source == Source.PREDICTION else 0.0)
+
+
+def _noting(choice: Choice, held_back: bool) -> Choice:
+    """`choice`, noting whether a copy was held back by the loss budget this round."""
+    return Choice(choice.source, choice.k, choice.explore, held_back) if held_back != choice.held_back else choice
 
 
 def _confidence_bin(confidence: float) -> int:

@@ -9,6 +9,7 @@ import math
 
 import pytest
 
+from specgen.decoding.auto import OpenOffer, evidence
 from specgen.decoding.copy_rates import (
     AGREE,
     AGREEMENT_BELOW,
@@ -24,6 +25,7 @@ from specgen.decoding.costs import StepCosts
 from specgen.decoding.auto import OpenOffer, evidence
 from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
+from specgen.decoding.kept import reach_of
 from specgen.decoding.policy import FORESEEN_RISK, Choice, Outcome, Policy
 
 # a 2-core CPU's verify curve (ms): 16 tokens cost less per token than anything shorter
@@ -88,13 +90,21 @@ def test_the_kind_of_text_follows_a_document_that_changes():
     assert rates.grounded < 0.05
 
 
-def test_a_record_prices_a_copy_as_the_two_curves_mixed_by_its_odds():
-    """Keep rates worked out by hand from the GROUNDED and LOOSE tables in copy_rates, at the
-    bin of each token's match (offer match + tokens before it), weighted by the record's odds."""
+def test_a_record_prices_a_copy_as_the_two_curves_runs_mixed_by_its_odds():
+    """Keep chances worked out by hand from the GROUNDED and LOOSE tables in copy_rates, at the
+    bin of each token's match (offer match + tokens before it), each kind's run multiplied out
+    and the two runs weighted by the record's odds: a copy reprints its source or does not."""
     even = CopyRates().rates(CopyEvidence(1), tuple(range(64)))  # a fresh record: even odds, weight 0.5
     assert even[0] == pytest.approx(0.285)  # match 1, bin [1]: (0.32 + 0.25) / 2
-    assert even[20] == pytest.approx(0.805)  # match 21, bin [16, 24): (0.96 + 0.65) / 2
-    assert even[63] == pytest.approx(0.82)  # match 64, bin [64, ...): (0.99 + 0.65) / 2
+    reach = CopyRates().reach(CopyEvidence(1), (7, 8, 9))
+    assert reach[1] == pytest.approx(0.5 * 0.32 * 0.70 + 0.5 * 0.25 * 0.50)  # matches 1 and 2: 0.1745
+    assert even[1] == pytest.approx(0.1745 / 0.285)  # kept once the first was: 0.612, not (0.70 + 0.50) / 2
+    assert reach[2] == pytest.approx(0.5 * 0.32 * 0.70 * 0.85 + 0.5 * 0.25 * 0.50 * 0.50)  # match 3: 0.85, 0.50
+    grounded_run = 0.32 * 0.70 * 0.85 * 0.92 * 0.92 * 0.93 * 0.93  # matches 1 to 7 (bins 1, 2, 3, 4, 4, 6, 6)
+    loose_run = 0.25 * 0.50 * 0.50 * 0.60 * 0.60 * 0.62 * 0.62
+    assert CopyRates().reach(CopyEvidence(1), tuple(range(7)))[6] == pytest.approx(0.5 * grounded_run + 0.5 * loose_run)
+    long = CopyRates().rates(CopyEvidence(64), (1, 2))  # both at bin [64, ...): 0.99 and 0.65
+    assert long[1] == pytest.approx((0.5 * 0.99 ** 2 + 0.5 * 0.65 ** 2) / (0.5 * 0.99 + 0.5 * 0.65))
     leaning = CopyRates(math.log(3)).rates(CopyEvidence(40), (7,))  # odds 3:1 grounded: weight 0.75
     assert leaning[0] == pytest.approx(0.8975)  # match 40, bin [32, 48): 0.75 * 0.98 + 0.25 * 0.65
     anchored = CopyRates().rates(CopyEvidence(2, anchored=True), (7,))
@@ -253,8 +263,8 @@ GRAPHS = StepCosts({1: 2.2e-3, 2: 2.3e-3, 4: 3.1e-3, 8: 4.0e-3, 16: 5.2e-3, 64: 
 class ThirtyPercent(Policy):
     """The policy with a copy offer whose first token is kept 30% of the time, the rest 5%."""
 
-    def _copy_rates(self, length: int) -> list[float]:
-        return [0.3, *[0.05] * (length - 1)][:length]
+    def copy_reach(self, evidence, offer: tuple[int, ...]) -> list[float]:
+        return reach_of([0.3, *[0.05] * (len(offer) - 1)])
 
 
 def after(costs: StepCosts, drafted: int) -> Choice:
@@ -269,8 +279,8 @@ def after(costs: StepCosts, drafted: int) -> Choice:
 def test_a_change_of_pass_size_is_charged_so_a_weak_copy_waits_for_a_pass_of_its_size():
     """On a GPU a pass that repeats the size before it replays a captured graph; another size costs
     1.1 ms more on a 2.2 ms pass. A copy of one token kept 30% of the time loses after plain
-    rounds (1.3 tokens for 2.3 + 1.1 ms against 2.2 ms a token) and wins after a 2-token pass
-    (plain decoding would switch back: 3.3 ms a token)."""
+    rounds (1.3 tokens for 2.3 + 1.1 ms, and 70% of a switch back, against 2.2 ms a token) and
+    wins after a 2-token pass (plain decoding would switch back: 3.3 ms a token)."""
     assert after(GRAPHS, 0) == Choice(Source.PLAIN)
     assert after(GRAPHS, 1) == Choice(Source.LOOKUP, 1)
     assert after(StepCosts(GRAPHS.verify, {}), 0) == Choice(Source.LOOKUP, 1)  # no switch cost: it pays anyway

@@ -11,7 +11,7 @@ import math
 import pytest
 from costfiles import plant_slow_costs
 from fakeclock import PricedModel, fake_clock, pass_price
-from policysim import CPU, GPU, TRACES, World, oracle, realize, round_seconds, simulate
+from policysim import CPU, GPU, TRACES, World, never_drafting, oracle, realize, round_seconds, simulate
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -119,20 +119,17 @@ def test_unseen_positions_follow_the_pooled_rate_not_a_fixed_prior():
 
 
 def test_the_gate_drops_unsure_tokens_only_where_verify_is_steep():
-    steep = Policy(StepCosts({1: 1.0, 2: 1.8, 3: 2.6, 4: 3.4}, {1: 0.05}), 3)
-    steep.choose(3, 0, 0)
-    assert steep.keep(0, 0.95) and not steep.keep(1, 0.05)
-    flat = Policy(FLAT, 3)
-    flat.choose(3, 0, 0)
-    assert flat.keep(0, 0.95) and flat.keep(1, 0.3)
+    steep = Policy(StepCosts({1: 1.0, 2: 1.8, 3: 2.6, 4: 3.4}, {1: 0.05}), 3).gate()
+    assert steep(0, 0.95) and not steep(1, 0.05)
+    flat = Policy(FLAT, 3).gate()
+    assert flat(0, 0.95) and flat(1, 0.3)
 
 
 def test_the_gate_learns_from_the_tokens_it_refused():
     policy = Policy(StepCosts({1: 1.0, 2: 1.8, 3: 2.6}, {1: 0.05}), 2)
     for _ in range(80):  # a refused 0.35-confidence token that the target then emitted anyway
         policy.observe(Outcome(Choice(Source.MODEL, 2), 1, 1, (0.9,), dropped=(0.35, True)))
-    policy.choose(2, 0, 0)
-    assert policy.keep(0, 0.35)
+    assert policy.gate()(0, 0.35)
 
 
 def test_a_slow_round_moves_the_time_factor_only_a_little():
@@ -154,6 +151,14 @@ ROUNDING = 1e-9  # the sums' floating-point rounding: the only slack the oracle'
 # 0.70 to 0.97 on the CPU profile, 0.70 to 0.79 on the GPU one (knowing which drafts the target
 # keeps is worth a lot); drafting nothing at all reaches 0.40 and 0.14 on "copying"
 SHARE = {"cpu": 0.68, "gpu": 0.67}
+# where the oracle is at least DRAFTING_PAYS times as fast as plain decoding, the least share of
+# the gap between plain decoding and the oracle that the policy closes (measured: 0.22 and 0.50
+# on the CPU profile's two such traces, 0.53 to 0.75 on the GPU's); where drafting pays less,
+# plain decoding is near the oracle, and the policy may fall short of it by at most what it may
+# spend trying the draft model (`_EXPLORE_SHARE`)
+DRAFTING_PAYS = 1.2
+GAP_SHARE = {"cpu": 0.15, "gpu": 0.5}
+EXPLORE_SHARE = 0.03
 
 
 @pytest.mark.parametrize("profile", [CPU, GPU], ids=["cpu", "gpu"])
@@ -164,6 +169,12 @@ def test_policy_reaches_its_share_of_an_oracle_that_knows_every_outcome_and_neve
     best = oracle(profile, rounds)
     assert policy.rate() <= best.rate() * (1 + ROUNDING), "no policy beats the best sequence of choices"
     assert policy.rate() >= SHARE[profile.name] * best.rate(), (policy.rate() / best.rate(), policy.choices, best.choices)
+    plain = never_drafting(profile, rounds).rate()
+    if best.rate() >= DRAFTING_PAYS * plain:
+        closed = (policy.rate() - plain) / (best.rate() - plain)
+        assert closed >= GAP_SHARE[profile.name], (closed, policy.choices, best.choices)
+    else:
+        assert policy.rate() >= (1 - EXPLORE_SHARE) * plain, (policy.rate() / plain, policy.choices)
 
 
 def brute_force_rate(profile, rounds, k_max: int) -> float:
@@ -389,7 +400,11 @@ def test_a_copy_only_the_loss_bound_held_back_keeps_the_reply_weighing():
     offer = tuple(range(100, 108))
     strong = CopyEvidence(40, False, AGREE, Source.TEXT)  # a 40-token match the source agrees on: it would pay
     policy.saved, policy.plain = 0.0, 0.0  # nothing saved, no plain time: no copy's loss can be borne yet
-    assert policy.choose(8, len(offer), 0, strong, offer) == Choice(Source.PLAIN)
+    held = policy.choose(8, len(offer), 0, strong, offer)
+    assert held == Choice(Source.PLAIN) and held.held_back
+    assert not policy.held_back, "choosing is a query: the policy learns what a round showed in observe"
+    policy.observe(Outcome(held, 0, 0, seconds=FAST.verify_cost(1), looked=LOOK))
     assert policy.held_back and policy.worth_looking()
-    policy.choose(8, 0, 0)  # nothing on offer
+    nothing = policy.choose(8, 0, 0)  # nothing on offer
+    policy.observe(Outcome(nothing, 0, 0, seconds=FAST.verify_cost(1), looked=LOOK))
     assert not policy.held_back and not policy.worth_looking()

@@ -1,0 +1,183 @@
+"""The auto policy's parts on their own: the kept-length distribution, a source's record on a
+synthetic source whose keep law is known, the round costs, the loss budget, the copy chooser;
+and that the policy's queries change nothing. Expected values are worked out here from the
+numbers given, not by the parts' own formulas. Pure Python."""
+
+from __future__ import annotations
+
+import copy
+import math
+import pickle
+import random
+
+import pytest
+
+from specgen.decoding.budgets import FORESEEN_RISK, LossBudget
+from specgen.decoding.copy_rates import AGREE, GROUNDED, LOOSE, CopyEvidence, CopyJudgement, CopyRates
+from specgen.decoding.costs import RoundCosts, StepCosts
+from specgen.decoding.drafters.base import Source
+from specgen.decoding.kept import expected_tokens, reach_of
+from specgen.decoding.policy import Choice, Outcome, Policy
+
+
+def test_the_chance_of_keeping_each_prefix_and_the_tokens_a_round_yields():
+    assert reach_of([0.9, 0.5, 0.2]) == pytest.approx([0.9, 0.45, 0.09])
+    # drafting 2: one token always, the first with 0.9, both with 0.45
+    assert expected_tokens([0.9, 0.5, 0.2], 2) == pytest.approx(1 + 0.9 + 0.45)
+
+
+def synthetic(rates: CopyRates, rng: random.Random, grounded: bool, rounds: int) -> None:
+    """Copies from a source whose keep law is known: in a reprinting text every copy of 24
+    tokens at a 12-token match is kept whole; in a loose one each token is kept with chance
+    0.3 once all before it were. Each round judges one fresh offer in full."""
+    for n in range(rounds):
+        offer = tuple(range(1000 * n, 1000 * n + 24))
+        kept = 24 if grounded else next((i for i in range(24) if rng.random() >= 0.3), 24)
+        rates.learn(CopyJudgement(CopyEvidence(12), offer, 0, min(kept + 1, 24), kept))
+        rates.forget()
+
+
+def test_a_record_of_a_source_whose_copies_always_hold_expects_long_copies_to_hold():
+    """After 60 copies kept whole, a 48-token copy at a 12-token match is expected to be kept
+    whole with a chance of 0.7 or more (the truth is 1; the record forgets and keeps its curves'
+    prior), and even a fresh record's chance is far above what the same curves give mixed token
+    by token, as if the kind of text were drawn anew at every token."""
+    rates = CopyRates()
+    synthetic(rates, random.Random(1), grounded=True, rounds=60)
+    reach = rates.reach(CopyEvidence(12), tuple(range(5000, 5048)))
+    assert reach[47] > 0.7
+    per_token = 1.0
+    for j in range(48):  # the tables mixed token by token at even odds: what independence would give
+        index = sum(edge <= 12 + j for edge in (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)) - 1
+        per_token *= 0.5 * GROUNDED[False][index] + 0.5 * LOOSE[False][index]
+    assert CopyRates().reach(CopyEvidence(12), tuple(range(48)))[47] > 10 * per_token
+
+
+def test_a_record_of_a_loose_source_expects_its_copies_to_break_as_they_do():
+    """Copies kept token by token with chance 0.3 (so at least one token with 0.3, at least two
+    with 0.09): after 200 of them the record expects about that, within the noise of a record
+    that forgets (it weighs about the last 50 rounds)."""
+    rates = CopyRates()
+    synthetic(rates, random.Random(2), grounded=False, rounds=200)
+    assert rates.grounded < 0.05
+    reach = rates.reach(CopyEvidence(12), tuple(range(7000, 7004)))
+    assert reach[0] == pytest.approx(0.3, abs=0.12)
+    assert reach[1] == pytest.approx(0.09, abs=0.08)
+
+
+def test_round_costs_charge_the_switch_where_the_pass_changes_size():
+    costs = RoundCosts(StepCosts({1: 1.0, 2: 1.5, 4: 2.0}, {1: 0.25}, switch=0.3))
+    assert costs.pass_cost(1) == pytest.approx(1.3)  # after the prefill every size switches
+    costs.last_size = 1
+    assert costs.pass_cost(1) == pytest.approx(1.0)
+    assert costs.pass_cost(3) == pytest.approx(1.75 + 0.3)  # interpolated between 2 and 4, and a switch
+    # the pass, a 2-token catch-up, two steps
+    assert costs.round_cost(Source.MODEL, 3, lag=1) == pytest.approx(2.0 + 0.3 + 2 * 0.25 + 2 * 0.25)
+    assert costs.seconds(Source.LOOKUP, 1) == costs.seconds(Source.PLAIN, 1)  # nothing learnt yet: one factor
+
+
+def test_the_loss_budget_bears_what_copies_saved_plus_its_share_of_plain_time():
+    budget = LossBudget(risk=0.03, saved=1.0, plain=10.0)
+    assert budget.bears(1.3) and not budget.bears(1.31)
+    budget.foreseen = 10.0  # a foreseen reply: its share from the first round, while it is the larger
+    assert budget.bearable() == pytest.approx(1.0 + FORESEEN_RISK * 10.0)
+    unbounded = LossBudget(risk=math.inf)  # no budget: any loss, from the first round (no plain time yet)
+    assert unbounded.bears(1e9)
+
+
+def test_the_chooser_takes_the_copy_length_with_the_most_tokens_per_second():
+    """A verify of k + 1 tokens costs 1 + 0.1 k, each copied token is kept with chance 0.9 once
+    all before it were, and the loss budget does not bind: the length is the one that makes the
+    most expected tokens per second, found here by trying each."""
+    costs = StepCosts({1: 1.0, 65: 7.4}, {})
+    policy = Policy(costs, 8, timed=False)
+    policy.saved = 100.0
+    reach = [0.9 ** j for j in range(1, 41)]
+    speeds = {k: (1 + sum(0.9 ** j for j in range(1, k + 1))) / (1.0 + 0.1 * k) for k in range(1, 41)}
+    assert policy.best_copy(reach) == Choice(Source.LOOKUP, max(speeds, key=speeds.get))
+
+
+def test_a_copy_that_may_break_is_charged_the_switch_back_to_plain_passes():
+    """Passes of 1 and 2 tokens cost 1.0 and 1.1, another size than the last 0.5 more. After a
+    plain round a 1-token copy kept with chance 0.65 makes 1.65 tokens in 1.6 s, but 35% of the
+    time it breaks and the next pass switches back (0.175 s): 0.93 tokens a second against plain
+    decoding's 1.0. Kept with chance 0.95 it pays: 1.95 / (1.6 + 0.025) = 1.2."""
+    costs = StepCosts({1: 1.0, 2: 1.1}, {}, switch=0.5)
+    policy = Policy(costs, 8, timed=False)
+    policy.saved = 100.0
+    policy.observe(Outcome(Choice(Source.PLAIN), 0, 0))
+    assert policy.best_copy([0.65]) is None or policy.choose(1, 1, 0, *_offer(policy, 0.65)) == Choice(Source.PLAIN)
+    assert policy.choose(1, 1, 0, *_offer(policy, 0.95)) == Choice(Source.LOOKUP, 1)
+
+
+def _offer(policy: Policy, chance: float) -> tuple[CopyEvidence, tuple[int, ...]]:
+    """A one-token offer that the policy prices at `chance`: its record is replaced by one that says so."""
+    class Fixed(CopyRates):
+        def reach(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
+            return [chance][: len(offer)]
+
+    policy.copies[Source.TEXT] = Fixed()
+    return CopyEvidence(12), (5,)
+
+
+def test_choosing_weighing_and_pricing_change_nothing_in_the_policy():
+    """Queries are queries: the policy's whole state is the same before and after them; what a
+    round showed reaches it only through `observe`."""
+    policy = Policy(StepCosts({1: 1.0, 2: 1.2, 8: 2.0, 64: 6.0}, {1: 0.3}, switch=0.1), 8)
+    offer = tuple(range(100, 140))
+    strong = CopyEvidence(40, False, AGREE, Source.TEXT)
+    for n in range(20):  # some history: copies judged, rounds timed
+        judged = CopyJudgement(strong, tuple(range(1000 * n, 1000 * n + 8)), 0, 8, 6)
+        policy.observe(Outcome(Choice(Source.LOOKUP, 4), 4, 3, seconds=1.5, copies=(judged,), looked=1e-4))
+    before = state(policy)
+    policy.choose(64, len(offer), 0, strong, offer)
+    policy.choose(8, 0, 3)
+    policy.best_copy(policy.copy_reach(CopyEvidence(3, source="prediction"), offer))
+    policy.worth_looking()
+    policy.speed(Choice(Source.MODEL, 4), 2, optimistic=True)
+    policy.gate()(0, 0.9)
+    assert state(policy) == before
+
+
+def state(policy: Policy) -> bytes:
+    """Everything the policy holds, but the caches of values computed from it (interpolated
+    costs, the draft model's rates by position), which a query may fill."""
+    copied = copy.deepcopy(policy)
+    copied.costs._memo.clear()
+    copied.model._rates.clear()
+    return pickle.dumps(copied.__dict__)
+
+
+def test_a_plain_pass_after_a_copy_charges_its_switch_to_what_copies_saved():
+    """Passes of 1 and 4 tokens cost 1.0 and 1.6, another size than the last 0.5 more. A copy of
+    3 kept whole after a plain pass makes 4 tokens for 1.6 + 0.5 (1.9 saved against four plain
+    passes); the plain pass after it switches back and costs 0.5 more than plain decoding would
+    have (1.4 saved in all), weighed or not."""
+    costs = StepCosts({1: 1.0, 4: 1.6}, {}, switch=0.5)
+    for weighed in (True, False):
+        policy = Policy(costs, 8, timed=False)
+        policy.prefilled()
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0))  # after the prefill: a switch too
+        assert policy.saved == pytest.approx(-0.5)
+        policy.observe(Outcome(Choice(Source.LOOKUP, 3), 3, 3))
+        assert policy.saved == pytest.approx(-0.5 + 4.0 - 2.1)
+        after = Outcome(Choice(Source.PLAIN), 0, 0)
+        policy.observe(after) if weighed else policy.decoded_plainly(after)
+        assert policy.saved == pytest.approx(-0.5 + 1.9 - 0.5)
+
+
+def test_the_python_time_of_a_round_favours_the_options_that_make_more_tokens_a_round():
+    """Passes of 1 and 2 tokens cost 1.0 and 1.2 s. A 1-token copy kept with chance 0.15 makes
+    1.15 tokens in 1.2 s, under plain decoding's 1 a second. Where each weighed round has also
+    taken 1.0 s of Python (measured), the copy makes 1.15 in 2.2 s against plain's 1 in 2.0: it
+    pays. A seeded run decides from no timing, so it stays plain."""
+    costs = StepCosts({1: 1.0, 2: 1.2}, {})
+    for timed, expected in ((True, Choice(Source.LOOKUP, 1)), (False, Choice(Source.PLAIN))):
+        policy = Policy(costs, 8, timed=timed)
+        policy.saved = 100.0
+        for _ in range(3):
+            policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, looked=1.0))
+        assert policy.choose(1, 1, 0, *_offer(policy, 0.15)) == expected
+    fresh = Policy(costs, 8)
+    fresh.saved = 100.0
+    assert fresh.choose(1, 1, 0, *_offer(fresh, 0.15)) == Choice(Source.PLAIN)  # no Python time measured yet
