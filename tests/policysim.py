@@ -185,7 +185,7 @@ def round_seconds(costs: StepCosts, source: str, drafted: int, lag: int) -> floa
 def never_drafting(profile: Profile, rounds: list[Realized]) -> Run:
     """Plain decoding over the same rounds: one token a round at the true one-token cost."""
     seconds = sum(profile.true().verify_cost(1) * real.slowdown for real in rounds)
-    return Run(len(rounds), seconds, {PLAIN: len(rounds), MODEL: 0, LOOKUP: 0})
+    return Run(len(rounds), seconds, {Source.PLAIN: len(rounds), Source.MODEL: 0, Source.LOOKUP: 0})
 
 
 LAG_CAP = 64  # the oracle pays a catch-up of more tokens as if it were this many (a lower bound)

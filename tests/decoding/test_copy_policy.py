@@ -22,7 +22,6 @@ from specgen.decoding.copy_rates import (
     CopyRates,
 )
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.auto import OpenOffer, evidence
 from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.kept import reach_of

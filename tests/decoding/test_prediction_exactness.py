@@ -18,7 +18,7 @@ from stathelp import PeeksAtTheAcceptTest, position_pvalues
 from specgen.decoding import sampling
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import NO_DRAFT, Source
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, PredictionDrafter
 from specgen.decoding.loop import GenerationConfig, generate

@@ -18,7 +18,7 @@ from stathelp import PeeksAtTheAcceptTest, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter, copy_sources
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import Source, Vocabulary
+from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.drafters.pattern import PatternSource
 from specgen.decoding.drafters.quoted import json_escaped, quoted_source
 from specgen.decoding.loop import GenerationConfig, generate
