@@ -25,14 +25,34 @@ from specgen import __version__
 
 # CPU features that decide which llama.cpp kernels run: /proc/cpuinfo flag -> name shown
 X86_FEATURES = {
-    "sse4_2": "SSE4.2", "avx": "AVX", "avx2": "AVX2", "fma": "FMA", "f16c": "F16C", "avx_vnni": "AVX-VNNI",
-    "avx512f": "AVX512F", "avx512_vnni": "AVX512-VNNI", "avx512_bf16": "AVX512-BF16",
-    "amx_tile": "AMX-TILE", "amx_int8": "AMX-INT8", "amx_bf16": "AMX-BF16",
+    "sse4_2": "SSE4.2",
+    "avx": "AVX",
+    "avx2": "AVX2",
+    "fma": "FMA",
+    "f16c": "F16C",
+    "avx_vnni": "AVX-VNNI",
+    "avx512f": "AVX512F",
+    "avx512_vnni": "AVX512-VNNI",
+    "avx512_bf16": "AVX512-BF16",
+    "amx_tile": "AMX-TILE",
+    "amx_int8": "AMX-INT8",
+    "amx_bf16": "AMX-BF16",
 }
-ARM_FEATURES = {"asimd": "NEON", "asimdhp": "FP16", "asimddp": "DOTPROD", "i8mm": "I8MM", "bf16": "BF16",
-                "sve": "SVE", "sve2": "SVE2"}
-MAC_ARM_FEATURES = {"hw.optional.arm.FEAT_FP16": "FP16", "hw.optional.arm.FEAT_DotProd": "DOTPROD",
-                    "hw.optional.arm.FEAT_I8MM": "I8MM", "hw.optional.arm.FEAT_BF16": "BF16"}
+ARM_FEATURES = {
+    "asimd": "NEON",
+    "asimdhp": "FP16",
+    "asimddp": "DOTPROD",
+    "i8mm": "I8MM",
+    "bf16": "BF16",
+    "sve": "SVE",
+    "sve2": "SVE2",
+}
+MAC_ARM_FEATURES = {
+    "hw.optional.arm.FEAT_FP16": "FP16",
+    "hw.optional.arm.FEAT_DotProd": "DOTPROD",
+    "hw.optional.arm.FEAT_I8MM": "I8MM",
+    "hw.optional.arm.FEAT_BF16": "BF16",
+}
 
 
 @dataclass(frozen=True)
@@ -121,8 +141,16 @@ def gather() -> Report:
         pairs, broken = pair_states(), ""
     except RegistryError as error:
         pairs, broken = [], str(error)
-    return Report(build, cpu_info(), kernel_choice(build.system_info), model_folders(), registry_files(broken),
-                  pairs, rebuild_advice(build), MAX_TOKENS)
+    return Report(
+        build,
+        cpu_info(),
+        kernel_choice(build.system_info),
+        model_folders(),
+        registry_files(broken),
+        pairs,
+        rebuild_advice(build),
+        MAX_TOKENS,
+    )
 
 
 # -- build ------------------------------------------------------------------------------------
@@ -251,8 +279,7 @@ def registry_files(broken: str = "") -> list[RegistryFile]:
     from specgen.models.registry import shipped_path, user_path
 
     user = user_path()
-    return [RegistryFile(str(shipped_path()), "shipped", True),
-            RegistryFile(str(user), "user", user.is_file(), broken)]
+    return [RegistryFile(str(shipped_path()), "shipped", True), RegistryFile(str(user), "user", user.is_file(), broken)]
 
 
 def pair_states() -> list[PairState]:
@@ -274,14 +301,22 @@ def rebuild_advice(build: Build) -> Rebuild:
     """The CMAKE_ARGS that build llama-cpp-python for the accelerator this machine has, with RPC."""
     accelerator, args = detect_accelerator()
     args += " -DGGML_RPC=ON"
-    command = (f'CMAKE_ARGS="{args}" {sys.executable} -m pip install --force-reinstall --no-cache-dir '
-               f'--no-deps "llama-cpp-python=={build.llama_cpp_python}"')
+    command = (
+        f'CMAKE_ARGS="{args}" {sys.executable} -m pip install --force-reinstall --no-cache-dir '
+        f'--no-deps "llama-cpp-python=={build.llama_cpp_python}"'
+    )
     needed = accelerator != "CPU" and not (build.backend in _BACKENDS[accelerator] and build.gpu_offload_works)
     return Rebuild(accelerator, args, command, needed)
 
 
-_BACKENDS = {"CUDA": {"CUDA"}, "Metal": {"Metal"}, "ROCm": {"HIP", "ROCm"}, "SYCL": {"SYCL"},
-             "Vulkan": {"Vulkan"}, "CPU": {"CPU"}}
+_BACKENDS = {
+    "CUDA": {"CUDA"},
+    "Metal": {"Metal"},
+    "ROCm": {"HIP", "ROCm"},
+    "SYCL": {"SYCL"},
+    "Vulkan": {"Vulkan"},
+    "CPU": {"CPU"},
+}
 
 
 def detect_accelerator() -> tuple[str, str]:
@@ -339,14 +374,27 @@ def render(report: Report) -> str:
         ("threads", f"{cpu.threads} of {cpu.cores} cores (--threads to change)"),
     ]
     rows += [(f"models: {f.label}", _folder(f)) for f in report.folders]
-    rows += [(f"registry ({f.role})", f.path + ("" if f.in_use else " (none)") + (f"; BROKEN: {f.error}" if f.error
-                                                                                  else "")) for f in report.registry]
+    rows += [
+        (f"registry ({f.role})", f.path + ("" if f.in_use else " (none)") + (f"; BROKEN: {f.error}" if f.error else ""))
+        for f in report.registry
+    ]
     rows.append(("pairs downloaded", _pairs(report.pairs)))
-    rows.append(("lookup memory", f"up to {report.lookup_memory_tokens:,} tokens of past outputs (about "
-                 f"{report.lookup_memory_tokens * 100 >> 20} MB) in chat and serve; "
-                 "run keeps it only with --lookup-cache FILE"))
-    rows.append(("RPC", "built in: --rpc HOST:PORT and 'specgen worker' work" if b.rpc else
-                 f"not in this build, so --rpc and 'specgen worker' do not work; to add it: {r.command}"))
+    rows.append(
+        (
+            "lookup memory",
+            f"up to {report.lookup_memory_tokens:,} tokens of past outputs (about "
+            f"{report.lookup_memory_tokens * 100 >> 20} MB) in chat and serve; "
+            "run keeps it only with --lookup-cache FILE",
+        )
+    )
+    rows.append(
+        (
+            "RPC",
+            "built in: --rpc HOST:PORT and 'specgen worker' work"
+            if b.rpc
+            else f"not in this build, so --rpc and 'specgen worker' do not work; to add it: {r.command}",
+        )
+    )
     rows.append(("rebuild", _rebuild(r, b)))
     width = max(len(label) for label, _ in rows)
     return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)

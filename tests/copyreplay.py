@@ -59,25 +59,70 @@ OUTPUTS = Path(__file__).parent / "data" / "greedy-outputs.json"
 # seconds of a target pass by batch size, logits for every row, 1.5B Q4_K_M, 2 threads
 CURVES = {
     # a 2-vCPU Xeon VM that reports AMX, repacked AVX kernels without AMX (measured 2026-11-25)
-    "xeon-vm": {1: .065, 2: .101, 4: .107, 8: .194, 12: .215, 16: .227, 24: .33, 32: .389, 48: .55, 64: .738},
+    "xeon-vm": {1: 0.065, 2: 0.101, 4: 0.107, 8: 0.194, 12: 0.215, 16: 0.227, 24: 0.33, 32: 0.389, 48: 0.55, 64: 0.738},
     # the same VM in a spell where one token costs 9% less and batches the same (measured later that day)
-    "xeon-vm-fast": {1: .0605, 2: .0963, 3: .1195, 4: .1092, 6: .1634, 8: .1968, 12: .2411, 16: .2366,
-                     24: .3669, 32: .406, 64: .7657},
+    "xeon-vm-fast": {
+        1: 0.0605,
+        2: 0.0963,
+        3: 0.1195,
+        4: 0.1092,
+        6: 0.1634,
+        8: 0.1968,
+        12: 0.2411,
+        16: 0.2366,
+        24: 0.3669,
+        32: 0.406,
+        64: 0.7657,
+    },
     # the 2-vCPU Xeon VM of 2026-11-26, repacked AVX kernels without AMX: one token 68-78 ms, and a
     # steeper curve than the day before (the mean of two calibrations)
-    "xeon-vm-2611": {1: .0733, 2: .107, 3: .146, 4: .203, 6: .293, 8: .505, 12: .614, 16: .509, 24: .758,
-                     32: .878, 64: 1.59},
+    "xeon-vm-2611": {
+        1: 0.0733,
+        2: 0.107,
+        3: 0.146,
+        4: 0.203,
+        6: 0.293,
+        8: 0.505,
+        12: 0.614,
+        16: 0.509,
+        24: 0.758,
+        32: 0.878,
+        64: 1.59,
+    },
     # the 2-vCPU AMD EPYC of 2026-11-26 (no AMX, no AVX-512), as `specgen bench` measured it at 07:16
-    "epyc-2611": {1: .074, 2: .118, 4: .216, 8: .426, 16: .559, 32: .941, 64: 1.758},
+    "epyc-2611": {1: 0.074, 2: 0.118, 4: 0.216, 8: 0.426, 16: 0.559, 32: 0.941, 64: 1.758},
     # simulated, not measured: a GPU's nearly flat verify (12 ms for one token, 30 ms for 64)
-    "gpu-sim": {1: .012, 2: .0122, 4: .0125, 8: .013, 16: .015, 32: .02, 64: .03},
+    "gpu-sim": {1: 0.012, 2: 0.0122, 4: 0.0125, 8: 0.013, 16: 0.015, 32: 0.02, 64: 0.03},
     # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)
-    "epyc": {1: .030, 2: .051, 3: .069, 4: .084, 6: .123, 8: .200, 12: .243, 16: .228, 24: .348, 32: .414,
-             48: .549, 64: .750},
+    "epyc": {
+        1: 0.030,
+        2: 0.051,
+        3: 0.069,
+        4: 0.084,
+        6: 0.123,
+        8: 0.200,
+        12: 0.243,
+        16: 0.228,
+        24: 0.348,
+        32: 0.414,
+        48: 0.549,
+        64: 0.750,
+    },
     # an H100 80GB, CUDA build, the 1.5B target's shapes and quantization: each pass after one of its
     # size, the median of four calibrations (benchmarks/results/2026-11-27-h100-4, *-new-*.json)
-    "h100": {1: .00211, 2: .00228, 3: .0026, 4: .00295, 6: .00327, 8: .0037, 12: .00437, 16: .00467,
-             24: .00507, 32: .00591, 64: .00783},
+    "h100": {
+        1: 0.00211,
+        2: 0.00228,
+        3: 0.0026,
+        4: 0.00295,
+        6: 0.00327,
+        8: 0.0037,
+        12: 0.00437,
+        16: 0.00467,
+        24: 0.00507,
+        32: 0.00591,
+        64: 0.00783,
+    },
 }
 # what a pass costs more where the pass before it had another size; on the H100 1- and 4-token
 # passes alternating took 1.09 and 1.16 ms more than in runs of one size (graphs-on.json there);
@@ -173,7 +218,7 @@ def compact(prompt: list[int], output: list[int], prediction: list[int] | None =
     ids: dict[int, int] = {}
     renumber = [ids.setdefault(t, len(ids)) for t in [*prompt, *output, *(prediction or [])]]
     parts = renumber[: len(prompt)], renumber[len(prompt) : len(prompt) + len(output)]
-    return parts if prediction is None else (*parts, renumber[len(prompt) + len(output):])
+    return parts if prediction is None else (*parts, renumber[len(prompt) + len(output) :])
 
 
 def pass_seconds(costs: StepCosts, size: int, last: int) -> float:
@@ -202,8 +247,16 @@ class Weighing(Policy):
         return Choice(Source.PLAIN)
 
 
-def _run(prompt: list[int], output: list[int], costs: StepCosts, policy: Policy, vocabulary: Vocabulary | None,
-         prediction: list[int] | None, quoted: bool, example: str) -> tuple[RecordedTarget, list[Round], Offers]:
+def _run(
+    prompt: list[int],
+    output: list[int],
+    costs: StepCosts,
+    policy: Policy,
+    vocabulary: Vocabulary | None,
+    prediction: list[int] | None,
+    quoted: bool,
+    example: str,
+) -> tuple[RecordedTarget, list[Round], Offers]:
     """The loop over the recorded output with auto under `policy`; the copy offers its policy was
     made, by output position, each with how many of its tokens the output keeps."""
     target = RecordedTarget(prompt, output, costs)
@@ -224,9 +277,18 @@ def _run(prompt: list[int], output: list[int], costs: StepCosts, policy: Policy,
     return target, rounds, offers
 
 
-def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: dict[int, float] | StepCosts,
-           vocabulary: Vocabulary | None = None, prediction: list[int] | None = None, quoted: bool = False,
-           example: str = "", policy: Callable[[StepCosts], Policy] = default_policy) -> Replay:
+def replay(
+    name: str,
+    kind: str,
+    prompt: list[int],
+    output: list[int],
+    curve: dict[int, float] | StepCosts,
+    vocabulary: Vocabulary | None = None,
+    prediction: list[int] | None = None,
+    quoted: bool = False,
+    example: str = "",
+    policy: Callable[[StepCosts], Policy] = default_policy,
+) -> Replay:
     """`vocabulary`: the recorded tokens' own, for offers by the output's record pattern (the
     ids stay as recorded); without one, patterns are not in play. `prediction`: tokens given
     as the prediction (`--predict`). `quoted`: the output is JSON, so auto copies also from the
@@ -239,13 +301,26 @@ def replay(name: str, kind: str, prompt: list[int], output: list[int], curve: di
     costs = costs_of(curve)
     target, rounds, offers = _run(prompt, output, costs, policy(costs), vocabulary, prediction, quoted, example)
     emitted = [t for r in rounds for t in r.tokens]
-    return Replay(name, kind, len(output), len(rounds), plain_seconds(costs, len(output)) / target.seconds,
-                  emitted[: len(output)], offers)
+    return Replay(
+        name,
+        kind,
+        len(output),
+        len(rounds),
+        plain_seconds(costs, len(output)) / target.seconds,
+        emitted[: len(output)],
+        offers,
+    )
 
 
-def hindsight(prompt: list[int], output: list[int], curve: dict[int, float] | StepCosts,
-              vocabulary: Vocabulary | None = None, quoted: bool = False, example: str = "",
-              seen: Offers | None = None) -> float:
+def hindsight(
+    prompt: list[int],
+    output: list[int],
+    curve: dict[int, float] | StepCosts,
+    vocabulary: Vocabulary | None = None,
+    quoted: bool = False,
+    example: str = "",
+    seen: Offers | None = None,
+) -> float:
     """The speedup of a drafter that knows how many tokens of each offer the output keeps and
     drafts the lengths that make the whole output cheapest. Its offers: those auto's sources make
     at every position under `Weighing`, and `seen` (a replayed policy's `Replay.offers`)."""
@@ -281,11 +356,23 @@ def ceiling(curve: dict[int, float] | StepCosts) -> float:
     return costs_of(curve).copy_ceiling(LOOKUP_MAX)[1]
 
 
-def replay_all(curve: dict[int, float] | StepCosts, outputs: Path = OUTPUTS,
-               vocabulary: Vocabulary | None = None) -> list[Replay]:
+def replay_all(
+    curve: dict[int, float] | StepCosts, outputs: Path = OUTPUTS, vocabulary: Vocabulary | None = None
+) -> list[Replay]:
     recorded = json.loads(outputs.read_text())["outputs"]
-    return [replay(name, r["kind"], r["prompt"], r["output"], curve, vocabulary, quoted=r.get("quoted", False),
-                   example=r.get("example", "")) for name, r in recorded.items()]
+    return [
+        replay(
+            name,
+            r["kind"],
+            r["prompt"],
+            r["output"],
+            curve,
+            vocabulary,
+            quoted=r.get("quoted", False),
+            example=r.get("example", ""),
+        )
+        for name, r in recorded.items()
+    ]
 
 
 EDITS = ("deleted", "inserted", "renamed")
@@ -302,8 +389,9 @@ def edited(output: list[int], kind: str) -> list[int]:
     if kind == "deleted":
         return [t for i, span in enumerate(spans) if i % 5 != 2 for t in span]
     if kind == "inserted":
-        return [t for i, span in enumerate(spans)
-                for t in (*span, *(range(foreign, foreign + SPAN) if i % 5 == 2 else ()))]
+        return [
+            t for i, span in enumerate(spans) for t in (*span, *(range(foreign, foreign + SPAN) if i % 5 == 2 else ()))
+        ]
     counts = Counter(output)
     renamed = max((t for t, n in counts.items() if 3 <= n <= 12), key=lambda t: (counts[t], -t), default=None)
     return [x for t in output for x in ((foreign, foreign + 1) if t == renamed else (t,))]
@@ -404,24 +492,34 @@ def gain_share(auto: float, best: float) -> float:
     return (auto - 1.0) / (best - 1.0) if best > 1.0 else 1.0
 
 
-def print_hindsight(curve: str, costs: StepCosts, outputs: Path, vocabulary: Vocabulary | None,
-                    policy: Callable[[StepCosts], Policy] = default_policy) -> None:
+def print_hindsight(
+    curve: str,
+    costs: StepCosts,
+    outputs: Path,
+    vocabulary: Vocabulary | None,
+    policy: Callable[[StepCosts], Policy] = default_policy,
+) -> None:
     """Each output replayed by auto (`policy` makes its policy), beside the drafter that knows in
     hindsight what its offers keep."""
     recorded = json.loads(outputs.read_text())["outputs"]
     kinds: dict[str, list[tuple[float, float]]] = {}
     for name, r in recorded.items():
         quoted, example = r.get("quoted", False), r.get("example", "")
-        auto = replay(name, r["kind"], r["prompt"], r["output"], costs, vocabulary, quoted=quoted, example=example,
-                      policy=policy)
+        auto = replay(
+            name, r["kind"], r["prompt"], r["output"], costs, vocabulary, quoted=quoted, example=example, policy=policy
+        )
         best = hindsight(r["prompt"], r["output"], costs, vocabulary, quoted, example, auto.offers)
         kinds.setdefault(r["kind"], []).append((auto.speedup, best))
-        print(f"{curve:12s} {name:22s} auto {auto.speedup:5.2f}x  hindsight {best:5.2f}x  "
-              f"share {gain_share(auto.speedup, best):5.2f}  ({len(r['output'])} tokens)")
+        print(
+            f"{curve:12s} {name:22s} auto {auto.speedup:5.2f}x  hindsight {best:5.2f}x  "
+            f"share {gain_share(auto.speedup, best):5.2f}  ({len(r['output'])} tokens)"
+        )
     for kind, pairs in sorted(kinds.items()):
         auto, best = geometric_mean([a for a, _ in pairs]), geometric_mean([b for _, b in pairs])
-        print(f"{curve:12s} {kind:22s} auto {auto:5.2f}x  hindsight {best:5.2f}x  share {gain_share(auto, best):5.2f}  "
-              f"(geometric means, {len(pairs)} outputs)")
+        print(
+            f"{curve:12s} {kind:22s} auto {auto:5.2f}x  hindsight {best:5.2f}x  share {gain_share(auto, best):5.2f}  "
+            f"(geometric means, {len(pairs)} outputs)"
+        )
     print(f"{curve:12s} ceiling {ceiling(costs):.2f}x (every copy kept whole, at the curve's best batch size)")
 
 
@@ -439,11 +537,15 @@ def print_predicted(curve: str, table: StepCosts, outputs: Path, kind: str, voca
         assert predicted.emitted == plain.emitted, name  # greedy: the recorded text either way
         without.append(plain.speedup)
         with_prediction.append(predicted.speedup)
-        print(f"{curve:12s} {name:22s} {plain.speedup:5.2f}x without, {predicted.speedup:5.2f}x with {kind} "
-              f"({len(prediction)} tokens; {plain.rounds} and {predicted.rounds} rounds for {plain.tokens} tokens)")
+        print(
+            f"{curve:12s} {name:22s} {plain.speedup:5.2f}x without, {predicted.speedup:5.2f}x with {kind} "
+            f"({len(prediction)} tokens; {plain.rounds} and {predicted.rounds} rounds for {plain.tokens} tokens)"
+        )
     if without:
-        print(f"{curve:12s} geometric mean {geometric_mean(without):.3f}x without, "
-              f"{geometric_mean(with_prediction):.3f}x with {kind} ({len(without)} outputs)")
+        print(
+            f"{curve:12s} geometric mean {geometric_mean(without):.3f}x without, "
+            f"{geometric_mean(with_prediction):.3f}x with {kind} ({len(without)} outputs)"
+        )
 
 
 def print_replays(curve: str, results: list[Replay]) -> None:

@@ -11,6 +11,13 @@ def plant_slow_costs(folder: Path, times: float = 50.0) -> Path:
     """The one cached cost table in `folder`, its passes made `times` as dear; its path."""
     [stored] = (folder / "step-costs").glob("*.json")
     measured = json.loads(stored.read_text())
-    stored.write_text(json.dumps({**measured, "verify": {n: times * s for n, s in measured["verify"].items()},
-                                  "draft": {n: times * s for n, s in measured["draft"].items()}}))
+    stored.write_text(
+        json.dumps(
+            {
+                **measured,
+                "verify": {n: times * s for n, s in measured["verify"].items()},
+                "draft": {n: times * s for n, s in measured["draft"].items()},
+            }
+        )
+    )
     return stored

@@ -45,8 +45,9 @@ class PricedModel:
     more when n differs from the size of the pass before it (a switch cost, as CUDA's graph
     replay and llama.cpp's graph reuse make one)."""
 
-    def __init__(self, model: Any, clock: FakeClock, switch: float = 0.0,
-                 price: Callable[[int], float] = pass_price) -> None:
+    def __init__(
+        self, model: Any, clock: FakeClock, switch: float = 0.0, price: Callable[[int], float] = pass_price
+    ) -> None:
         self.model, self.clock, self.switch, self.price, self.last = model, clock, switch, price, 0
 
     def __getattr__(self, name: str) -> Any:

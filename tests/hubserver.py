@@ -65,8 +65,13 @@ class HubState:
         if (repo, name) in self.in_git:
             return {"type": "file", "oid": git_oid(data), "size": len(data), "path": name}
         pointer = lfs_pointer(self.reported_sha(repo, name), len(data))
-        return {"type": "file", "oid": git_oid(pointer), "size": len(data), "path": name,
-                "lfs": {"oid": self.reported_sha(repo, name), "size": len(data), "pointerSize": len(pointer)}}
+        return {
+            "type": "file",
+            "oid": git_oid(pointer),
+            "size": len(data),
+            "path": name,
+            "lfs": {"oid": self.reported_sha(repo, name), "size": len(data), "pointerSize": len(pointer)},
+        }
 
 
 def sha256(data: bytes) -> str:
@@ -157,8 +162,9 @@ class _Handler(BaseHTTPRequestHandler):
         if match["revision"] not in ("main", commit_of(repo)):
             return self.error(404, "RevisionNotFound", f"Invalid rev id: {match['revision']}", repo)
         form = parse_qs(self.rfile.read(int(self.headers.get("Content-Length") or 0)).decode())
-        entries = [self.state.path_info(repo, name) for name in form.get("paths", [])
-                   if (repo, name) in self.state.files]  # the hub leaves out paths it does not have
+        entries = [
+            self.state.path_info(repo, name) for name in form.get("paths", []) if (repo, name) in self.state.files
+        ]  # the hub leaves out paths it does not have
         payload = json.dumps(entries).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -260,13 +266,19 @@ class FakeHub:
 
     def downloads(self) -> list[Request]:
         """The GET requests for file bytes (the CDN's), in order, but for header reads (closed ranges)."""
-        return [r for r in self.state.requests if r.origin == "cdn" and r.method == "GET"
-                and not _closed(r.headers.get("range"))]
+        return [
+            r
+            for r in self.state.requests
+            if r.origin == "cdn" and r.method == "GET" and not _closed(r.headers.get("range"))
+        ]
 
     def header_reads(self) -> list[Request]:
         """The GET requests for a closed range of a file's bytes: reading its header."""
-        return [r for r in self.state.requests if r.origin == "cdn" and r.method == "GET"
-                and _closed(r.headers.get("range"))]
+        return [
+            r
+            for r in self.state.requests
+            if r.origin == "cdn" and r.method == "GET" and _closed(r.headers.get("range"))
+        ]
 
     def stop(self) -> None:
         if self.stopped:

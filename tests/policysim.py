@@ -37,8 +37,9 @@ class Profile:
     noise: float = 0.05
 
     def true(self) -> StepCosts:
-        return StepCosts({n: s * self.in_loop for n, s in self.verify.items()},
-                         {n: s * self.in_loop for n, s in self.draft.items()})
+        return StepCosts(
+            {n: s * self.in_loop for n, s in self.verify.items()}, {n: s * self.in_loop for n, s in self.draft.items()}
+        )
 
 
 def _scaled(step: float, ratios: dict[int, float]) -> dict[int, float]:
@@ -85,8 +86,13 @@ def copying(r: int, n: int) -> World:
     return World(0.6, 0.92, 16)
 
 
-TRACES = {"steady": steady, "drifting": drifting, "collapsing": collapsing, "recovering": recovering,
-          "copying": copying}
+TRACES = {
+    "steady": steady,
+    "drifting": drifting,
+    "collapsing": collapsing,
+    "recovering": recovering,
+    "copying": copying,
+}
 
 
 @dataclass
@@ -116,8 +122,9 @@ class Realized:
         return next((i for i, kept in enumerate(self.keeps) if not kept), len(self.keeps))
 
 
-def realize(profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8, seed: int = 0,
-            hiccup_at: int | None = None) -> list[Realized]:
+def realize(
+    profile: Profile, trace: Trace, rounds: int = 3000, k_max: int = 8, seed: int = 0, hiccup_at: int | None = None
+) -> list[Realized]:
     """Every round's outcome, drawn once from the trace; `hiccup_at`: a round timed ten times too slow."""
     rng = np.random.default_rng(seed)
     out = []
@@ -148,9 +155,14 @@ def simulate(profile: Profile, rounds: list[Realized], k_max: int = 8, skip: int
         seconds = round_seconds(truth, choice.source, drafted, lag) * real.slowdown
         emitted = accepted + 1
         hits = min(real.match, emitted)  # the offer, judged in hindsight against the emitted tokens
-        judged = CopyJudgement(evidence(COPY_MATCH, Source.TEXT), offer, 0, min(real.world.offer, emitted, hits + 1), hits)
-        policy.observe(Outcome(choice, drafted, accepted, confidences, lag, dropped, seconds,
-                               (judged,) if real.world.offer else ()))
+        judged = CopyJudgement(
+            evidence(COPY_MATCH, Source.TEXT), offer, 0, min(real.world.offer, emitted, hits + 1), hits
+        )
+        policy.observe(
+            Outcome(
+                choice, drafted, accepted, confidences, lag, dropped, seconds, (judged,) if real.world.offer else ()
+            )
+        )
         lag = 0 if choice.source == Source.MODEL else lag + emitted
         if r >= skip:
             run.tokens += emitted
@@ -213,8 +225,10 @@ def _options(costs: StepCosts, real: Realized, k_max: int) -> list[tuple[str, in
     catch-up, resets the lag); of choices alike in tokens and lag, only the quickest."""
     out = [(Source.PLAIN, 1, costs.verify_cost(1), False)]
     out += [(Source.LOOKUP, min(d, real.match) + 1, costs.verify_cost(d + 1), False) for d in range(1, LOOKUP_MAX + 1)]
-    out += [(Source.MODEL, min(d, real.model_run) + 1, costs.verify_cost(d + 1) + max(d - 1, 0) * costs.draft_cost(1), True)
-            for d in range(k_max + 1)]
+    out += [
+        (Source.MODEL, min(d, real.model_run) + 1, costs.verify_cost(d + 1) + max(d - 1, 0) * costs.draft_cost(1), True)
+        for d in range(k_max + 1)
+    ]
     quickest: dict[tuple[int, bool], tuple[str, int, float, bool]] = {}
     for option in out:
         key = (option[1], option[3])
@@ -223,8 +237,9 @@ def _options(costs: StepCosts, real: Realized, k_max: int) -> list[tuple[str, in
     return [(source, tokens, seconds * real.slowdown, resets) for source, tokens, seconds, resets in quickest.values()]
 
 
-def _best_run(costs: StepCosts, rounds: list[Realized], k_max: int, skip: int, rate: float,
-              catch_up: np.ndarray) -> Run:
+def _best_run(
+    costs: StepCosts, rounds: list[Realized], k_max: int, skip: int, rate: float, catch_up: np.ndarray
+) -> Run:
     """The choices with the most sum(tokens - rate * seconds) over the counted rounds: backward
     over the rounds with the value of each lag (0..LAG_CAP), then forward from lag 0."""
     lags = np.arange(len(catch_up))
@@ -232,9 +247,12 @@ def _best_run(costs: StepCosts, rounds: list[Realized], k_max: int, skip: int, r
     later, best = np.zeros(len(lags)), [None] * len(rounds)
     for r in range(len(rounds) - 1, -1, -1):
         weight, slowdown = float(r >= skip), rounds[r].slowdown
-        values = [weight * (tokens - rate * (seconds + catch_up * slowdown)) + later[0] if resets else
-                  weight * (tokens - rate * seconds) + later[np.minimum(lags + tokens, lags[-1])]
-                  for _, tokens, seconds, resets in options[r]]
+        values = [
+            weight * (tokens - rate * (seconds + catch_up * slowdown)) + later[0]
+            if resets
+            else weight * (tokens - rate * seconds) + later[np.minimum(lags + tokens, lags[-1])]
+            for _, tokens, seconds, resets in options[r]
+        ]
         best[r] = np.argmax(values, axis=0)
         later = np.max(values, axis=0)
     run, lag = Run(choices={Source.PLAIN: 0, Source.MODEL: 0, Source.LOOKUP: 0}), 0

@@ -98,8 +98,9 @@ def keeps_near_ties(monkeypatch, factor: float = KEEPS_MORE) -> None:
         if not params.greedy or constraint is not None:
             return fair(rows, draft, params, checks, constraint)
         accepted = 0
-        while accepted < len(draft.tokens) and \
-                rows[accepted][draft.tokens[accepted]] >= rows[accepted].max() - math.log(factor):
+        while accepted < len(draft.tokens) and rows[accepted][draft.tokens[accepted]] >= rows[
+            accepted
+        ].max() - math.log(factor):
             accepted += 1
         return Verdict(accepted, int(np.argmax(rows[accepted])))
 

@@ -59,8 +59,11 @@ def test_no_relative_imports_hide_the_layers():
 
 @pytest.mark.parametrize("dependency, owner", [("llama_cpp", "llama/library.py"), ("huggingface_hub", "models/hub.py")])
 def test_one_module_owns_each_heavy_dependency(dependency, owner):
-    users = {str(p.relative_to(PACKAGE)) for p in modules()
-             if any(name == dependency or name.startswith(dependency + ".") for name in imports(p))}
+    users = {
+        str(p.relative_to(PACKAGE))
+        for p in modules()
+        if any(name == dependency or name.startswith(dependency + ".") for name in imports(p))
+    }
     assert users == {owner}
 
 
@@ -74,21 +77,36 @@ def test_the_drafters_stand_below_the_policy_that_chooses_among_them():
     """decoding/drafters/ uses only itself, the sampling and token helpers and what it asks of a
     model (protocols): the policy (policy, copy_rates) and the auto drafter composing them (auto)
     stand above it."""
-    allowed = {"specgen.decoding.drafters", "specgen.decoding.sampling", "specgen.decoding.tokens",
-               "specgen.decoding.protocols"}
-    wrong = [f"{path.relative_to(PACKAGE)} imports {name}"
-             for path in (PACKAGE / "decoding" / "drafters").rglob("*.py") for name in imports(path)
-             if name.startswith("specgen.") and not any(name == a or name.startswith(a + ".") for a in allowed)]
+    allowed = {
+        "specgen.decoding.drafters",
+        "specgen.decoding.sampling",
+        "specgen.decoding.tokens",
+        "specgen.decoding.protocols",
+    }
+    wrong = [
+        f"{path.relative_to(PACKAGE)} imports {name}"
+        for path in (PACKAGE / "decoding" / "drafters").rglob("*.py")
+        for name in imports(path)
+        if name.startswith("specgen.") and not any(name == a or name.startswith(a + ".") for a in allowed)
+    ]
     assert not wrong
 
 
 # what only the engine may call: a front end that ran the loop or chose a drafter itself would
 # build its generation by hand again, and drift from the others (issue 47)
-ENGINE_ONLY = {"specgen.decoding.loop.generate", "specgen.decoding.auto.AutoDrafter",
-               "specgen.decoding.drafters.prediction.PredictionDrafter", "specgen.engine.drafting.drafter_for"}
+ENGINE_ONLY = {
+    "specgen.decoding.loop.generate",
+    "specgen.decoding.auto.AutoDrafter",
+    "specgen.decoding.drafters.prediction.PredictionDrafter",
+    "specgen.engine.drafting.drafter_for",
+}
 
 
 def test_only_the_engine_builds_and_runs_a_generation():
-    wrong = [f"{path.relative_to(PACKAGE)} imports {name}" for path in modules()
-             if path.parent.name not in ("engine", "decoding") for name in imports(path) & ENGINE_ONLY]
+    wrong = [
+        f"{path.relative_to(PACKAGE)} imports {name}"
+        for path in modules()
+        if path.parent.name not in ("engine", "decoding")
+        for name in imports(path) & ENGINE_ONLY
+    ]
     assert not wrong

@@ -24,8 +24,14 @@ QWEN_TOOLS = (Path(__file__).parent / "templates" / "qwen2.5-instruct.jinja").re
 WORDS = ["the", "def", "return", "print", "self", "for", "in", "if", "else", "and", "is", "of", "to", "a"]
 SPECIALS = ["<|im_start|>", "<|im_end|>"]
 # fill-in-the-middle control tokens by their GGUF keys, named as Qwen2.5-Coder names them
-FIM = {"fim_pre": "<|fim_prefix|>", "fim_suf": "<|fim_suffix|>", "fim_mid": "<|fim_middle|>",
-       "fim_pad": "<|fim_pad|>", "fim_rep": "<|repo_name|>", "fim_sep": "<|file_sep|>"}
+FIM = {
+    "fim_pre": "<|fim_prefix|>",
+    "fim_suf": "<|fim_suffix|>",
+    "fim_mid": "<|fim_middle|>",
+    "fim_pad": "<|fim_pad|>",
+    "fim_rep": "<|repo_name|>",
+    "fim_sep": "<|file_sep|>",
+}
 # the same roles under the older keys (tokenizer.ggml.prefix_token_id ...), named so that llama.cpp
 # cannot find them by their text: only the header says what they are
 FIM_OLD = {"prefix": "<gap_before>", "suffix": "<gap_after>", "middle": "<gap_fill>"}

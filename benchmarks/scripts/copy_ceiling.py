@@ -86,8 +86,12 @@ def ceiling_line(target: Model, record: dict, costs: StepCosts, max_tokens: int)
     schema = record["json_schema"]
     tokens = encode_prompt(target, record["prompt"], False)
     with Grammar(target, schema_grammar(schema)) as grammar:
-        reply = [t for event in generate(target, None, tokens, GenerationConfig(max_tokens, 0), grammar)
-                 if isinstance(event, Round) for t in event.tokens]
+        reply = [
+            t
+            for event in generate(target, None, tokens, GenerationConfig(max_tokens, 0), grammar)
+            if isinstance(event, Round)
+            for t in event.tokens
+        ]
     example = target.tokenize(schema_example(schema), add_special=False, parse_special=False)
     matches = longest_matches(tokens + example, reply)
 
@@ -97,9 +101,11 @@ def ceiling_line(target: Model, record: dict, costs: StepCosts, max_tokens: int)
     plain = len(reply) * costs.verify_cost(1)
     copyable = sum(1 for m in matches if m > 0)
     passes = ", ".join(f"{costs.verify_cost(n) * 1000:.1f}" for n in (1, 4, 16, 64))
-    return (f"{record['name']:18s} {len(reply):4d} tokens, {copyable / len(reply):4.0%} start a copy; "
-            f"oracle copier {plain / cheapest(matches, cost):.2f}x plain decoding here "
-            f"(pass ms 1/4/16/64: {passes}, switch {costs.switch * 1000:.1f})")
+    return (
+        f"{record['name']:18s} {len(reply):4d} tokens, {copyable / len(reply):4.0%} start a copy; "
+        f"oracle copier {plain / cheapest(matches, cost):.2f}x plain decoding here "
+        f"(pass ms 1/4/16/64: {passes}, switch {costs.switch * 1000:.1f})"
+    )
 
 
 def main() -> None:

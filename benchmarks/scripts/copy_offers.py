@@ -46,8 +46,7 @@ def offers(path: Path, vocabulary) -> list[tuple[int, str, bool]]:
             return made
 
         drafter.copier.offer = seen
-        for _ in generate(target, drafter, record["prompt"],
-                          GenerationConfig(max_tokens=len(truth), draft_tokens=8)):
+        for _ in generate(target, drafter, record["prompt"], GenerationConfig(max_tokens=len(truth), draft_tokens=8)):
             pass
     return rows
 
@@ -68,8 +67,10 @@ def main() -> None:
             cells[key][1] += 1
     print("match  " + "  ".join(f"{a:>14s}" for a in ("all", "single", "agree", "split")))
     for low in BINS:
-        line = "  ".join(f"{cells[low, a][0] / cells[low, a][1]:.2f} of {cells[low, a][1]:5d}" if cells[low, a][1]
-                         else f"{'-':>14s}" for a in ("all", "single", "agree", "split"))
+        line = "  ".join(
+            f"{cells[low, a][0] / cells[low, a][1]:.2f} of {cells[low, a][1]:5d}" if cells[low, a][1] else f"{'-':>14s}"
+            for a in ("all", "single", "agree", "split")
+        )
         print(f"{low:>4d}+  {line}")
 
 

@@ -73,9 +73,12 @@ def cuts(path: Path, count: int, span: int) -> list[Cut]:
     functions whose body is at least twice as long, spread over the file, in file order."""
     text = path.read_text()
     lines = text.splitlines(keepends=True)
-    bodies = [(node.body[0].lineno, node.end_lineno) for node in ast.walk(ast.parse(text))
-              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-              and node.end_lineno - node.body[0].lineno + 1 >= 2 * span]
+    bodies = [
+        (node.body[0].lineno, node.end_lineno)
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.end_lineno - node.body[0].lineno + 1 >= 2 * span
+    ]
     bodies.sort()
     chosen = [bodies[round(i * (len(bodies) - 1) / max(count - 1, 1))] for i in range(min(count, len(bodies)))]
     out = []
@@ -120,19 +123,37 @@ def infill(url: str, body: dict, key: str | None) -> tuple[dict, float | None, f
 def run(servers: list[tuple[str, str]], files: list[Path], args) -> list[Result]:
     results = []
     extra = {path: path.read_text().splitlines(keepends=True)[: args.extra_lines] for path in files}
-    all_cuts = [(cut, files[(i + 1) % len(files)]) for i, path in enumerate(files)
-                for cut in cuts(path, args.cuts, args.span)]
+    all_cuts = [
+        (cut, files[(i + 1) % len(files)]) for i, path in enumerate(files) for cut in cuts(path, args.cuts, args.span)
+    ]
     for number, (cut, other) in enumerate(all_cuts):
-        body = {"input_prefix": cut.prefix, "input_suffix": cut.suffix, "prompt": "",
-                "input_extra": [{"filename": other.name, "text": "".join(extra[other])}] if other != cut.path else [],
-                "n_predict": args.n_predict, "temperature": 0, "seed": 0, "cache_prompt": True}
+        body = {
+            "input_prefix": cut.prefix,
+            "input_suffix": cut.suffix,
+            "prompt": "",
+            "input_extra": [{"filename": other.name, "text": "".join(extra[other])}] if other != cut.path else [],
+            "n_predict": args.n_predict,
+            "temperature": 0,
+            "seed": 0,
+            "cache_prompt": True,
+        }
         order = servers if number % 2 == 0 else servers[::-1]
         for name, url in order:
             reply, first, total = infill(url, body, args.api_key)
             timings, own = reply.get("timings", {}), reply.get("specgen", {})
-            results.append(Result(name, f"{cut.path.name}:{cut.line}", reply.get("tokens_evaluated", 0),
-                                  reply.get("tokens_predicted", 0), timings.get("predicted_per_second", 0.0),
-                                  first, own.get("first_token_s"), total, reply["content"]))
+            results.append(
+                Result(
+                    name,
+                    f"{cut.path.name}:{cut.line}",
+                    reply.get("tokens_evaluated", 0),
+                    reply.get("tokens_predicted", 0),
+                    timings.get("predicted_per_second", 0.0),
+                    first,
+                    own.get("first_token_s"),
+                    total,
+                    reply["content"],
+                )
+            )
             print(line(results[-1], cut), flush=True)
     return results
 
@@ -140,9 +161,11 @@ def run(servers: list[tuple[str, str]], files: list[Path], args) -> list[Result]
 def line(result: Result, cut: Cut) -> str:
     first_client = "-" if result.first_token_client_s is None else f"{result.first_token_client_s:.3f}"
     first_server = "-" if result.first_token_server_s is None else f"{result.first_token_server_s:.3f}"
-    return (f"{result.server:>8} {result.where:<22} prompt {result.prompt_tokens:>5} tokens {result.tokens:>4} "
-            f"{result.decode_tps:7.2f} tok/s  first token {first_client}s (server {first_server}s)  "
-            f"total {result.total_s:6.2f}s  the removed lines: {result.content.strip() == cut.middle.strip()}")
+    return (
+        f"{result.server:>8} {result.where:<22} prompt {result.prompt_tokens:>5} tokens {result.tokens:>4} "
+        f"{result.decode_tps:7.2f} tok/s  first token {first_client}s (server {first_server}s)  "
+        f"total {result.total_s:6.2f}s  the removed lines: {result.content.strip() == cut.middle.strip()}"
+    )
 
 
 def summary(results: list[Result], servers: list[tuple[str, str]]) -> str:
@@ -151,15 +174,20 @@ def summary(results: list[Result], servers: list[tuple[str, str]]) -> str:
     rows = []
     for name, _ in servers:
         own = [r for r in results if r.server == name]
-        ratios = [r.decode_tps / baseline[r.where].decode_tps for r in own
-                  if r.decode_tps > 0 and baseline[r.where].decode_tps > 0]
+        ratios = [
+            r.decode_tps / baseline[r.where].decode_tps
+            for r in own
+            if r.decode_tps > 0 and baseline[r.where].decode_tps > 0
+        ]
         firsts = [r.first_token_client_s for r in own if r.first_token_client_s is not None]
         same = sum(r.content == baseline[r.where].content for r in own)
         decode = geomean([r.decode_tps for r in own if r.decode_tps > 0])
-        rows.append(f"{name:>8}: {len(own)} replies, decode {decode:.2f}"
-                    f" tok/s (geometric mean), x{geomean(ratios):.3f} {base} on the same cuts, first token median "
-                    f"{statistics.median(firsts) if firsts else float('nan'):.3f}s, total "
-                    f"{sum(r.total_s for r in own):.1f}s, text the same as {base}'s in {same} of {len(own)}")
+        rows.append(
+            f"{name:>8}: {len(own)} replies, decode {decode:.2f}"
+            f" tok/s (geometric mean), x{geomean(ratios):.3f} {base} on the same cuts, first token median "
+            f"{statistics.median(firsts) if firsts else float('nan'):.3f}s, total "
+            f"{sum(r.total_s for r in own):.1f}s, text the same as {base}'s in {same} of {len(own)}"
+        )
     return "\n".join(rows)
 
 
@@ -170,8 +198,13 @@ def geomean(values: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path, help="source files (default: five standard-library modules)")
-    parser.add_argument("--server", action="append", required=True, metavar="NAME=URL",
-                        help="a server to ask (repeatable; the first is the baseline)")
+    parser.add_argument(
+        "--server",
+        action="append",
+        required=True,
+        metavar="NAME=URL",
+        help="a server to ask (repeatable; the first is the baseline)",
+    )
     parser.add_argument("--api-key", help="sent as a Bearer token to every server")
     parser.add_argument("--cuts", type=int, default=3, help="gaps per file (default 3)")
     parser.add_argument("--span", type=int, default=3, help="lines removed at each gap (default 3)")

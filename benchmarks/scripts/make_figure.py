@@ -64,8 +64,11 @@ def svg(reports: list[dict]) -> str:
     pad = max(0.5, (ticks[-1][0] - ticks[0][0]) * 0.05)
     x = _scale(ticks[0][0] - pad, ticks[-1][0] + pad, LEFT, WIDTH - RIGHT)
     y = _scale(0.0, top, HEIGHT - BOTTOM, TOP)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-             f'font-family="sans-serif" font-size="12">', f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'font-family="sans-serif" font-size="12">',
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+    ]
     parts += _axes(ticks, pad, top, x, y, _title(reports[0]))
     kinds = sorted({kind for kind, _ in lines})
     order = sorted(lines.items(), key=lambda item: (item[0][0], ["model", "auto", "lookup"].index(item[0][1])))
@@ -96,8 +99,10 @@ def _axes(ticks: list[tuple[float, str]], pad: float, top: float, x, y, title: s
     parts.append(f'<line x1="{x0}" y1="{y(1)}" x2="{x1}" y2="{y(1)}" stroke="black" stroke-dasharray="3 3"/>')
     parts.append(f'<text x="{x0 + 6}" y="{y(1) - 6}" fill="#555">target alone</text>')
     parts.append(f'<text x="{(x0 + x1) / 2}" y="{HEIGHT - 18}" text-anchor="middle">draft tokens per round (K)</text>')
-    parts.append(f'<text transform="translate(18 {(y0 + y(top)) / 2}) rotate(-90)" text-anchor="middle">'
-                 "speedup over the target alone</text>")
+    parts.append(
+        f'<text transform="translate(18 {(y0 + y(top)) / 2}) rotate(-90)" text-anchor="middle">'
+        "speedup over the target alone</text>"
+    )
     return parts
 
 
@@ -118,8 +123,10 @@ def _line(points, x, y, colour: str, dash: str, square: bool) -> list[str]:
 
 def _legend(i: int, label: str, colour: str, dash: str, square: bool) -> list[str]:
     lx, ly = WIDTH - RIGHT + 20, TOP + 30 + 20 * i
-    line = (f'<line x1="{lx}" y1="{ly}" x2="{lx + 24}" y2="{ly}" stroke="{colour}" stroke-width="2" '
-            f'stroke-dasharray="{dash}"/>')
+    line = (
+        f'<line x1="{lx}" y1="{ly}" x2="{lx + 24}" y2="{ly}" stroke="{colour}" stroke-width="2" '
+        f'stroke-dasharray="{dash}"/>'
+    )
     sample = _marker(lx + 12, ly, colour, True) if square else line
     return [sample, f'<text x="{lx + 30}" y="{ly + 4}">{escape(label)}</text>']
 

@@ -66,7 +66,7 @@ def table(title: str, measure) -> None:
     tokens = corpus(max(LENGTHS) + QUERIES + 1)
     print(f"{title}\n{'history':>8}  {'median us':>9}  {'p90 us':>7}  {'p99 us':>7}")
     for length in LENGTHS:
-        times = sorted(measure(tokens[:length], tokens[length:length + QUERIES]))
+        times = sorted(measure(tokens[:length], tokens[length : length + QUERIES]))
         p90, p99 = times[int(0.9 * len(times))], times[int(0.99 * len(times))]
         print(f"{length:>8}  {statistics.median(times):9.1f}  {p90:7.1f}  {p99:7.1f}")
 

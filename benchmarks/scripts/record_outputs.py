@@ -60,27 +60,42 @@ def main() -> None:
     later_turns: list[dict] = []
     with Model(args.target, LoadOptions(n_ctx=8192, n_threads=args.threads)) as model:
         for path in args.prompts:
-            raw = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()] \
-                if path.endswith(".jsonl") else []
+            raw = (
+                [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+                if path.endswith(".jsonl")
+                else []
+            )
             nexts = {r.get("name"): r.get("next_turns", []) for r in raw}
             for prompt in read_prompt_files([path], None):
                 messages = list(prompt.messages) or [("user", prompt.text)]
                 for turn, ask in enumerate([None, *nexts.get(prompt.name, [])], start=1):
                     if ask is not None:
                         messages += [("user", ask)]
-                        later_turns.append({"name": f"{prompt.name}/{turn}", "kind": prompt.kind,
-                                            "messages": [{"role": r, "content": c} for r, c in messages]})
+                        later_turns.append(
+                            {
+                                "name": f"{prompt.name}/{turn}",
+                                "kind": prompt.kind,
+                                "messages": [{"role": r, "content": c} for r, c in messages],
+                            }
+                        )
                     first = ask is None
                     tokens = encode_all(model, [prompt], False)[0] if first else encode_messages(model, messages)
                     output, text = greedy(model, tokens, args.max_tokens, prompt_grammar(prompt) if first else None)
                     name = prompt.name if turn == 1 else f"{prompt.name}/{turn}"
-                    outputs[name] = {"kind": prompt.kind, "prompt": tokens, "output": output, "text": text,
-                                     "quoted": first and (prompt.json_schema is not None or bool(prompt.tools)),
-                                     "example": schema_example(prompt.json_schema) if first else ""}
+                    outputs[name] = {
+                        "kind": prompt.kind,
+                        "prompt": tokens,
+                        "output": output,
+                        "text": text,
+                        "quoted": first and (prompt.json_schema is not None or bool(prompt.tools)),
+                        "example": schema_example(prompt.json_schema) if first else "",
+                    }
                     print(f"{name}: {len(tokens)} prompt tokens, {len(output)} out", flush=True)
                     messages += [("assistant", text)]
-    about = (f"Greedy outputs of {args.target.name} ({args.threads} threads, this project's engine, "
-             f"at most {args.max_tokens} tokens) for {', '.join(args.prompts)}, chat-templated.")
+    about = (
+        f"Greedy outputs of {args.target.name} ({args.threads} threads, this project's engine, "
+        f"at most {args.max_tokens} tokens) for {', '.join(args.prompts)}, chat-templated."
+    )
     args.out.write_text(json.dumps({"about": about, "outputs": outputs}, ensure_ascii=False))
     if args.turns_out:
         args.turns_out.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in later_turns))

@@ -60,16 +60,25 @@ def curves_to_run(chosen: list[Curve], added_ms: list[float]) -> list[Curve]:
     return out
 
 
-def replay_curve(name: str, curve: dict[int, float], outputs: dict[str, dict], vocabulary: Vocabulary | None,
-                 examples: list[str]) -> None:
+def replay_curve(
+    name: str, curve: dict[int, float], outputs: dict[str, dict], vocabulary: Vocabulary | None, examples: list[str]
+) -> None:
     """Print each output's speedup on `curve` per example mode, then their geometric means."""
     speedups: dict[str, list[float]] = {mode: [] for mode in examples}
     for output_name, r in outputs.items():
         cells = []
         for mode in examples:
             example = r.get("example", "") if mode == "with" else ""
-            result = replay(output_name, r["kind"], r["prompt"], r["output"], curve, vocabulary,
-                            quoted=r.get("quoted", False) and vocabulary is not None, example=example)
+            result = replay(
+                output_name,
+                r["kind"],
+                r["prompt"],
+                r["output"],
+                curve,
+                vocabulary,
+                quoted=r.get("quoted", False) and vocabulary is not None,
+                example=example,
+            )
             speedups[mode].append(result.speedup)
             cells.append(f"{mode} example {result.speedup:.3f}")
         print(f"{name:14s} {output_name:18s} {'  '.join(cells)}", flush=True)
@@ -82,10 +91,19 @@ def main() -> None:
     parser.add_argument("outputs", type=Path, nargs="+", help="recorded outputs (JSON, tests/copyreplay.py's format)")
     parser.add_argument("--vocab", type=Path, help="the model file whose vocabulary the recorded tokens are")
     parser.add_argument("--curve", type=parse_curve, action="append", help="NAME or NAME=SIZE:SECONDS,... (repeatable)")
-    parser.add_argument("--add-ms", type=float, action="append", default=[],
-                        help="also replay each curve with MS added to every pass (repeatable)")
-    parser.add_argument("--example", choices=("with", "without", "both"), default="with",
-                        help="replay with the record's schema example, without it, or both (default with)")
+    parser.add_argument(
+        "--add-ms",
+        type=float,
+        action="append",
+        default=[],
+        help="also replay each curve with MS added to every pass (repeatable)",
+    )
+    parser.add_argument(
+        "--example",
+        choices=("with", "without", "both"),
+        default="with",
+        help="replay with the record's schema example, without it, or both (default with)",
+    )
     args = parser.parse_args()
     vocabulary = qwen_vocabulary(args.vocab) if args.vocab else None
     examples = ["without", "with"] if args.example == "both" else [args.example]

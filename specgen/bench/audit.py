@@ -104,9 +104,15 @@ class DistributionAudit:
         return {**asdict(self), "checks": [{**asdict(c), "prompt": names[c.prompt]} for c in self.checks]}
 
 
-def distribution_audit(target: Model, draft: Model | None, prompts: list[list[int]], plan: Plan,
-                       make_drafter: MakeDrafter, started: Callable[[int, int, Config], None] | None = None,
-                       asks: Sequence[Asked] = ()) -> DistributionAudit:
+def distribution_audit(
+    target: Model,
+    draft: Model | None,
+    prompts: list[list[int]],
+    plan: Plan,
+    make_drafter: MakeDrafter,
+    started: Callable[[int, int, Config], None] | None = None,
+    asks: Sequence[Asked] = (),
+) -> DistributionAudit:
     """Sample plan.audit_tokens tokens under plan.audit_seeds seeds per configuration and prompt; test.
 
     `make_drafter(config, target, draft)` builds a configuration's drafter (None for the target alone);
@@ -123,22 +129,33 @@ def distribution_audit(target: Model, draft: Model | None, prompts: list[list[in
             if started is not None:
                 started((p * len(plan.configs) + index) * n, p, config)
             seeds = range(first_seed + index * n, first_seed + (index + 1) * n)
-            settings = [GenerationConfig(max_tokens=width, draft_tokens=config.k,
-                                         sampling=replace(plan.sampling, seed=s)) for s in seeds]
-            samples[config.name] = [sample_tokens(target, make_drafter(config, target, draft), prompt, config, g, asked)
-                                    for g in settings]
+            settings = [
+                GenerationConfig(max_tokens=width, draft_tokens=config.k, sampling=replace(plan.sampling, seed=s))
+                for s in seeds
+            ]
+            samples[config.name] = [
+                sample_tokens(target, make_drafter(config, target, draft), prompt, config, g, asked) for g in settings
+            ]
         baseline, *others = plan.configs
         for config in others:
-            tests = tuple(position_test(i, [s[i] for s in samples[baseline.name]], [s[i] for s in samples[config.name]])
-                          for i in range(width))
+            tests = tuple(
+                position_test(i, [s[i] for s in samples[baseline.name]], [s[i] for s in samples[config.name]])
+                for i in range(width)
+            )
             worst = min(t.p_value for t in tests)
             checks.append(DistributionCheck(p, config.name, n, tests, min(1.0, worst * width)))
     overall = min(1.0, min((c.p_value for c in checks), default=1.0) * len(checks))
     return DistributionAudit(n, width, LEVEL, tuple(checks), overall, overall >= LEVEL)
 
 
-def sample_tokens(target: Model, drafter: Drafter | None, prompt: list[int], config: Config,
-                  settings: GenerationConfig, asked: Asked = NOTHING_ASKED) -> list[int]:
+def sample_tokens(
+    target: Model,
+    drafter: Drafter | None,
+    prompt: list[int],
+    config: Config,
+    settings: GenerationConfig,
+    asked: Asked = NOTHING_ASKED,
+) -> list[int]:
     """The first `settings.max_tokens` tokens of one sampled generation, built as the timed runs
     build it (`plan.generation`), END-padded where it stopped early."""
     tokens: list[int] = []
@@ -227,8 +244,9 @@ def _upper_fraction(a: float, z: float) -> float:
     return h
 
 
-def audit(target: Model, prompts: list[list[int]], records: list[RunRecord],
-          grammars: list[str | None] | None = None) -> list[Audit]:
+def audit(
+    target: Model, prompts: list[list[int]], records: list[RunRecord], grammars: list[str | None] | None = None
+) -> list[Audit]:
     """Compare every run with the target alone's first run on the same prompt (greedy runs only);
     `grammars`: each prompt's GBNF where its output was constrained."""
     reference = {r.prompt: r for r in records if r.config == BASELINE and r.repeat == 0}
@@ -241,15 +259,25 @@ def audit(target: Model, prompts: list[list[int]], records: list[RunRecord],
         bad = [r for r in runs if r.output != base.output]
         gbnf = grammars[p] if grammars else None
         ended = (base.summary.stop_reason == "eog", bad[0].summary.stop_reason == "eog") if bad else (False, False)
-        first = (divergence(target, prompts[p], base.ids(), bad[0].ids(), bad[0].rounds, base.rounds, gbnf, ended)
-                 if bad else None)
+        first = (
+            divergence(target, prompts[p], base.ids(), bad[0].ids(), bad[0].rounds, base.rounds, gbnf, ended)
+            if bad
+            else None
+        )
         audits.append(Audit(p, config, len(runs), len(bad), first))
     return audits
 
 
-def divergence(target: Model, prompt: list[int], expected: tuple[int, ...], got: tuple[int, ...],
-               rounds: Rounds = (), expected_rounds: Rounds = (), gbnf: str | None = None,
-               ended: tuple[bool, bool] = (False, False)) -> Divergence:
+def divergence(
+    target: Model,
+    prompt: list[int],
+    expected: tuple[int, ...],
+    got: tuple[int, ...],
+    rounds: Rounds = (),
+    expected_rounds: Rounds = (),
+    gbnf: str | None = None,
+    ended: tuple[bool, bool] = (False, False),
+) -> Divergence:
     """The first position where `got` leaves `expected`, the target's top-2 margin there, and
     whether the target's own batched passes pick `got`'s token there. Where the runs' rounds are
     known their passes are replayed (the logits of both then are exactly those the runs saw);
@@ -275,8 +303,9 @@ def divergence(target: Model, prompt: list[int], expected: tuple[int, ...], got:
         flip = row is not None and int(np.argmax(_masked(row, mask))) == other
     else:
         flip = other is not None and other in batched_choices(target, prefix, mask)
-    return Divergence(position, base, other, _piece(target, base), _piece(target, other), float(first - second),
-                      near or flip, flip)
+    return Divergence(
+        position, base, other, _piece(target, base), _piece(target, other), float(first - second), near or flip, flip
+    )
 
 
 def allowed_mask(target: Model, gbnf: str, output: tuple[int, ...]) -> np.ndarray:
@@ -290,8 +319,9 @@ def _masked(logits: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
     return logits if mask is None else np.where(mask, logits, -np.inf)
 
 
-def batched_choices(target: Model, tokens: list[int], mask: np.ndarray | None = None,
-                    sizes: tuple[int, ...] = (2, 4, 8, 16)) -> set[int]:
+def batched_choices(
+    target: Model, tokens: list[int], mask: np.ndarray | None = None, sizes: tuple[int, ...] = (2, 4, 8, 16)
+) -> set[int]:
     """The target's greedy choices (among `mask`'s tokens) after `tokens` when the last 2, 4, 8 or
     16 of them are decoded as one batch, as a verify pass does: batched kernels round differently
     from one-token ones."""
@@ -302,8 +332,9 @@ def batched_choices(target: Model, tokens: list[int], mask: np.ndarray | None = 
     return choices
 
 
-def replayed_logits(target: Model, prompt: list[int], output: tuple[int, ...], rounds: Rounds,
-                    position: int) -> np.ndarray | None:
+def replayed_logits(
+    target: Model, prompt: list[int], output: tuple[int, ...], rounds: Rounds, position: int
+) -> np.ndarray | None:
     """The target's logits for output `position` with its passes replayed as the run made them:
     the same prefill, then each round's batch [last, drafted...], rolled back to what was kept.
     The cache then holds the numbers the run's did, computed by the same batch shapes, so the
@@ -323,8 +354,9 @@ def replayed_logits(target: Model, prompt: list[int], output: tuple[int, ...], r
     return None
 
 
-def _token_at(target: Model, output: tuple[int, ...], position: int, logits: np.ndarray, ended: bool = False
-              ) -> int | None:
+def _token_at(
+    target: Model, output: tuple[int, ...], position: int, logits: np.ndarray, ended: bool = False
+) -> int | None:
     """The output's token there. Where it ended: at an end-of-text token (`ended`), the end token
     the target weighs most there; else the end token the target chose if its best token is one,
     else None (the output was cut, at -n say)."""

@@ -57,22 +57,38 @@ def resolve(url: str, model: str | None, key: str | None) -> Endpoint:
         raise SpecgenError(f"{base}/models (HTTP {status}) lists no model; name one with --endpoint-model") from None
 
 
-def stream(endpoint: Endpoint, text: str, raw: bool, max_tokens: int, sampling: SamplingParams,
-           conversation: tuple[tuple[str, str], ...] = (), schema: dict | None = None,
-           prediction: str | None = None) -> tuple[str, Summary, PredictionReport | None]:
+def stream(
+    endpoint: Endpoint,
+    text: str,
+    raw: bool,
+    max_tokens: int,
+    sampling: SamplingParams,
+    conversation: tuple[tuple[str, str], ...] = (),
+    schema: dict | None = None,
+    prediction: str | None = None,
+) -> tuple[str, Summary, PredictionReport | None]:
     """Stream one completion of `text` (or of the chat `conversation` it ends, as (role, content)
     pairs), as JSON that fits `schema` where given (OpenAI's `response_format`), with OpenAI's
     `prediction` where given; its text, a Summary timed as the bench times its runs, and the
     prediction's counts as the server reports them in its usage (None without a prediction)."""
     messages = [{"role": role, "content": content} for role, content in conversation]
-    body = {"model": endpoint.model, "stream": True, "stream_options": {"include_usage": True},
-            "max_tokens": max_tokens, "temperature": sampling.temperature, "top_p": sampling.top_p,
-            **({"top_k": sampling.top_k} if sampling.top_k else {}),
-            **({"seed": sampling.seed} if sampling.seed is not None else {}),
-            **({"prediction": {"type": "content", "content": prediction}} if prediction is not None else {}),
-            **({"prompt": text} if raw else {"messages": messages or [{"role": "user", "content": text}]}),
-            **({"response_format": {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}}
-               if schema is not None else {})}
+    body = {
+        "model": endpoint.model,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": max_tokens,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        **({"top_k": sampling.top_k} if sampling.top_k else {}),
+        **({"seed": sampling.seed} if sampling.seed is not None else {}),
+        **({"prediction": {"type": "content", "content": prediction}} if prediction is not None else {}),
+        **({"prompt": text} if raw else {"messages": messages or [{"role": "user", "content": text}]}),
+        **(
+            {"response_format": {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}}
+            if schema is not None
+            else {}
+        ),
+    }
     path = "/completions" if raw else "/chat/completions"
     start = time.perf_counter()
     parts, arrivals, usage, finish = [], [], None, ""
@@ -86,8 +102,10 @@ def stream(endpoint: Endpoint, text: str, raw: bool, max_tokens: int, sampling: 
         usage = event.get("usage") or usage
     tokens = (usage or {}).get("completion_tokens") or len(arrivals)
     if tokens < 2 or len(arrivals) < 2:
-        raise SpecgenError(f"{endpoint.url} streamed {tokens} token(s) in {len(arrivals)} chunk(s) for a prompt: "
-                           "a rate needs two or more; raise -n, or check the server")
+        raise SpecgenError(
+            f"{endpoint.url} streamed {tokens} token(s) in {len(arrivals)} chunk(s) for a prompt: "
+            "a rate needs two or more; raise -n, or check the server"
+        )
     prompt_tokens = (usage or {}).get("prompt_tokens", 0)
     summary = _summary(tokens, len(arrivals), arrivals[0] - start, arrivals[-1] - arrivals[0], prompt_tokens, finish)
     return "".join(parts), summary, _prediction(usage) if prediction is not None else None
@@ -105,9 +123,23 @@ def _summary(tokens: int, chunks: int, first_s: float, between_s: float, prompt_
     """The run as the bench's rows report theirs. Decode time is the mean time per token after the
     first (first to last token), times the tokens: the rate of tokens 2..n, the local rows' measure."""
     decode_s = between_s * tokens / (tokens - 1)
-    return Summary(mode="endpoint", draft_tokens=0, prompt_tokens=prompt_tokens, prefilled_tokens=prompt_tokens,
-                   tokens=tokens, rounds=chunks, drafted=0, accepted=0, tokens_per_second=tokens / decode_s,
-                   prefill_s=first_s, decode_s=decode_s, draft_s=0.0, verify_s=0.0, other_s=decode_s, stop_reason=finish or "?")
+    return Summary(
+        mode="endpoint",
+        draft_tokens=0,
+        prompt_tokens=prompt_tokens,
+        prefilled_tokens=prompt_tokens,
+        tokens=tokens,
+        rounds=chunks,
+        drafted=0,
+        accepted=0,
+        tokens_per_second=tokens / decode_s,
+        prefill_s=first_s,
+        decode_s=decode_s,
+        draft_s=0.0,
+        verify_s=0.0,
+        other_s=decode_s,
+        stop_reason=finish or "?",
+    )
 
 
 def _events(url: str, body: dict, key: str | None):

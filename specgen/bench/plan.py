@@ -111,12 +111,20 @@ def make_drafter(config: Config, target: Model, draft: Model | None) -> Drafter 
     return None
 
 
-def generation(target: Model, drafter: Drafter | None, prompt: list[int], config: Config,
-               settings: GenerationConfig, asked: Asked) -> Generation:
+def generation(
+    target: Model, drafter: Drafter | None, prompt: list[int], config: Config, settings: GenerationConfig, asked: Asked
+) -> Generation:
     """The generation a configuration makes of a prompt, drafted by `drafter` (`make_drafter`'s)
     under what the prompt asks: its grammar, its prediction, its JSON."""
-    request = Request(tuple(prompt), settings, config.adaptive, Rules(asked.grammar) if asked.grammar else None,
-                      asked.predicted_tokens, quoted=asked.quoted, example=asked.example)
+    request = Request(
+        tuple(prompt),
+        settings,
+        config.adaptive,
+        Rules(asked.grammar) if asked.grammar else None,
+        asked.predicted_tokens,
+        quoted=asked.quoted,
+        example=asked.example,
+    )
     return Generation(target, drafter, request)
 
 
@@ -133,8 +141,13 @@ def parse_draft_tokens(text: str) -> tuple[int | str, ...]:
     return tuple(dict.fromkeys(values))
 
 
-def configurations(ks: tuple[int | str, ...], draft_model: bool, lookup: bool,
-                   auto_cap: int = DEFAULT_DRAFT_TOKENS, endpoints: tuple[Config, ...] = ()) -> tuple[Config, ...]:
+def configurations(
+    ks: tuple[int | str, ...],
+    draft_model: bool,
+    lookup: bool,
+    auto_cap: int = DEFAULT_DRAFT_TOKENS,
+    endpoints: tuple[Config, ...] = (),
+) -> tuple[Config, ...]:
     """The target alone first, the draft model at each K (and auto, up to auto_cap), prompt lookup
     at each K (without a draft model, auto copies only: lookup-auto), then the endpoints."""
     numbers = [k for k in ks if isinstance(k, int)]
@@ -148,8 +161,7 @@ def configurations(ks: tuple[int | str, ...], draft_model: bool, lookup: bool,
     configs += endpoints
     if len(configs) == 1:
         raise UsageError(
-            "nothing to compare with the target alone: give a draft model, leave out --no-lookup, "
-            "or add an --endpoint"
+            "nothing to compare with the target alone: give a draft model, leave out --no-lookup, or add an --endpoint"
         )
     return tuple(configs)
 

@@ -126,9 +126,18 @@ def _jsonl(text: str, label: str, kind: str, folder: Path) -> list[BenchPrompt]:
         name = record.get("name") or f"{kind}:{len(prompts) + 1}"
         if tools and not chat:
             chat = ({"role": "user", "content": prompt},)
-        prompts.append(BenchPrompt(name, record.get("kind") or kind, prompt, messages,
-                                   prediction=_prediction(record, where, folder), json_schema=schema,
-                                   tools=tools, chat=chat))
+        prompts.append(
+            BenchPrompt(
+                name,
+                record.get("kind") or kind,
+                prompt,
+                messages,
+                prediction=_prediction(record, where, folder),
+                json_schema=schema,
+                tools=tools,
+                chat=chat,
+            )
+        )
     return prompts
 
 
@@ -157,8 +166,7 @@ def _prediction(record: dict, where: str, folder: Path) -> str | None:
 def _messages(record: dict, where: str) -> tuple[tuple[str, str], ...]:
     """A "messages" list as (role, content) pairs, ending with the user's turn."""
     messages = record["messages"]
-    fix = ('write "messages": [{"role": "user", "content": "..."}, {"role": "assistant", ...}, '
-           '{"role": "user", ...}]')
+    fix = 'write "messages": [{"role": "user", "content": "..."}, {"role": "assistant", ...}, {"role": "user", ...}]'
     if not isinstance(messages, list) or not messages:
         raise PromptFileError(f'{where}: "messages" must be a list of messages; {fix}')
     pairs = []
@@ -166,8 +174,9 @@ def _messages(record: dict, where: str) -> tuple[tuple[str, str], ...]:
         role = message.get("role") if isinstance(message, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if role not in ("system", "user", "assistant") or not isinstance(content, str):
-            raise PromptFileError(f'{where}: each message needs a "role" (system, user or assistant) and a '
-                                  f'"content" string; {fix}')
+            raise PromptFileError(
+                f'{where}: each message needs a "role" (system, user or assistant) and a "content" string; {fix}'
+            )
         pairs.append((role, content))
     if pairs[-1][0] != "user":
         raise PromptFileError(f"{where}: the conversation must end with the user's turn; {fix}")
@@ -182,8 +191,12 @@ def _tools(record: dict, where: str) -> tuple[dict, ...]:
         raise PromptFileError(f'{where}: "tools" must be a list of function tools; {fix}')
     for tool in tools:
         function = tool.get("function") if isinstance(tool, dict) else None
-        if (not isinstance(function, dict) or tool.get("type") != "function"
-                or not isinstance(function.get("name"), str) or not isinstance(function.get("parameters", {}), dict)):
+        if (
+            not isinstance(function, dict)
+            or tool.get("type") != "function"
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("parameters", {}), dict)
+        ):
             raise PromptFileError(f'{where}: each of "tools" must be a function tool; {fix}')
     return tuple(tools)
 
@@ -193,14 +206,17 @@ def _tool_chat(record: dict, where: str) -> tuple[dict, ...]:
     the user, the assistant (text, or "tool_calls" with arguments as JSON text) or a tool's
     result ("tool", with the "tool_call_id" it answers); the last is the user's or a result."""
     messages = record["messages"]
-    fix = ('write "messages": [{"role": "user", "content": "..."}, {"role": "assistant", "tool_calls": '
-           '[{"id": "1", "type": "function", "function": {"name": "...", "arguments": "{...}"}}]}, '
-           '{"role": "tool", "tool_call_id": "1", "content": "..."}]')
+    fix = (
+        'write "messages": [{"role": "user", "content": "..."}, {"role": "assistant", "tool_calls": '
+        '[{"id": "1", "type": "function", "function": {"name": "...", "arguments": "{...}"}}]}, '
+        '{"role": "tool", "tool_call_id": "1", "content": "..."}]'
+    )
     if not isinstance(messages, list) or not messages:
         raise PromptFileError(f'{where}: "messages" must be a list of messages; {fix}')
     if not all(_well_formed_message(message) for message in messages):
-        raise PromptFileError(f'{where}: each message needs a "role" (system, user, assistant or tool) and a '
-                              f'"content" string; {fix}')
+        raise PromptFileError(
+            f'{where}: each message needs a "role" (system, user, assistant or tool) and a "content" string; {fix}'
+        )
     if messages[-1]["role"] not in ("user", "tool"):
         raise PromptFileError(f"{where}: the conversation must end with the user's turn or a tool's result; {fix}")
     return tuple(messages)
@@ -225,8 +241,11 @@ def _well_formed_calls(calls) -> bool:
         return False
     for call in calls:
         function = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str) \
-                or not isinstance(function.get("arguments"), str):
+        if (
+            not isinstance(function, dict)
+            or not isinstance(function.get("name"), str)
+            or not isinstance(function.get("arguments"), str)
+        ):
             return False
         try:
             json.loads(function["arguments"])

@@ -81,9 +81,12 @@ class BenchResult:
         audit = None
         if self.audits is not None:
             checks = [{**asdict(a), "prompt": names[a.prompt]} for a in self.audits]
-            audit = {"identical": not any(a.diverged for a in self.audits),
-                     "suspect": sum(1 for a in self.audits if a.first and not a.first.near_tie),
-                     "near_tie_margin": NEAR_TIE, "checks": checks}
+            audit = {
+                "identical": not any(a.diverged for a in self.audits),
+                "suspect": sum(1 for a in self.audits if a.first and not a.first.near_tie),
+                "near_tie_margin": NEAR_TIE,
+                "checks": checks,
+            }
         return {
             "schema": SCHEMA,
             "settings": {**self.settings, **_plan_dict(self.plan)},
@@ -91,37 +94,74 @@ class BenchResult:
             "peak_rss_mib": self.peak_rss_mib,
             "memory_mib": self.memory_mib,
             "step_costs": _costs_dict(self.step_costs),
-            "prompts": [{"name": p.name, "kind": p.kind, "prompt_tokens": n, "text": p.text, "prediction": p.prediction}
-                        for p, n in zip(self.prompts, self.prompt_tokens, strict=True)],
+            "prompts": [
+                {"name": p.name, "kind": p.kind, "prompt_tokens": n, "text": p.text, "prediction": p.prediction}
+                for p, n in zip(self.prompts, self.prompt_tokens, strict=True)
+            ],
             "configs": [asdict(c) for c in self.plan.configs],
             "results": [{**asdict(s), "time_split": s.time_split()} for s in self.stats],
             "audit": audit,
             "distribution_audit": self.distribution.to_dict(names) if self.distribution else None,
             "verdict": asdict(self.verdict),
             "endpoints": [asdict(e) for e in self.endpoints],
-            "runs": [{"prompt": names[r.prompt], "config": r.config, "repeat": r.repeat, "rejections": r.rejections,
-                      **r.summary.to_dict(), "prediction": r.prediction.to_dict() if r.prediction else None}
-                     for r in self.runs],
+            "runs": [
+                {
+                    "prompt": names[r.prompt],
+                    "config": r.config,
+                    "repeat": r.repeat,
+                    "rejections": r.rejections,
+                    **r.summary.to_dict(),
+                    "prediction": r.prediction.to_dict() if r.prediction else None,
+                }
+                for r in self.runs
+            ],
         }
 
 
-def benchmark(target: Model, draft: Model | DraftVocabulary | None, prompts: list[BenchPrompt], plan: Plan, raw: bool,
-              started: Started | None = None, settings: dict[str, Any] | None = None) -> BenchResult:
+def benchmark(
+    target: Model,
+    draft: Model | DraftVocabulary | None,
+    prompts: list[BenchPrompt],
+    plan: Plan,
+    raw: bool,
+    started: Started | None = None,
+    settings: dict[str, Any] | None = None,
+) -> BenchResult:
     """Encode the prompts, time isolated passes, run the plan, audit the outputs, and summarize."""
     tokens = encode_all(target, prompts, raw)
-    asks = [Asked(p.json_schema, prompt_grammar(p), p.prediction,
-                  tuple(target.continuation(p.prediction)) if p.prediction else None,
-                  quoted=p.json_schema is not None or bool(p.tools),
-                  example=schema_example(p.json_schema)) for p in prompts]
+    asks = [
+        Asked(
+            p.json_schema,
+            prompt_grammar(p),
+            p.prediction,
+            tuple(target.continuation(p.prediction)) if p.prediction else None,
+            quoted=p.json_schema is not None or bool(p.tools),
+            example=schema_example(p.json_schema),
+        )
+        for p in prompts
+    ]
     records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts], asks)
     costs = isolated_costs(target, draft)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
     audits = tuple(audit(target, tokens, local, [a.grammar for a in asks])) if plan.sampling.greedy else None
     sampled = sampled_audit(target, draft, tokens, plan, started, asks)
     stats = summarize(records, plan.configs, prompts, costs)
-    return BenchResult(plan, tuple(prompts), tuple(len(t) for t in tokens), tuple(records), tuple(stats),
-                       audits, sampled, verdict(stats), endpoint_checks(target, plan, records), peak_rss_mib(), costs,
-                       memory_mib(), machine(target), settings or {})
+    return BenchResult(
+        plan,
+        tuple(prompts),
+        tuple(len(t) for t in tokens),
+        tuple(records),
+        tuple(stats),
+        audits,
+        sampled,
+        verdict(stats),
+        endpoint_checks(target, plan, records),
+        peak_rss_mib(),
+        costs,
+        memory_mib(),
+        machine(target),
+        settings or {},
+    )
 
 
 def isolated_costs(target: Model, draft: Model | None) -> StepCosts:
@@ -133,8 +173,14 @@ def isolated_costs(target: Model, draft: Model | None) -> StepCosts:
     return calibrate(target, draft)
 
 
-def sampled_audit(target: Model, draft: Model | None, tokens: list[list[int]], plan: Plan,
-                  started: Started | None = None, asks: Sequence[Asked] = ()) -> DistributionAudit | None:
+def sampled_audit(
+    target: Model,
+    draft: Model | None,
+    tokens: list[list[int]],
+    plan: Plan,
+    started: Started | None = None,
+    asks: Sequence[Asked] = (),
+) -> DistributionAudit | None:
     """The distribution audit when sampling with audit seeds; its progress continues the runs'
     count; every configuration is asked what the timed runs were (`asks`: grammar, prediction, JSON)."""
     if plan.sampling.greedy or not plan.audit_seeds:
@@ -148,18 +194,30 @@ def _costs_dict(costs: StepCosts | None) -> dict[str, Any] | None:
     if costs is None:
         return None
     ceiling = costs.copy_ceiling(LOOKUP_MAX)
-    return {"verify": {str(n): s for n, s in sorted(costs.verify.items())}, "draft_step": costs.draft_step,
-            "switch": costs.switch, "copy_ceiling": {"tokens": ceiling[0], "speedup": ceiling[1]}}
+    return {
+        "verify": {str(n): s for n, s in sorted(costs.verify.items())},
+        "draft_step": costs.draft_step,
+        "switch": costs.switch,
+        "copy_ceiling": {"tokens": ceiling[0], "speedup": ceiling[1]},
+    }
 
 
 def _plan_dict(plan: Plan) -> dict:
     ks = sorted({c.k for c in plan.configs if c.k and not c.adaptive})
     auto = [AUTO] if any(c.adaptive for c in plan.configs) else []
     sampling = plan.sampling
-    return {"max_tokens": plan.max_tokens, "draft_tokens": [*ks, *auto],
-            "repeats": plan.repeats, "warmup": plan.warmup, "temperature": sampling.temperature,
-            "top_k": sampling.top_k, "top_p": sampling.top_p, "seed": sampling.seed,
-            "audit_seeds": plan.audit_seeds, "audit_tokens": plan.audit_tokens}
+    return {
+        "max_tokens": plan.max_tokens,
+        "draft_tokens": [*ks, *auto],
+        "repeats": plan.repeats,
+        "warmup": plan.warmup,
+        "temperature": sampling.temperature,
+        "top_k": sampling.top_k,
+        "top_p": sampling.top_p,
+        "seed": sampling.seed,
+        "audit_seeds": plan.audit_seeds,
+        "audit_tokens": plan.audit_tokens,
+    }
 
 
 def prompt_grammar(prompt: BenchPrompt) -> str | None:
@@ -173,9 +231,15 @@ def prompt_grammar(prompt: BenchPrompt) -> str | None:
         raise UsageError(f"prompt {prompt.name}: json_schema: {error}") from None
 
 
-def run_plan(target: Model, draft: Model | None, prompts: list[list[int]], plan: Plan,
-             started: Started | None = None, texts: Sequence[tuple[str, bool, tuple[tuple[str, str], ...]]] = (),
-             asks: Sequence[Asked] = ()) -> list[RunRecord]:
+def run_plan(
+    target: Model,
+    draft: Model | None,
+    prompts: list[list[int]],
+    plan: Plan,
+    started: Started | None = None,
+    texts: Sequence[tuple[str, bool, tuple[tuple[str, str], ...]]] = (),
+    asks: Sequence[Asked] = (),
+) -> list[RunRecord]:
     """All runs, interleaved per prompt, the configurations in turn and in reverse order every
     other repeat, so that neither always runs first (a host that slows down or warms up within
     a prompt's runs favours none); `started(index, prompt, config, repeat)` before each.
@@ -198,21 +262,33 @@ def run_plan(target: Model, draft: Model | None, prompts: list[list[int]], plan:
     return records
 
 
-def run_endpoint(config: Config, text: str, raw: bool, conversation: tuple[tuple[str, str], ...], plan: Plan,
-                 asked: Asked = NOTHING_ASKED, prompt: int = 0, repeat: int = 0) -> RunRecord:
+def run_endpoint(
+    config: Config,
+    text: str,
+    raw: bool,
+    conversation: tuple[tuple[str, str], ...],
+    plan: Plan,
+    asked: Asked = NOTHING_ASKED,
+    prompt: int = 0,
+    repeat: int = 0,
+) -> RunRecord:
     """Stream the prompt from the endpoint, asking what `asked` asks (OpenAI's `response_format`
     and `prediction`): its Summary, its text, no rounds or rejections, and the prediction's counts
     as the server reported them."""
     server = endpoint.Endpoint(config.url, config.model, plan.endpoint_key)
-    reply, summary, fate = endpoint.stream(server, text, raw, plan.max_tokens, plan.sampling, conversation,
-                                           asked.schema, asked.prediction)
+    reply, summary, fate = endpoint.stream(
+        server, text, raw, plan.max_tokens, plan.sampling, conversation, asked.schema, asked.prediction
+    )
     return RunRecord(prompt, config.name, repeat, summary, 0, reply, (), fate)
 
 
 def endpoint_checks(target: Model, plan: Plan, records: list[RunRecord]) -> tuple[EndpointCheck, ...]:
     """Per endpoint: runs whose text is the target alone's first run's on that prompt."""
-    reference = {r.prompt: b"".join(map(target.piece, r.ids())).decode("utf-8", errors="replace")
-                 for r in records if r.config == BASELINE and r.repeat == 0}
+    reference = {
+        r.prompt: b"".join(map(target.piece, r.ids())).decode("utf-8", errors="replace")
+        for r in records
+        if r.config == BASELINE and r.repeat == 0
+    }
     checks = []
     for config in (c for c in plan.configs if c.drafter == ENDPOINT):
         runs = [r for r in records if r.config == config.name]
@@ -221,8 +297,16 @@ def endpoint_checks(target: Model, plan: Plan, records: list[RunRecord]) -> tupl
     return tuple(checks)
 
 
-def run_once(target: Model, draft: Model | None, tokens: list[int], config: Config, plan: Plan,
-             asked: Asked = NOTHING_ASKED, prompt: int = 0, repeat: int = 0) -> RunRecord:
+def run_once(
+    target: Model,
+    draft: Model | None,
+    tokens: list[int],
+    config: Config,
+    plan: Plan,
+    asked: Asked = NOTHING_ASKED,
+    prompt: int = 0,
+    repeat: int = 0,
+) -> RunRecord:
     """Decode one prompt from an empty cache, consuming the loop's events as `run` does, as the
     generation `plan.generation` builds (under `asked.grammar` where given, drafting also from
     `asked.predicted_tokens` where given); its record as run `repeat` of prompt number `prompt`."""
@@ -250,8 +334,14 @@ def encode_all(target: Model, prompts: list[BenchPrompt], raw: bool) -> list[lis
     conversation through the chat template whole (as `specgen chat` and serve do); one with
     tools through the template's own Jinja text and its tool prompt (as serve does)."""
     if raw and any(prompt.messages or prompt.tools for prompt in prompts):
-        raise UsageError('--raw sends text as is, but a prompt file holds a "messages" conversation or "tools"; '
-                         'drop --raw')
-    return [encode_tool_chat(target, list(prompt.chat), list(prompt.tools)) if prompt.tools
-            else encode_messages(target, list(prompt.messages)) if prompt.messages
-            else encode_prompt(target, prompt.text, raw) for prompt in prompts]
+        raise UsageError(
+            '--raw sends text as is, but a prompt file holds a "messages" conversation or "tools"; drop --raw'
+        )
+    return [
+        encode_tool_chat(target, list(prompt.chat), list(prompt.tools))
+        if prompt.tools
+        else encode_messages(target, list(prompt.messages))
+        if prompt.messages
+        else encode_prompt(target, prompt.text, raw)
+        for prompt in prompts
+    ]

@@ -101,8 +101,13 @@ class Stats:
 
     def time_split(self) -> dict[str, float]:
         total = self.decode_s or 1.0
-        return {"draft": self.draft_s / total, "verify": self.verify_s / total, "other": self.other_s / total,
-                "python": self.python_s / total, "grammar": self.constraint_s / total}
+        return {
+            "draft": self.draft_s / total,
+            "verify": self.verify_s / total,
+            "other": self.other_s / total,
+            "python": self.python_s / total,
+            "grammar": self.constraint_s / total,
+        }
 
 
 @dataclass(frozen=True)
@@ -157,8 +162,21 @@ class _Totals:
         summaries = [r.summary for r in runs]
         self.records = runs
         self.runs = len(runs)
-        for name in ("tokens", "rounds", "drafted", "accepted", "decode_s", "draft_s", "verify_s", "other_s",
-                     "lookup_rounds", "model_drafted", "python_s", "constraint_s", "missed_copy_rounds"):
+        for name in (
+            "tokens",
+            "rounds",
+            "drafted",
+            "accepted",
+            "decode_s",
+            "draft_s",
+            "verify_s",
+            "other_s",
+            "lookup_rounds",
+            "model_drafted",
+            "python_s",
+            "constraint_s",
+            "missed_copy_rounds",
+        ):
             setattr(self, name, sum(getattr(s, name) for s in summaries))
         width = max((len(s.drafted_by_position) for s in summaries), default=0)
         self.drafted_at = [sum(_at(s.drafted_by_position, i) for s in summaries) for i in range(width)]
@@ -172,19 +190,37 @@ class _Totals:
         interval = speedup_interval(self.records, base.records) if drafting else None
         p = permutation_p(self.records, base.records) if drafting else None
         return Stats(
-            group=group, key=key, config=config.name, drafter=config.drafter, k=config.k,
-            adaptive=config.adaptive, runs=self.runs,
-            tokens=self.tokens, rounds=self.rounds, drafted=self.drafted, accepted=self.accepted,
-            tokens_per_second=self.rate, speedup=speedup, speedup_interval=interval,
-            outcome=outcome(interval, p) if drafting else None, p_value=p,
+            group=group,
+            key=key,
+            config=config.name,
+            drafter=config.drafter,
+            k=config.k,
+            adaptive=config.adaptive,
+            runs=self.runs,
+            tokens=self.tokens,
+            rounds=self.rounds,
+            drafted=self.drafted,
+            accepted=self.accepted,
+            tokens_per_second=self.rate,
+            speedup=speedup,
+            speedup_interval=interval,
+            outcome=outcome(interval, p) if drafting else None,
+            p_value=p,
             prediction=self._predicted(config, costs, speedup)
-            if drafting and costs is not None and config.drafter != ENDPOINT else None,
+            if drafting and costs is not None and config.drafter != ENDPOINT
+            else None,
             acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
             tokens_per_round=self.tokens / self.rounds if self.rounds else 0.0,
-            acceptance_by_position=tuple(a / d if d else 0.0
-                                         for a, d in zip(self.accepted_at, self.drafted_at, strict=True)),
-            decode_s=self.decode_s, draft_s=self.draft_s, verify_s=self.verify_s, other_s=self.other_s,
-            prefill_s=self.prefill, python_s=self.python_s, drafted_by_position=tuple(self.drafted_at),
+            acceptance_by_position=tuple(
+                a / d if d else 0.0 for a, d in zip(self.accepted_at, self.drafted_at, strict=True)
+            ),
+            decode_s=self.decode_s,
+            draft_s=self.draft_s,
+            verify_s=self.verify_s,
+            other_s=self.other_s,
+            prefill_s=self.prefill,
+            python_s=self.python_s,
+            drafted_by_position=tuple(self.drafted_at),
             constraint_s=self.constraint_s,
             missed_copy_rounds=self.missed_copy_rounds,
         )
@@ -280,13 +316,15 @@ def _log_gaps(tokens: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     """For each (resample, prompt, mine + theirs) table: the mean over prompts of the log ratio of
     the first half's rate to the second half's (a side that made no token counts one)."""
     half = tokens.shape[2] // 2
-    rate = [np.maximum(tokens[..., s].sum(axis=2), 1.0) / seconds[..., s].sum(axis=2)
-            for s in (slice(None, half), slice(half, None))]
+    rate = [
+        np.maximum(tokens[..., s].sum(axis=2), 1.0) / seconds[..., s].sum(axis=2)
+        for s in (slice(None, half), slice(half, None))
+    ]
     return np.log(rate[0] / rate[1]).mean(axis=1)
 
 
 def outcome(interval: Interval | None, p: float | None = None) -> str:
-    """"faster" or "slower" only when the interval excludes 1 and the permutation test's p is
+    """ "faster" or "slower" only when the interval excludes 1 and the permutation test's p is
     under 1 - CONFIDENCE; else "unclear"."""
     if interval is None or p is None or p >= 1 - CONFIDENCE:
         return "unclear"
@@ -327,8 +365,14 @@ def verdict(stats: list[Stats]) -> Verdict:
         result = "costs"
     else:
         result = "noise"
-    return Verdict(best.config, best.speedup, best.speedup_interval, result, best.tokens_per_second.median,
-                   base.tokens_per_second.median)
+    return Verdict(
+        best.config,
+        best.speedup,
+        best.speedup_interval,
+        result,
+        best.tokens_per_second.median,
+        base.tokens_per_second.median,
+    )
 
 
 def csv_rows(stats: list[Stats]) -> list[dict]:
@@ -336,19 +380,33 @@ def csv_rows(stats: list[Stats]) -> list[dict]:
     rows = []
     for s in stats:
         split, p, ci = s.time_split(), s.prediction, s.speedup_interval
-        rows.append({
-            "group": s.group, "key": s.key,
-            "config": s.config, "drafter": s.drafter, "k": s.k, "adaptive": s.adaptive, "runs": s.runs,
-            "tokens": s.tokens,
-            "tokens_per_second": s.tokens_per_second.median, "tokens_per_second_min": s.tokens_per_second.min,
-            "tokens_per_second_max": s.tokens_per_second.max, "speedup": s.speedup,
-            "speedup_low": ci.low if ci else None, "speedup_high": ci.high if ci else None, "p_value": s.p_value,
-            "outcome": s.outcome,
-            "predicted_speedup": p.speedup if p else None, "acceptance_rate": s.acceptance_rate,
-            "expected_tokens_per_round": p.expected_tokens_per_round if p else None,
-            "tokens_per_round": s.tokens_per_round,
-            "acceptance_by_position": ";".join(f"{a:.4f}" for a in s.acceptance_by_position),
-            "draft_fraction": split["draft"], "verify_fraction": split["verify"], "other_fraction": split["other"],
-            "prefill_s": s.prefill_s.median,
-        })
+        rows.append(
+            {
+                "group": s.group,
+                "key": s.key,
+                "config": s.config,
+                "drafter": s.drafter,
+                "k": s.k,
+                "adaptive": s.adaptive,
+                "runs": s.runs,
+                "tokens": s.tokens,
+                "tokens_per_second": s.tokens_per_second.median,
+                "tokens_per_second_min": s.tokens_per_second.min,
+                "tokens_per_second_max": s.tokens_per_second.max,
+                "speedup": s.speedup,
+                "speedup_low": ci.low if ci else None,
+                "speedup_high": ci.high if ci else None,
+                "p_value": s.p_value,
+                "outcome": s.outcome,
+                "predicted_speedup": p.speedup if p else None,
+                "acceptance_rate": s.acceptance_rate,
+                "expected_tokens_per_round": p.expected_tokens_per_round if p else None,
+                "tokens_per_round": s.tokens_per_round,
+                "acceptance_by_position": ";".join(f"{a:.4f}" for a in s.acceptance_by_position),
+                "draft_fraction": split["draft"],
+                "verify_fraction": split["verify"],
+                "other_fraction": split["other"],
+                "prefill_s": s.prefill_s.median,
+            }
+        )
     return rows

@@ -67,8 +67,13 @@ def render(result: BenchResult, out: TextIO) -> None:
     console.print(results_table(result))
     if any(s.drafted for s in _overall(result)):
         console.print(positions_table(result))
-    lines = [*audit_lines(result), *distribution_lines(result), *endpoint_lines(result), footer(result),
-             verdict_line(result)]
+    lines = [
+        *audit_lines(result),
+        *distribution_lines(result),
+        *endpoint_lines(result),
+        footer(result),
+        verdict_line(result),
+    ]
     for line in lines:
         console.print(line, soft_wrap=True, markup=False)
 
@@ -76,9 +81,19 @@ def render(result: BenchResult, out: TextIO) -> None:
 def results_table(result: BenchResult) -> Table:
     table = Table(box=box.SIMPLE_HEAD, title="specgen bench: decode speed against the target alone")
     columns: list[tuple[str, JustifyMethod]] = [
-        ("prompt", "left"), ("config", "left"), ("tok/s", "right"), ("min–max", "right"), ("speedup", "left"),
-        ("95% interval", "left"), ("predicted", "right"), ("accepted", "right"), ("missed", "right"),
-        ("tok/round", "right"), ("draft/verify/other (python)", "right"), ("prefill", "right")]
+        ("prompt", "left"),
+        ("config", "left"),
+        ("tok/s", "right"),
+        ("min–max", "right"),
+        ("speedup", "left"),
+        ("95% interval", "left"),
+        ("predicted", "right"),
+        ("accepted", "right"),
+        ("missed", "right"),
+        ("tok/round", "right"),
+        ("draft/verify/other (python)", "right"),
+        ("prefill", "right"),
+    ]
     for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)
     scale = max([1.0, *(s.speedup or 0.0 for s in result.stats)])
@@ -117,7 +132,8 @@ def _cells(s: Stats, scale: float) -> list:
         f"{s.missed_copy_rounds / s.runs:.1f}" if drafting and s.runs else "",
         f"{s.tokens_per_round:.2f}",
         f"{split['draft']:.0%}/{split['verify']:.0%}/{split['other']:.0%} ({split['python']:.1%})"
-        if s.drafter != ENDPOINT else "",
+        if s.drafter != ENDPOINT
+        else "",
         f"{s.prefill_s.median * 1000:.0f} ms",
     ]
 
@@ -132,7 +148,7 @@ def speedup_bar(speedup: float | None, scale: float) -> Text:
 
 
 def interval_cell(s: Stats) -> Text:
-    """"1.12–1.31 faster" (green), "0.80–0.95 slower" (red), "0.97–1.08" (the interval holds 1)."""
+    """ "1.12–1.31 faster" (green), "0.80–0.95 slower" (red), "0.97–1.08" (the interval holds 1)."""
     ci = s.speedup_interval
     if ci is None:
         return Text("n/a" if s.config != BASELINE else "")
@@ -148,8 +164,10 @@ def header(result: BenchResult) -> str:
     """What the numbers were measured with: backend, threads, kernels, step costs."""
     m, costs = result.machine, result.step_costs
     kernels = "on" if m.get("extra_bufts") else "off"
-    line = (f"specgen bench: {m.get('backend', '?')}, {_count(m.get('threads', 0), 'thread')}, "
-            f"repacked kernels {kernels} ({m.get('extra_bufts_reason', '?')})")
+    line = (
+        f"specgen bench: {m.get('backend', '?')}, {_count(m.get('threads', 0), 'thread')}, "
+        f"repacked kernels {kernels} ({m.get('extra_bufts_reason', '?')})"
+    )
     if result.settings.get("rpc"):
         line += f"; {placement(m.get('target_layers', {}), None)}"
     if costs is not None:
@@ -159,9 +177,11 @@ def header(result: BenchResult) -> str:
         ceiling = result.copy_ceiling()
         assert ceiling is not None, "there are step costs"
         tokens, gain = ceiling
-        line += (f"; target pass by batch size (ms, after a pass of its size) {verify}, "
-                 f"+{costs.switch * 1000:.1f} after another size{draft}; a copy kept whole gains at most "
-                 f"{gain:.2f}× here ({tokens} tokens a pass)")
+        line += (
+            f"; target pass by batch size (ms, after a pass of its size) {verify}, "
+            f"+{costs.switch * 1000:.1f} after another size{draft}; a copy kept whole gains at most "
+            f"{gain:.2f}× here ({tokens} tokens a pass)"
+        )
     return line
 
 
@@ -203,9 +223,13 @@ def audit_lines(result: BenchResult) -> list[str]:
     for a in bad:
         d = a.first
         assert d is not None, "a diverged audit holds its first divergence"
-        cause = ("the target's own batched pass picks it too: kernel arithmetic, not a bug" if d.batched_flip
-                 else "a near-tie, batched arithmetic" if d.near_tie
-                 else "not a near-tie: a bug; rerun with SPECGEN_DEBUG=1 and report it")
+        cause = (
+            "the target's own batched pass picks it too: kernel arithmetic, not a bug"
+            if d.batched_flip
+            else "a near-tie, batched arithmetic"
+            if d.near_tie
+            else "not a near-tie: a bug; rerun with SPECGEN_DEBUG=1 and report it"
+        )
         lines.append(
             f"exactness: {a.config} on {result.prompts[a.prompt].name} differs in {a.diverged}/{a.runs} runs; "
             f"first at token {d.position}: target alone {d.baseline_text!r}, {a.config} {d.other_text!r}; "
@@ -216,10 +240,12 @@ def audit_lines(result: BenchResult) -> list[str]:
 
 def endpoint_lines(result: BenchResult) -> list[str]:
     """Per endpoint: what it served, and how often its text was the target alone's."""
-    return [f"{e.config}: {e.model} at {e.url}; its text is the target alone's in {e.same_text}/{e.runs} runs "
-            "(another engine, quantization or batching may differ without a bug); its tok/s runs from the first "
-            "streamed token to the last, prefill is its time to the first token, tok/round its tokens per chunk"
-            for e in result.endpoints]
+    return [
+        f"{e.config}: {e.model} at {e.url}; its text is the target alone's in {e.same_text}/{e.runs} runs "
+        "(another engine, quantization or batching may differ without a bug); its tok/s runs from the first "
+        "streamed token to the last, prefill is its time to the first token, tok/round its tokens per chunk"
+        for e in result.endpoints
+    ]
 
 
 def footer(result: BenchResult) -> str:
@@ -249,17 +275,22 @@ def distribution_lines(result: BenchResult) -> list[str]:
     if audit is None:
         return []
     configs = len({c.config for c in audit.checks})
-    scope = (f"{configs} configurations × {_count(len(result.prompts), 'prompt')} against the target alone, "
-             f"{audit.seeds} seeds each, first {_count(audit.tokens, 'token')}")
+    scope = (
+        f"{configs} configurations × {_count(len(result.prompts), 'prompt')} against the target alone, "
+        f"{audit.seeds} seeds each, first {_count(audit.tokens, 'token')}"
+    )
     if audit.passed:
-        return [f"distribution: PASS at the {audit.level:g} level ({scope}; "
-                f"smallest corrected p = {audit.p_value:.3g})"]
+        return [
+            f"distribution: PASS at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.3g})"
+        ]
     lines = [f"distribution: FAIL at the {audit.level:g} level ({scope}; smallest corrected p = {audit.p_value:.2g})"]
     for check in audit.failed():
         worst = min(check.positions, key=lambda t: t.p_value)
-        lines.append(f"distribution: {check.config} on {result.prompts[check.prompt].name} differs from the "
-                     f"target alone at token {worst.position} (chi-square {worst.statistic:.1f}, {worst.df} df, "
-                     f"p = {worst.p_value:.2g}): a bug; rerun with SPECGEN_DEBUG=1 and report it")
+        lines.append(
+            f"distribution: {check.config} on {result.prompts[check.prompt].name} differs from the "
+            f"target alone at token {worst.position} (chi-square {worst.statistic:.1f}, {worst.df} df, "
+            f"p = {worst.p_value:.2g}): a bug; rerun with SPECGEN_DEBUG=1 and report it"
+        )
     return lines
 
 
@@ -270,11 +301,11 @@ def verdict_line(result: BenchResult) -> str:
     rates = f"{v.best_rate:.1f} vs {v.baseline_rate:.1f} tok/s, {ci}"
     line = {
         "pays": f"verdict: {v.best} is faster than the target alone at {speed} ({rates}); "
-                "speculation pays for this pair on this machine",
+        "speculation pays for this pair on this machine",
         "noise": f"verdict: no configuration is clearly faster than the target alone; the best, {v.best} at {speed} "
-                 f"({rates}), is within the noise (more --repeats or prompts will tell)",
+        f"({rates}), is within the noise (more --repeats or prompts will tell)",
         "costs": f"verdict: every configuration is slower than the target alone; the best, {v.best} at {speed} "
-                 f"({rates}); speculation does not pay for this pair on this machine",
+        f"({rates}); speculation does not pay for this pair on this machine",
     }[v.outcome]
     if result.audits and any(a.first is not None and not a.first.near_tie for a in result.audits):
         line += "; WARNING: some outputs differ from the target alone's (see exactness above)"

@@ -21,7 +21,6 @@ app = typer.Typer(
 )
 
 
-
 def print_version(wanted: bool) -> None:
     """--version: specgen's version and the llama-cpp-python it runs on (no llama.cpp import)."""
     if not wanted:
@@ -40,8 +39,9 @@ def print_version(wanted: bool) -> None:
 
 @app.callback()
 def specgen(
-    version: Annotated[bool, typer.Option(
-        "--version", is_eager=True, callback=print_version, help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=print_version, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """Fast local text generation with exact speculative decoding (llama.cpp)."""
 

@@ -16,26 +16,48 @@ from specgen.cli.options import CtxOpt
 from specgen.errors import UsageError
 
 
-@app.command(epilog=examples(
-    "specgen export qwen2.5-coder-7b:0.5b --to llama-server",
-    "specgen export qwen2.5-7b:0.5b --to vllm -k 5",
-    "specgen export qwen2.5-coder-1.5b:0.5b --to llama-server --bench results.json --local",
-))
+@app.command(
+    epilog=examples(
+        "specgen export qwen2.5-coder-7b:0.5b --to llama-server",
+        "specgen export qwen2.5-7b:0.5b --to vllm -k 5",
+        "specgen export qwen2.5-coder-1.5b:0.5b --to llama-server --bench results.json --local",
+    )
+)
 def export(
     name: Annotated[str, typer.Argument(metavar="PAIR", help="Pair name from 'specgen pairs'.")],
     to: Annotated[str, typer.Option("--to", metavar="ENGINE", help="llama-server or vllm.")],
-    method: Annotated[str | None, typer.Option(
-        "--method", help="draft (the pair's draft model), ngram or suffix (copying, no draft model; suffix: vLLM "
-        "only). Default: what --bench found fastest, else draft.")] = None,
-    k: Annotated[int | None, typer.Option(
-        "--draft-tokens", "-k", min=1, max=64, help="Tokens drafted per round (default: from --bench, else the "
-        "pair's K).")] = None,
-    bench: Annotated[Path | None, typer.Option(
-        "--bench", dir_okay=False, metavar="FILE", help="A 'specgen bench --json FILE' result: export the "
-        "method and K that were fastest there.")] = None,
+    method: Annotated[
+        str | None,
+        typer.Option(
+            "--method",
+            help="draft (the pair's draft model), ngram or suffix (copying, no draft model; suffix: vLLM "
+            "only). Default: what --bench found fastest, else draft.",
+        ),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--draft-tokens",
+            "-k",
+            min=1,
+            max=64,
+            help="Tokens drafted per round (default: from --bench, else the pair's K).",
+        ),
+    ] = None,
+    bench: Annotated[
+        Path | None,
+        typer.Option(
+            "--bench",
+            dir_okay=False,
+            metavar="FILE",
+            help="A 'specgen bench --json FILE' result: export the method and K that were fastest there.",
+        ),
+    ] = None,
     ctx: CtxOpt = 4096,
-    local: Annotated[bool, typer.Option(
-        "--local", help="llama-server: the files downloaded here (-m/-md) instead of the hub (-hf/-hfd).")] = False,
+    local: Annotated[
+        bool,
+        typer.Option("--local", help="llama-server: the files downloaded here (-m/-md) instead of the hub (-hf/-hfd)."),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object: argv, speculative_config, notes.")] = False,
 ) -> None:
     """Print the command that serves a pair in llama-server or vLLM, with the same speculation.

@@ -30,38 +30,71 @@ if TYPE_CHECKING:
     from specgen.llama.model import Model
 
 
-@app.command(epilog=examples(
-    "specgen run --raw -n 64 'def fibonacci(n: int) -> int:'",
-    "cat app.py | specgen run 'Add type hints. Reply with the whole file.' > typed.py",
-    "specgen run -f app.py --predict app.py 'Rename bal to balance. Reply with the whole file.' > new.py",
-))
+@app.command(
+    epilog=examples(
+        "specgen run --raw -n 64 'def fibonacci(n: int) -> int:'",
+        "cat app.py | specgen run 'Add type hints. Reply with the whole file.' > typed.py",
+        "specgen run -f app.py --predict app.py 'Rename bal to balance. Reply with the whole file.' > new.py",
+    )
+)
 @option_groups
 def run(
-    prompt: Annotated[str | None, typer.Argument(
-        help="Prompt text. With text piped on stdin too, the prompt is the piped text, a blank line, then this; "
-        "stdin alone when omitted or '-'.")] = None,
-    files: Annotated[list[Path] | None, typer.Option(
-        "--file", "-f", metavar="PATH", help="Attach this file's text to the prompt, named and fenced "
-        "(repeatable; files come first, then stdin, then PROMPT).")] = None,
+    prompt: Annotated[
+        str | None,
+        typer.Argument(
+            help="Prompt text. With text piped on stdin too, the prompt is the piped text, a blank line, then this; "
+            "stdin alone when omitted or '-'."
+        ),
+    ] = None,
+    files: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--file",
+            "-f",
+            metavar="PATH",
+            help="Attach this file's text to the prompt, named and fenced "
+            "(repeatable; files come first, then stdin, then PROMPT).",
+        ),
+    ] = None,
     models: ModelChoice = ModelChoice(),  # noqa: B008 - typer reads its options from defaults
     sampling: Sampling = Sampling(max_tokens=256),  # noqa: B008 - typer reads its options from defaults
     draft_tokens: DraftTokensOpt = "auto",
     raw: RawOpt = False,
-    json_out: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON object with the text and all statistics.")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object with the text and all statistics.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary line on stderr.")] = False,
-    lookup_cache: Annotated[Path | None, typer.Option(
-        "--lookup-cache", dir_okay=False, metavar="FILE", rich_help_panel=MODEL,
-        help="Copy drafts also from the outputs of earlier runs kept in FILE, and add this one "
-        "(with auto; shared safely by several processes; bounded; one file per model family).")] = None,
-    predict: Annotated[Path | None, typer.Option(
-        "--predict", metavar="FILE", rich_help_panel=MODEL,
-        help="The text the output is expected to resemble (the file an edit reprints): drafts follow it, "
-        "and the output stays the model's own.")] = None,
-    json_schema: Annotated[Path | None, typer.Option(
-        "--json-schema", dir_okay=False, metavar="FILE",
-        help="Reply with JSON that fits the JSON schema in FILE: a grammar masks every token the "
-        "schema forbids, for the draft's tokens and the target's alike (the output stays the target's).")] = None,
+    lookup_cache: Annotated[
+        Path | None,
+        typer.Option(
+            "--lookup-cache",
+            dir_okay=False,
+            metavar="FILE",
+            rich_help_panel=MODEL,
+            help="Copy drafts also from the outputs of earlier runs kept in FILE, and add this one "
+            "(with auto; shared safely by several processes; bounded; one file per model family).",
+        ),
+    ] = None,
+    predict: Annotated[
+        Path | None,
+        typer.Option(
+            "--predict",
+            metavar="FILE",
+            rich_help_panel=MODEL,
+            help="The text the output is expected to resemble (the file an edit reprints): drafts follow it, "
+            "and the output stays the model's own.",
+        ),
+    ] = None,
+    json_schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--json-schema",
+            dir_okay=False,
+            metavar="FILE",
+            help="Reply with JSON that fits the JSON schema in FILE: a grammar masks every token the "
+            "schema forbids, for the draft's tokens and the target's alike (the output stays the target's).",
+        ),
+    ] = None,
     resources: Resources = Resources(),  # noqa: B008 - typer reads its options from defaults
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome).
@@ -78,8 +111,11 @@ def run(
     from specgen.terminal.run_view import json_record, prediction_fields, streamer, summary_line
 
     text = read_prompt(prompt, files or [])
-    predicted = read_text(predict, f"--predict {predict}", "give the one file the output should resemble") \
-        if predict is not None else None
+    predicted = (
+        read_text(predict, f"--predict {predict}", "give the one file the output should resemble")
+        if predict is not None
+        else None
+    )
     gbnf, example = schema_file_grammar(json_schema) if json_schema else (None, "")
     selection = select_models(models, draft_tokens)
     paths = selection.paths
@@ -97,9 +133,16 @@ def run(
     with open_models(paths, load) as (target_model, draft_model):
         tokens = tuple(encode_prompt(target_model, text, raw))
         expected = prediction_tokens(target_model, predicted, predict) if predict and predicted is not None else None
-        request = Request(tokens, config, auto, Rules(gbnf) if gbnf else None,
-                          tuple(expected) if expected is not None else None, quoted=gbnf is not None, example=example,
-                          shared=(memory.index,) if memory is not None else ())
+        request = Request(
+            tokens,
+            config,
+            auto,
+            Rules(gbnf) if gbnf else None,
+            tuple(expected) if expected is not None else None,
+            quoted=gbnf is not None,
+            example=example,
+            shared=(memory.index,) if memory is not None else (),
+        )
         with Generation(target_model, base_drafter(draft_model), request) as generation:
             answer, summary = generation.consume(on_round)
         predicted_report = generation.report(output, summary)
@@ -108,12 +151,20 @@ def run(
     if lookup_cache and not memory_file.save(lookup_cache, vocabulary, output):
         print(f"specgen: warning: could not write --lookup-cache {lookup_cache}", file=sys.stderr)
     if json_out:
-        where = {"target": str(paths.target), "draft": str(paths.draft or ""), "backend": backend_name(),
-                 "extra_bufts": kernels.on, "extra_bufts_reason": kernels.reason, "mmap": mapped,
-                 "lookup_cache": str(lookup_cache or ""),
-                 "lookup_memory_tokens": len(memory.index) if memory is not None else 0,
-                 "lookup_memory_bytes": memory.nbytes if memory is not None else 0,
-                 "rpc": [str(e) for e in load.rpc], "target_layers": layers[0], "draft_layers": layers[1]}
+        where = {
+            "target": str(paths.target),
+            "draft": str(paths.draft or ""),
+            "backend": backend_name(),
+            "extra_bufts": kernels.on,
+            "extra_bufts_reason": kernels.reason,
+            "mmap": mapped,
+            "lookup_cache": str(lookup_cache or ""),
+            "lookup_memory_tokens": len(memory.index) if memory is not None else 0,
+            "lookup_memory_bytes": memory.nbytes if memory is not None else 0,
+            "rpc": [str(e) for e in load.rpc],
+            "target_layers": layers[0],
+            "draft_layers": layers[1],
+        }
         print(json_record(answer, summary, {**where, **prediction_fields(predicted_report)}))
     elif sys.stdout.isatty() and answer and not answer.endswith("\n"):
         print()
@@ -187,8 +238,9 @@ def read_stdin() -> str:
     try:
         return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
     except UnicodeDecodeError as error:
-        raise UsageError(f"stdin is not UTF-8 text ({error.reason} at byte {error.start}); "
-                         "convert it first (iconv -t UTF-8)") from error
+        raise UsageError(
+            f"stdin is not UTF-8 text ({error.reason} at byte {error.start}); convert it first (iconv -t UTF-8)"
+        ) from error
 
 
 def attachment(path: Path) -> str:
@@ -217,8 +269,10 @@ def read_text(path: Path, where: str, folder_hint: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise UsageError(f"{where}: not UTF-8 text ({error.reason} at byte {error.start}); give text "
-                         "files only, or convert it first (iconv -t UTF-8)") from error
+        raise UsageError(
+            f"{where}: not UTF-8 text ({error.reason} at byte {error.start}); give text "
+            "files only, or convert it first (iconv -t UTF-8)"
+        ) from error
 
 
 def prediction_tokens(target: Model, text: str, path: Path) -> list[int]:
@@ -226,26 +280,32 @@ def prediction_tokens(target: Model, text: str, path: Path) -> list[int]:
     it is longer than the context."""
     tokens = target.continuation(text) if text else []
     if len(tokens) > target.n_ctx:
-        raise UsageError(f"--predict {path}: {len(tokens)} tokens, longer than the {target.n_ctx}-token context; "
-                         "pass a larger --ctx or a shorter prediction")
+        raise UsageError(
+            f"--predict {path}: {len(tokens)} tokens, longer than the {target.n_ctx}-token context; "
+            "pass a larger --ctx or a shorter prediction"
+        )
     return tokens
 
 
-@app.command(epilog=examples(
-    "specgen chat",
-    "specgen chat --pair llama3-8b:1b --show-rejected",
-    "specgen chat --target big.gguf --draft small.gguf --temp 0.7 --seed 1",
-))
+@app.command(
+    epilog=examples(
+        "specgen chat",
+        "specgen chat --pair llama3-8b:1b --show-rejected",
+        "specgen chat --target big.gguf --draft small.gguf --temp 0.7 --seed 1",
+    )
+)
 @option_groups
 def chat(
     models: ModelChoice = ModelChoice(),  # noqa: B008 - typer reads its options from defaults
     system: Annotated[str | None, typer.Option("--system", help="System prompt for the whole chat.")] = None,
     sampling: Sampling = Sampling(max_tokens=512),  # noqa: B008 - typer reads its options from defaults
     draft_tokens: DraftTokensOpt = "auto",
-    show_rejected: Annotated[bool, typer.Option(
-        "--show-rejected", help="Also show the rejected draft tokens, struck through.")] = False,
-    plain: Annotated[bool, typer.Option(
-        "--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe).")] = False,
+    show_rejected: Annotated[
+        bool, typer.Option("--show-rejected", help="Also show the rejected draft tokens, struck through.")
+    ] = False,
+    plain: Annotated[
+        bool, typer.Option("--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe).")
+    ] = False,
     resources: Resources = Resources(),  # noqa: B008 - typer reads its options from defaults
 ) -> None:
     """Chat in turns, and watch which tokens the draft model got right as each reply streams.

@@ -17,18 +17,28 @@ pairs_app = typer.Typer(no_args_is_help=False)
 app.add_typer(pairs_app, name="pairs")
 
 
-@pairs_app.callback(invoke_without_command=True, epilog=examples(
-    "specgen pairs",
-    "specgen pairs --local",
-    "specgen pairs --local --dir ~/models --dir /mnt/gguf",
-))
+@pairs_app.callback(
+    invoke_without_command=True,
+    epilog=examples(
+        "specgen pairs",
+        "specgen pairs --local",
+        "specgen pairs --local --dir ~/models --dir /mnt/gguf",
+    ),
+)
 def pairs(
     ctx: typer.Context,
-    local: Annotated[bool, typer.Option(
-        "--local", help="Pair the GGUF files already on disk ($SPECGEN_MODELS, Hugging Face cache, LM Studio, "
-        "Ollama) instead of listing the registry.")] = False,
-    dirs: Annotated[list[Path] | None, typer.Option(
-        "--dir", file_okay=False, help="Also look in this folder (repeatable; implies --local).")] = None,
+    local: Annotated[
+        bool,
+        typer.Option(
+            "--local",
+            help="Pair the GGUF files already on disk ($SPECGEN_MODELS, Hugging Face cache, LM Studio, "
+            "Ollama) instead of listing the registry.",
+        ),
+    ] = False,
+    dirs: Annotated[
+        list[Path] | None,
+        typer.Option("--dir", file_okay=False, help="Also look in this folder (repeatable; implies --local)."),
+    ] = None,
 ) -> None:
     """List the matched target/draft pairs: sizes, draft length K, whether they are downloaded.
 
@@ -54,8 +64,10 @@ def pairs(
         models = [f"{model.quant} {human_size(round(model.size_gb * 1e9))}" for model in (pair.target, pair.draft)]
         rows.append([pair.name + mark, *models, str(pair.draft_tokens), state])
     print_table(["pair", "target", "draft", "K", "downloaded"], rows)
-    print("* the default pair; 'specgen pairs show NAME' for repos and files, 'specgen pull NAME' to download",
-          file=sys.stderr)
+    print(
+        "* the default pair; 'specgen pairs show NAME' for repos and files, 'specgen pull NAME' to download",
+        file=sys.stderr,
+    )
 
 
 def local_pairs(dirs: list[Path]) -> None:
@@ -67,8 +79,18 @@ def local_pairs(dirs: list[Path]) -> None:
         if not folder.expanduser().is_dir():
             raise UsageError(f"--dir {folder}: no such folder")
     found = scan(dirs)
-    rows = [[pair.target.name, pair.draft.name, human_size(pair.target.size), human_size(pair.draft.size),
-             f"{pair.ratio:.1f}x", str(pair.target.path), str(pair.draft.path)] for pair in found.pairs]
+    rows = [
+        [
+            pair.target.name,
+            pair.draft.name,
+            human_size(pair.target.size),
+            human_size(pair.draft.size),
+            f"{pair.ratio:.1f}x",
+            str(pair.target.path),
+            str(pair.draft.path),
+        ]
+        for pair in found.pairs
+    ]
     if sys.stdout.isatty():  # paths are too long for table cells: one ready-to-run line per pair
         for target, draft, target_size, draft_size, ratio, target_path, draft_path in rows:
             print(f"{target} ({target_size})  <-  {draft} ({draft_size}), {ratio}")
@@ -76,8 +98,11 @@ def local_pairs(dirs: list[Path]) -> None:
     else:
         print_table(["target", "draft", "target size", "draft size", "ratio", "target path", "draft path"], rows)
     searched = sum(1 for _, folder in found.folders if folder.is_dir())
-    print(f"{len(found.models)} models in {searched} folders, {len(found.pairs)} pairs; "
-          "use one with 'specgen run --target PATH --draft PATH'", file=sys.stderr)
+    print(
+        f"{len(found.models)} models in {searched} folders, {len(found.pairs)} pairs; "
+        "use one with 'specgen run --target PATH --draft PATH'",
+        file=sys.stderr,
+    )
     if found.skipped:
         print(f"skipped {len(found.skipped)} files that are not usable GGUF models:", file=sys.stderr)
         for skipped in found.skipped[:5]:

@@ -23,43 +23,95 @@ from specgen.errors import UsageError
 
 MODEL, SAMPLING, RESOURCES = "Model", "Sampling", "Context and threads"
 
-PairOpt = Annotated[str | None, typer.Option(
-    "--pair", rich_help_panel=MODEL,
-    help="A matched pair from 'specgen pairs', downloaded on first use (default pair without --target).")]
-TargetOpt = Annotated[Path | None, typer.Option(
-    "--target", dir_okay=False, rich_help_panel=MODEL,
-    help="Target model (GGUF file), e.g. one listed by 'specgen pairs --local'.")]
-DraftOpt = Annotated[Path | None, typer.Option(
-    "--draft", dir_okay=False, rich_help_panel=MODEL,
-    help="Draft model (GGUF file) sharing the target's vocabulary.")]
-NoDraftOpt = Annotated[bool, typer.Option(
-    "--no-draft", rich_help_panel=MODEL, help="No draft model: drafts are copied from the text only (-k 0 for none).")]
-OfflineOpt = Annotated[bool, typer.Option(
-    "--offline", rich_help_panel=MODEL, help="Never download; fail if the pair's files are not cached.")]
-DraftTokensOpt = Annotated[str, typer.Option(
-    "--draft-tokens", "-k", rich_help_panel=MODEL,
-    help="Draft tokens per round: K (1-32; 0: plain decoding, the target alone), or auto: chosen each round "
-         "from measured costs (the draft model up to the pair's draft_tokens, copies up to 64).")]
+PairOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pair",
+        rich_help_panel=MODEL,
+        help="A matched pair from 'specgen pairs', downloaded on first use (default pair without --target).",
+    ),
+]
+TargetOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--target",
+        dir_okay=False,
+        rich_help_panel=MODEL,
+        help="Target model (GGUF file), e.g. one listed by 'specgen pairs --local'.",
+    ),
+]
+DraftOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--draft",
+        dir_okay=False,
+        rich_help_panel=MODEL,
+        help="Draft model (GGUF file) sharing the target's vocabulary.",
+    ),
+]
+NoDraftOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-draft",
+        rich_help_panel=MODEL,
+        help="No draft model: drafts are copied from the text only (-k 0 for none).",
+    ),
+]
+OfflineOpt = Annotated[
+    bool,
+    typer.Option("--offline", rich_help_panel=MODEL, help="Never download; fail if the pair's files are not cached."),
+]
+DraftTokensOpt = Annotated[
+    str,
+    typer.Option(
+        "--draft-tokens",
+        "-k",
+        rich_help_panel=MODEL,
+        help="Draft tokens per round: K (1-32; 0: plain decoding, the target alone), or auto: chosen each round "
+        "from measured costs (the draft model up to the pair's draft_tokens, copies up to 64).",
+    ),
+]
 
-MaxTokensOpt = Annotated[int, typer.Option(
-    "--max-tokens", "-n", min=1, rich_help_panel=SAMPLING, help="Most tokens to generate (per reply, per run).")]
-TempOpt = Annotated[float, typer.Option(
-    "--temp", min=0.0, rich_help_panel=SAMPLING, help="Sampling temperature; 0 is greedy.")]
-TopKOpt = Annotated[int, typer.Option(
-    "--top-k", min=0, rich_help_panel=SAMPLING, help="Keep only the k most likely tokens (0: all).")]
-TopPOpt = Annotated[float, typer.Option(
-    "--top-p", min=0.0, max=1.0, rich_help_panel=SAMPLING, help="Nucleus sampling mass.")]
+MaxTokensOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-tokens", "-n", min=1, rich_help_panel=SAMPLING, help="Most tokens to generate (per reply, per run)."
+    ),
+]
+TempOpt = Annotated[
+    float, typer.Option("--temp", min=0.0, rich_help_panel=SAMPLING, help="Sampling temperature; 0 is greedy.")
+]
+TopKOpt = Annotated[
+    int, typer.Option("--top-k", min=0, rich_help_panel=SAMPLING, help="Keep only the k most likely tokens (0: all).")
+]
+TopPOpt = Annotated[
+    float, typer.Option("--top-p", min=0.0, max=1.0, rich_help_panel=SAMPLING, help="Nucleus sampling mass.")
+]
 SeedOpt = Annotated[int | None, typer.Option("--seed", rich_help_panel=SAMPLING, help="Random seed for sampling.")]
-RawOpt = Annotated[bool, typer.Option(
-    "--raw", rich_help_panel=SAMPLING, help="Send the prompt as is, without the chat template; special tokens written in it "
-    "(such as <|im_start|>) are read as control tokens, as llama.cpp reads a prompt.")]
+RawOpt = Annotated[
+    bool,
+    typer.Option(
+        "--raw",
+        rich_help_panel=SAMPLING,
+        help="Send the prompt as is, without the chat template; special tokens written in it "
+        "(such as <|im_start|>) are read as control tokens, as llama.cpp reads a prompt.",
+    ),
+]
 
 CtxOpt = Annotated[int, typer.Option("--ctx", min=16, rich_help_panel=RESOURCES, help="Context size in tokens.")]
-ThreadsOpt = Annotated[int | None, typer.Option(
-    "--threads", "-t", min=1, rich_help_panel=RESOURCES, help="CPU threads (default: all cores).")]
-GpuLayersOpt = Annotated[int | None, typer.Option(
-    "--gpu-layers", min=0, rich_help_panel=RESOURCES,
-    help="Layers to offload to the GPU or the --rpc workers (default: all, where there is one).")]
+ThreadsOpt = Annotated[
+    int | None,
+    typer.Option("--threads", "-t", min=1, rich_help_panel=RESOURCES, help="CPU threads (default: all cores)."),
+]
+GpuLayersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--gpu-layers",
+        min=0,
+        rich_help_panel=RESOURCES,
+        help="Layers to offload to the GPU or the --rpc workers (default: all, where there is one).",
+    ),
+]
 
 
 def _check_rpc(text: str | None) -> str | None:
@@ -71,9 +123,16 @@ def _check_rpc(text: str | None) -> str | None:
     return text
 
 
-RpcOpt = Annotated[str | None, typer.Option(
-    "--rpc", metavar="HOST:PORT[,...]", callback=_check_rpc, rich_help_panel=RESOURCES,
-    help="Put the target's layers on these 'specgen worker' (or llama.cpp rpc-server) machines; the draft stays here.")]
+RpcOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--rpc",
+        metavar="HOST:PORT[,...]",
+        callback=_check_rpc,
+        rich_help_panel=RESOURCES,
+        help="Put the target's layers on these 'specgen worker' (or llama.cpp rpc-server) machines; the draft stays here.",
+    ),
+]
 
 
 @dataclass(frozen=True)
@@ -122,9 +181,15 @@ def option_groups(command: Callable) -> Callable:
             continue
         defaults = parameter.default if parameter.default is not parameter.empty else groups[name]()
         field_hints = typing.get_type_hints(groups[name], include_extras=True)
-        shown += [inspect.Parameter(field.name, inspect.Parameter.KEYWORD_ONLY, annotation=field_hints[field.name],
-                                    default=getattr(defaults, field.name))
-                  for field in dataclasses.fields(groups[name])]
+        shown += [
+            inspect.Parameter(
+                field.name,
+                inspect.Parameter.KEYWORD_ONLY,
+                annotation=field_hints[field.name],
+                default=getattr(defaults, field.name),
+            )
+            for field in dataclasses.fields(groups[name])
+        ]
     names = [parameter.name for parameter in shown]
     assert len(names) == len(set(names)), f"an option of {command.__name__} is declared twice: {names}"
 
@@ -153,8 +218,12 @@ def load_options(resources: Resources):
     from specgen.llama.model import LoadOptions
     from specgen.llama.rpc import parse_endpoints
 
-    return LoadOptions(n_ctx=resources.ctx, n_threads=resources.threads, n_gpu_layers=resources.gpu_layers,
-                       rpc=parse_endpoints(resources.rpc) if resources.rpc else ())
+    return LoadOptions(
+        n_ctx=resources.ctx,
+        n_threads=resources.threads,
+        n_gpu_layers=resources.gpu_layers,
+        rpc=parse_endpoints(resources.rpc) if resources.rpc else (),
+    )
 
 
 def sampling_params(sampling: Sampling):

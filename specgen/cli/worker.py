@@ -17,27 +17,42 @@ from specgen.cli.app import app, examples
 from specgen.cli.options import ThreadsOpt
 from specgen.errors import UsageError
 
-NO_AUTH = ("llama.cpp's RPC protocol has no authentication and is not hardened: anyone who can reach "
-           "{where} can use this machine's memory and compute, and read or overwrite what it holds. "
-           "Use it only on a network you trust, never one open to the internet")
+NO_AUTH = (
+    "llama.cpp's RPC protocol has no authentication and is not hardened: anyone who can reach "
+    "{where} can use this machine's memory and compute, and read or overwrite what it holds. "
+    "Use it only on a network you trust, never one open to the internet"
+)
 
 
-@app.command(epilog=examples(
-    "specgen worker",
-    "specgen worker --port 50053 --threads 4 --cache",
-    "specgen worker --host 192.168.1.20 --allow-network",
-))
+@app.command(
+    epilog=examples(
+        "specgen worker",
+        "specgen worker --port 50053 --threads 4 --cache",
+        "specgen worker --host 192.168.1.20 --allow-network",
+    )
+)
 def worker(
-    host: Annotated[str, typer.Option(
-        "--host", help="IPv4 address to listen on; anything but loopback needs --allow-network.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="IPv4 address to listen on; anything but loopback needs --allow-network.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")] = 50052,
     threads: ThreadsOpt = None,
-    cache: Annotated[bool, typer.Option(
-        "--cache", help="Keep large tensors clients send in specgen's cache folder, so that loading the same "
-        "model again sends only their hashes.")] = False,
-    allow_network: Annotated[bool, typer.Option(
-        "--allow-network", help="Listen on an address other machines reach. The RPC protocol has no "
-        "authentication: only on a network you trust.")] = False,
+    cache: Annotated[
+        bool,
+        typer.Option(
+            "--cache",
+            help="Keep large tensors clients send in specgen's cache folder, so that loading the same "
+            "model again sends only their hashes.",
+        ),
+    ] = False,
+    allow_network: Annotated[
+        bool,
+        typer.Option(
+            "--allow-network",
+            help="Listen on an address other machines reach. The RPC protocol has no "
+            "authentication: only on a network you trust.",
+        ),
+    ] = False,
 ) -> None:
     """Lend this machine's GPU (or CPU) to 'specgen run --rpc HOST:PORT' on another machine.
 
@@ -62,9 +77,13 @@ def worker(
             raise
         _stopped()
     offered = ", ".join(f"{device.name} ({device.description})" for device in serving.devices)
-    print(f"specgen worker: serving {offered} on {host}:{port} with {threads} threads (RPC protocol "
-          f"{serving.version}{f'; tensor cache {folder}' if folder else ''}); use it with --rpc "
-          f"{'THIS_MACHINE' if host == '0.0.0.0' else host}:{port}; Ctrl-C stops", file=sys.stderr, flush=True)
+    print(
+        f"specgen worker: serving {offered} on {host}:{port} with {threads} threads (RPC protocol "
+        f"{serving.version}{f'; tensor cache {folder}' if folder else ''}); use it with --rpc "
+        f"{'THIS_MACHINE' if host == '0.0.0.0' else host}:{port}; Ctrl-C stops",
+        file=sys.stderr,
+        flush=True,
+    )
     while not stop.wait(0.2):
         if not serving.thread.is_alive():
             raise RpcError("llama.cpp's RPC server stopped (see the lines above)")
@@ -79,8 +98,10 @@ def _worker_host(host: str, allow_network: bool, port: int) -> str:
     except ValueError:
         raise UsageError(f"--host takes an IPv4 address of this machine (or 0.0.0.0 for all), not {host!r}") from None
     if not address.is_loopback and not allow_network:
-        raise UsageError(f"--host {host} lets other machines reach this worker, and llama.cpp's RPC protocol has "
-                         "no authentication; pass --allow-network on a network you trust, or keep --host 127.0.0.1")
+        raise UsageError(
+            f"--host {host} lets other machines reach this worker, and llama.cpp's RPC protocol has "
+            "no authentication; pass --allow-network on a network you trust, or keep --host 127.0.0.1"
+        )
     if not address.is_loopback:
         print("specgen worker: WARNING: " + NO_AUTH.format(where=f"{host}:{port}"), file=sys.stderr, flush=True)
     return host
@@ -91,8 +112,10 @@ def _tensor_cache(folder: Path) -> Path:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UsageError(f"--cache cannot make {folder} ({error.strerror}); set SPECGEN_CACHE_DIR to a folder "
-                         "you can write, or drop --cache") from None
+        raise UsageError(
+            f"--cache cannot make {folder} ({error.strerror}); set SPECGEN_CACHE_DIR to a folder "
+            "you can write, or drop --cache"
+        ) from None
     return folder
 
 

@@ -63,8 +63,13 @@ class OpenOffer:
         return CopyJudgement(self.evidence, tokens, start, self.judged, kept)
 
 
-def copy_sources(shared: tuple[SuffixIndex, ...] = (), vocabulary: Vocabulary | None = None,
-                 prediction: Prediction | None = None, quoted: bool = False, example: str = "") -> list[CopySource]:
+def copy_sources(
+    shared: tuple[SuffixIndex, ...] = (),
+    vocabulary: Vocabulary | None = None,
+    prediction: Prediction | None = None,
+    quoted: bool = False,
+    example: str = "",
+) -> list[CopySource]:
     """The copy sources `AutoDrafter`'s parameters ask for, in the order that breaks ties: the
     prediction, the record pattern (given `vocabulary`), the text so far (searching `shared`
     after the request, the prediction's text first, and with `quoted` the prompt as JSON escapes
@@ -102,9 +107,17 @@ class AutoDrafter(Drafter):
     """`--draft-tokens auto`: each round a `Policy` picks plain decoding, the draft model at some
     K, or a copy; `observe` feeds it what the round showed and how long it took."""
 
-    def __init__(self, model: ModelDrafter | None, policy: Policy, shared: tuple[SuffixIndex, ...] = (),
-                 vocabulary: Vocabulary | None = None, prediction: Prediction | None = None, quoted: bool = False,
-                 example: str = "", sources: Sequence[CopySource] | None = None):
+    def __init__(
+        self,
+        model: ModelDrafter | None,
+        policy: Policy,
+        shared: tuple[SuffixIndex, ...] = (),
+        vocabulary: Vocabulary | None = None,
+        prediction: Prediction | None = None,
+        quoted: bool = False,
+        example: str = "",
+        sources: Sequence[CopySource] | None = None,
+    ):
         """`shared`: copy sources searched after this request (a conversation, a `LookupMemory`'s
         index); `vocabulary`: the target's, for offers by the output's record pattern;
         `prediction`: the text the user expects the output to resemble (also searched by the
@@ -117,8 +130,9 @@ class AutoDrafter(Drafter):
         self.model, self.policy = model, policy
         self.prediction, self.vocabulary = prediction, vocabulary
         self.example = example if quoted and vocabulary is not None else ""
-        self.sources = list(sources) if sources is not None else \
-            copy_sources(shared, vocabulary, prediction, quoted, example)
+        self.sources = (
+            list(sources) if sources is not None else copy_sources(shared, vocabulary, prediction, quoted, example)
+        )
         self.name = (model.name if model else PromptLookupDrafter.name) + " (auto)"
         self._choice = Choice(Source.PLAIN)  # this round's, which `observe` reports to the policy
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
@@ -141,8 +155,15 @@ class AutoDrafter(Drafter):
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
-    def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
+    def propose(
+        self,
+        history: list[int],
+        last: int,
+        k: int,
+        params: SamplingParams,
+        draws: np.ndarray | None,
+        keep: Gate | None = None,
+    ) -> Draft:
         self._weighed = self.policy.worth_looking()
         if not self._weighed:  # weighing drafts would cost more than drafts have earned
             return NO_DRAFT
@@ -155,10 +176,11 @@ class AutoDrafter(Drafter):
         opened = [OpenOffer(known, tokens)] if tokens else []
         if other is not None and other.branch is not None:  # the offer not chosen is judged too, so its record learns
             opened.append(OpenOffer(evidence(other.branch, other.record, other.roles), tuple(other.tokens)))
-        self._open = [*self._open[len(self._open) + len(opened) - _OPEN_MAX:], *opened]
+        self._open = [*self._open[len(self._open) + len(opened) - _OPEN_MAX :], *opened]
         if choice.source == Source.LOOKUP:
-            return copied(offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites),
-                          offer.source)
+            return copied(
+                offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites), offer.source
+            )
         if choice.source == Source.MODEL and self.model is not None:
             return self.model.propose(history, last, choice.k, params, draws, self.policy.gate())
         return NO_DRAFT
@@ -172,15 +194,26 @@ class AutoDrafter(Drafter):
         copies = tuple(offer.judge(emitted) for offer in self._open)
         self._open = [offer for offer in self._open if not offer.settled]
         if not self._weighed:
-            self.policy.decoded_plainly(Outcome(Choice(Source.PLAIN), 0, len(emitted) - 1, seconds=seconds,
-                                                copies=copies, looked=looked))
+            self.policy.decoded_plainly(
+                Outcome(Choice(Source.PLAIN), 0, len(emitted) - 1, seconds=seconds, copies=copies, looked=looked)
+            )
             return
         dropped = None
         if draft.dropped is not None and draft.dropped[1] >= 0 and len(emitted) > len(draft.tokens):
             dropped = (draft.dropped[0], emitted[len(draft.tokens)] == draft.dropped[1])
-        self.policy.observe(Outcome(
-            self._choice, len(draft.tokens), len(emitted) - 1, tuple(draft.confidences),
-            draft.lag, dropped, seconds, copies, looked))
+        self.policy.observe(
+            Outcome(
+                self._choice,
+                len(draft.tokens),
+                len(emitted) - 1,
+                tuple(draft.confidences),
+                draft.lag,
+                dropped,
+                seconds,
+                copies,
+                looked,
+            )
+        )
 
     def rollback(self, history: list[int]) -> None:
         """The copy sources hold accepted tokens only; the draft model forgets its drafted ones."""

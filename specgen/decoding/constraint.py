@@ -53,8 +53,14 @@ class Constraint(Protocol):
         """The output grew by `tokens` (each allowed where it stands)."""
 
 
-def verify_constrained(rows: np.ndarray, drafted: list[int], q: list[Dist], params: SamplingParams,
-                       checks: Callable[[int], np.ndarray], masks: RowMasks) -> Verdict:
+def verify_constrained(
+    rows: np.ndarray,
+    drafted: list[int],
+    q: list[Dist],
+    params: SamplingParams,
+    checks: Callable[[int], np.ndarray],
+    masks: RowMasks,
+) -> Verdict:
     """The target's verdict on a draft, each row masked by the constraint's state at its place:
     greedy comparison with each masked row's argmax, or the p/q rule on masked rows (`checks(i)`:
     the uniforms of draft position i, as verify_sampled takes them)."""

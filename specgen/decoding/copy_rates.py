@@ -44,10 +44,14 @@ from specgen.decoding.kept import reach_of
 EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 ANCHORED_BELOW = 6
 # keep rate of a copied token by bin of its match: text that reprints its source, text that does not
-GROUNDED = {False: (0.32, 0.70, 0.85, 0.92, 0.93, 0.95, 0.96, 0.96, 0.97, 0.98, 0.98, 0.99),
-            True: (0.45, 0.70, 0.85, 0.90)}
-LOOSE = {False: (0.25, 0.50, 0.50, 0.60, 0.62, 0.65, 0.65, 0.65, 0.65, 0.65, 0.65, 0.65),
-         True: (0.30, 0.50, 0.55, 0.65)}
+GROUNDED = {
+    False: (0.32, 0.70, 0.85, 0.92, 0.93, 0.95, 0.96, 0.96, 0.97, 0.98, 0.98, 0.99),
+    True: (0.45, 0.70, 0.85, 0.90),
+}
+LOOSE = {
+    False: (0.25, 0.50, 0.50, 0.60, 0.62, 0.65, 0.65, 0.65, 0.65, 0.65, 0.65, 0.65),
+    True: (0.30, 0.50, 0.55, 0.65),
+}
 _EVIDENCE = 0.5  # weight of one judged token's Bayes factor (overlapping offers judge a token more than once)
 _ODDS_LIMIT = 6.0  # log-odds bound, so that a long stretch of one kind can still be overturned
 _COPY_FORGET = 0.98  # per round, of the log-odds and of the match-bin counts

@@ -150,8 +150,15 @@ class Tally:
         return self.tokens / self.rounds if self.rounds else 0.0
 
 
-DERIVED = ("acceptance_rate", "tokens_per_round", "lookup_rounds", "model_drafted", "rewrite_rounds",
-           "pattern_rounds", "missed_copy_rounds")  # counts a Summary's record holds beside its fields
+DERIVED = (
+    "acceptance_rate",
+    "tokens_per_round",
+    "lookup_rounds",
+    "model_drafted",
+    "rewrite_rounds",
+    "pattern_rounds",
+    "missed_copy_rounds",
+)  # counts a Summary's record holds beside its fields
 
 
 @dataclass(kw_only=True)
@@ -177,8 +184,9 @@ class Summary(Tally):
 Events = Generator["Round | Summary", None, None]  # what `loop.generate` yields
 
 
-def consume(events: Events, on_round: Callable[[Round], None],
-            stop: Callable[[], bool] = lambda: False) -> tuple[str, Summary]:
+def consume(
+    events: Events, on_round: Callable[[Round], None], stop: Callable[[], bool] = lambda: False
+) -> tuple[str, Summary]:
     """Call on_round for each Round as it arrives; return the whole text and the Summary.
 
     Ctrl-C, or `stop()` turning true after a round, ends the loop early: the interrupt is thrown

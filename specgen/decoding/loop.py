@@ -45,8 +45,13 @@ class GenerationConfig:
     logprobs: int | None = None  # each emitted token's log-probability and this many top ones (None: none)
 
 
-def generate(target: Target, drafter: Drafter | None, prompt: list[int], config: GenerationConfig,
-             constraint: Constraint | None = None) -> Events:
+def generate(
+    target: Target,
+    drafter: Drafter | None,
+    prompt: list[int],
+    config: GenerationConfig,
+    constraint: Constraint | None = None,
+) -> Events:
     """Yield a Round per verification round, then one Summary (also after Ctrl-C).
 
     `drafter` is any drafter (a draft model, a copy drafter, the auto policy over them), or None
@@ -65,8 +70,9 @@ def generate(target: Target, drafter: Drafter | None, prompt: list[int], config:
         if drafter is not None and k > 0:
             drafter.prepare(prompt[:-1])
         prefill_s = time.perf_counter() - start
-        stop_reason = yield from _rounds(target, drafter if k > 0 else None, prompt[-1], config, room, tally,
-                                         constraint)
+        stop_reason = yield from _rounds(
+            target, drafter if k > 0 else None, prompt[-1], config, room, tally, constraint
+        )
     except KeyboardInterrupt:
         stop_reason = "interrupted"
     wall = time.perf_counter() - start
@@ -74,8 +80,15 @@ def generate(target: Target, drafter: Drafter | None, prompt: list[int], config:
     yield _summarize(tally, name, k, len(prompt), prefilled, prefill_s, wall, stop_reason)
 
 
-def _rounds(target: Target, drafter: Drafter | None, last: int, config: GenerationConfig, k: int, tally: Tally,
-            constraint: Constraint | None) -> Generator[Round, None, str]:
+def _rounds(
+    target: Target,
+    drafter: Drafter | None,
+    last: int,
+    config: GenerationConfig,
+    k: int,
+    tally: Tally,
+    constraint: Constraint | None,
+) -> Generator[Round, None, str]:
     """The loop proper: yields Rounds; returns why it stopped ("eog", "length" or "context")."""
     params = config.sampling
     seed = params.seed if params.seed is not None else secrets.randbits(63)
@@ -88,8 +101,9 @@ def _rounds(target: Target, drafter: Drafter | None, last: int, config: Generati
             return "length" if tally.tokens >= config.max_tokens else "context"
         proposing = drafter is not None and room > 0
         draws = draft_uniforms(seed, tally.rounds, room) if proposing and not params.greedy else None
-        draft = drafter.propose(target.tokens, last, room, params, draws) if drafter is not None and proposing \
-            else NO_DRAFT
+        draft = (
+            drafter.propose(target.tokens, last, room, params, draws) if drafter is not None and proposing else NO_DRAFT
+        )
         clock.drafted()
         n_past = len(target.tokens)
         rows = target.forward([last, *draft.tokens], all_logits=True)
@@ -97,8 +111,11 @@ def _rounds(target: Target, drafter: Drafter | None, last: int, config: Generati
         constrained_at = time.perf_counter()
         verdict = _verify(rows, draft, params, lambda i: uniforms(seed, tally.tokens + i), constraint)
         constraint_s = time.perf_counter() - constrained_at if constraint is not None else 0.0
-        logprobs = () if config.logprobs is None else \
-            token_logprobs(rows, [*draft.tokens[: verdict.accepted], verdict.token], config.logprobs)
+        logprobs = (
+            ()
+            if config.logprobs is None
+            else token_logprobs(rows, [*draft.tokens[: verdict.accepted], verdict.token], config.logprobs)
+        )
         target.truncate(n_past + 1 + verdict.accepted)
         if drafter is not None:
             drafter.rollback(target.tokens)
@@ -113,8 +130,11 @@ def _rounds(target: Target, drafter: Drafter | None, last: int, config: Generati
             constrained_at = time.perf_counter()
             constraint.accept(event.tokens)
             constraint_s += time.perf_counter() - constrained_at
-        event = replace(clock.stamp(event, proposing, draft.source == Source.MODEL), constraint_s=constraint_s,
-                        logprobs=logprobs[: event.emitted])
+        event = replace(
+            clock.stamp(event, proposing, draft.source == Source.MODEL),
+            constraint_s=constraint_s,
+            logprobs=logprobs[: event.emitted],
+        )
         tally.add(event)
         yield event
         if ended:
@@ -122,8 +142,13 @@ def _rounds(target: Target, drafter: Drafter | None, last: int, config: Generati
         last = verdict.token
 
 
-def _verify(rows: np.ndarray, draft: Draft, params: SamplingParams, checks: Callable[[int], np.ndarray],
-            constraint: Constraint | None) -> Verdict:
+def _verify(
+    rows: np.ndarray,
+    draft: Draft,
+    params: SamplingParams,
+    checks: Callable[[int], np.ndarray],
+    constraint: Constraint | None,
+) -> Verdict:
     """The target's verdict on the draft: greedy comparison, or speculative sampling with
     `checks(i)`, the uniforms of the draft's i-th position; with a constraint, on rows masked
     each at its place."""
@@ -149,14 +174,32 @@ def _round_event(target: Target, draft: Draft, verdict: Verdict, text: Utf8Strea
     own = None if ended else token
     target_text = text.feed(target.piece(token)) if own is not None else ""
     rejected = b"".join(target.piece(t) for t in drafted[accepted:])
-    return Round(tuple(drafted), n_draft, own, accepted_text, target_text,
-                 rejected.decode("utf-8", errors="replace"), draft.source, rewrites=draft.rewrites), ended
+    return Round(
+        tuple(drafted),
+        n_draft,
+        own,
+        accepted_text,
+        target_text,
+        rejected.decode("utf-8", errors="replace"),
+        draft.source,
+        rewrites=draft.rewrites,
+    ), ended
 
 
-def _summarize(tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: int,
-               prefill_s: float, wall: float, stop_reason: str) -> Summary:
+def _summarize(
+    tally: Tally, mode: str, k: int, prompt_tokens: int, prefilled: int, prefill_s: float, wall: float, stop_reason: str
+) -> Summary:
     """The generation's Summary: its tally's counts, and the totals only the end knows."""
     decode_s = max(wall - prefill_s, 1e-9)
-    return Summary(**vars(tally), mode=mode, draft_tokens=k, prompt_tokens=prompt_tokens, prefilled_tokens=prefilled,
-                   tokens_per_second=tally.tokens / decode_s, prefill_s=prefill_s, decode_s=decode_s,
-                   other_s=max(decode_s - tally.draft_s - tally.verify_s, 0.0), stop_reason=stop_reason)
+    return Summary(
+        **vars(tally),
+        mode=mode,
+        draft_tokens=k,
+        prompt_tokens=prompt_tokens,
+        prefilled_tokens=prefilled,
+        tokens_per_second=tally.tokens / decode_s,
+        prefill_s=prefill_s,
+        decode_s=decode_s,
+        other_s=max(decode_s - tally.draft_s - tally.verify_s, 0.0),
+        stop_reason=stop_reason,
+    )

@@ -44,8 +44,18 @@ from specgen.decoding.costs import RoundCosts, StepCosts
 from specgen.decoding.drafters.base import Source
 from specgen.decoding.kept import Acceptance, expected_tokens
 
-__all__ = ["FORESEEN_RISK", "K_MAX", "LOOKUP_MAX", "RISK", "Acceptance", "Choice", "ModelGate", "Outcome", "Policy",
-           "expected_tokens"]
+__all__ = [
+    "FORESEEN_RISK",
+    "K_MAX",
+    "LOOKUP_MAX",
+    "RISK",
+    "Acceptance",
+    "Choice",
+    "ModelGate",
+    "Outcome",
+    "Policy",
+    "expected_tokens",
+]
 
 K_MAX = 8
 LOOKUP_MAX = 64
@@ -240,8 +250,9 @@ class Policy:
         steady = [self.costs.verify_cost(k + 1) + k * self.costs.draft_cost(1) for k in range(1, self.k_max + 1)]
         return any(expected_tokens([_GOOD_PAIR] * k, k) / seconds > 1.15 * plain for k, seconds in enumerate(steady, 1))
 
-    def choose(self, room: int, lookup: int, lag: int, evidence: CopyEvidence | None = None,
-               offer: tuple[int, ...] = ()) -> Choice:
+    def choose(
+        self, room: int, lookup: int, lag: int, evidence: CopyEvidence | None = None, offer: tuple[int, ...] = ()
+    ) -> Choice:
         """The best choice for a round with `room` tokens to draft (the draft model at most its
         k_max of them, a copy at most LOOKUP_MAX), `lookup` tokens on offer with `evidence`
         (`offer`: the tokens), the draft model `lag` tokens behind; or a bounded exploration of
@@ -292,8 +303,9 @@ class Policy:
         one = self.costs.verify_cost(1) * (outcome.accepted + 1)
         self.loss.plain += one
         self.loss.saved += one - predicted if choice.source != Source.MODEL else 0.0
-        self.look.weighed_round(outcome.looked, one - predicted, outcome.drafted > 0 and outcome.accepted > 0,
-                                choice.held_back)
+        self.look.weighed_round(
+            outcome.looked, one - predicted, outcome.drafted > 0 and outcome.accepted > 0, choice.held_back
+        )
         self.rounds.timed_round(choice.source, outcome.drafted, outcome.seconds, predicted)
         charged = predicted * self.rounds.factor_of(choice.source, outcome.drafted)
         self.rounds.last_size = outcome.drafted + 1
@@ -342,7 +354,11 @@ class Policy:
 def _fresh_record(source: str) -> CopyRates | StructureRates:
     """A source's record before it has shown anything: with even prior odds, a prediction's
     with the odds that the output reprints it, a structure-aligned source's by what its tokens held."""
-    return StructureRates() if source == Source.STRUCTURE else CopyRates(PREDICTION_ODDS if source == Source.PREDICTION else 0.0)
+    return (
+        StructureRates()
+        if source == Source.STRUCTURE
+        else CopyRates(PREDICTION_ODDS if source == Source.PREDICTION else 0.0)
+    )
 
 
 def _noting(choice: Choice, held_back: bool) -> Choice:

@@ -204,8 +204,11 @@ def token_logprobs(rows: np.ndarray, tokens: list[int], top: int) -> tuple[Token
         normaliser = peak + np.log(np.exp(logits - peak).sum())
         best = np.argpartition(logits, -top)[-top:] if 0 < top < logits.shape[0] else np.arange(0)
         best = best[np.lexsort((best, -logits[best]))]
-        out.append(TokenLogprob(token, float(logits[token] - normaliser),
-                                tuple((int(t), float(logits[t] - normaliser)) for t in best)))
+        out.append(
+            TokenLogprob(
+                token, float(logits[token] - normaliser), tuple((int(t), float(logits[t] - normaliser)) for t in best)
+            )
+        )
     return tuple(out)
 
 
@@ -225,8 +228,9 @@ def verify_greedy(target_argmax: np.ndarray, drafted: list[int]) -> Verdict:
     return Verdict(accepted, int(target_argmax[accepted]))
 
 
-def verify_sampled(p_row: Callable[[int], Dist], q_rows: list[Dist], drafted: list[int],
-                   checks: Callable[[int], np.ndarray]) -> Verdict:
+def verify_sampled(
+    p_row: Callable[[int], Dist], q_rows: list[Dist], drafted: list[int], checks: Callable[[int], np.ndarray]
+) -> Verdict:
     """Speculative sampling. `p_row(i)` is the target's distribution at draft position i and
     `checks(i)` that position's uniforms (accept test [0], target sample [1]), both made only
     when reached."""

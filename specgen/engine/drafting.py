@@ -27,9 +27,17 @@ def base_drafter(draft_model: Model | DraftVocabulary | None) -> Drafter:
     return ModelDrafter(draft_model) if draft_model is not None else PromptLookupDrafter()
 
 
-def drafter_for(target: Model, drafter: Drafter | None, config: GenerationConfig, auto: bool,
-                shared: tuple[SuffixIndex, ...] = (), costs: StepCosts | None = None,
-                prediction: Prediction | None = None, quoted: bool = False, example: str = "") -> Drafter | None:
+def drafter_for(
+    target: Model,
+    drafter: Drafter | None,
+    config: GenerationConfig,
+    auto: bool,
+    shared: tuple[SuffixIndex, ...] = (),
+    costs: StepCosts | None = None,
+    prediction: Prediction | None = None,
+    quoted: bool = False,
+    example: str = "",
+) -> Drafter | None:
     """The drafter to hand the loop: `drafter` itself (a draft model, prompt lookup, or None), or
     with `auto` the auto policy over it, starting from this machine's step costs and
     copying also from `shared` (a conversation's index, a `LookupMemory`'s) and from prompt
@@ -55,5 +63,12 @@ def drafter_for(target: Model, drafter: Drafter | None, config: GenerationConfig
     seeded = config.sampling.seed is not None
     costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
     vocabulary = Vocabulary(target.piece, target.continuation)
-    return AutoDrafter(model=model, policy=Policy(costs, config.draft_tokens, timed=not seeded), shared=shared,
-                       vocabulary=vocabulary, prediction=prediction, quoted=quoted, example=example)
+    return AutoDrafter(
+        model=model,
+        policy=Policy(costs, config.draft_tokens, timed=not seeded),
+        shared=shared,
+        vocabulary=vocabulary,
+        prediction=prediction,
+        quoted=quoted,
+        example=example,
+    )

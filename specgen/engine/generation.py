@@ -50,9 +50,17 @@ class Generation:
         drafts = base is not None
         self.prediction = Prediction(list(request.prediction)) if request.prediction is not None and drafts else None
         seeded = request.config.sampling.seed is not None
-        self.drafter = drafter_for(target, base, request.config, request.auto, request.shared,
-                                   None if seeded else costs, self.prediction, quoted=request.quoted,
-                                   example=request.example)
+        self.drafter = drafter_for(
+            target,
+            base,
+            request.config,
+            request.auto,
+            request.shared,
+            None if seeded else costs,
+            self.prediction,
+            quoted=request.quoted,
+            example=request.example,
+        )
         self.grammar: Grammar | None = None
         self.stale_costs = False
 
@@ -61,8 +69,9 @@ class Generation:
         self.grammar = Grammar(self.target, rules.gbnf, rules.root) if rules is not None else None
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         if self.grammar is not None:
             self.grammar.close()
         if kind is None:

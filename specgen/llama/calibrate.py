@@ -38,8 +38,20 @@ _VERSION = "3"  # of the cached tables: sizes to 64, dips kept, steady costs and
 # logits for every row). A seeded run that can neither read nor write cached costs decides from
 # these, so its choices (and so its text) do not depend on timing noise; see `cached_costs`.
 DEFAULT = StepCosts(
-    {1: 0.030, 2: 0.051, 3: 0.069, 4: 0.084, 6: 0.123, 8: 0.200, 12: 0.243, 16: 0.228,
-     24: 0.348, 32: 0.414, 48: 0.549, 64: 0.750},
+    {
+        1: 0.030,
+        2: 0.051,
+        3: 0.069,
+        4: 0.084,
+        6: 0.123,
+        8: 0.200,
+        12: 0.243,
+        16: 0.228,
+        24: 0.348,
+        32: 0.414,
+        48: 0.549,
+        64: 0.750,
+    },
     {1: 0.018, 2: 0.031, 4: 0.046, 8: 0.077, 16: 0.112},
     0.001,
 )
@@ -112,9 +124,11 @@ def _measure(target: Model, draft: Model | None) -> tuple[StepCosts, bool]:
     if draft is not None:
         complete = complete and set(drafts) == {s for s in DRAFT_SIZES if s <= draft.n_batch}
     fallback = _default(draft)
-    return StepCosts(verify if 1 in verify else fallback.verify,
-                     drafts if 1 in drafts or draft is None else fallback.draft,
-                     switch if 1 in verify else fallback.switch), complete
+    return StepCosts(
+        verify if 1 in verify else fallback.verify,
+        drafts if 1 in drafts or draft is None else fallback.draft,
+        switch if 1 in verify else fallback.switch,
+    ), complete
 
 
 def cached_costs(target: Model, draft: Model | None, seeded: bool = False) -> StepCosts:
@@ -136,8 +150,9 @@ def cached_costs(target: Model, draft: Model | None, seeded: bool = False) -> St
     if seeded and not _writable(path):
         return _default(draft)
     costs, complete = _measure(target, draft)
-    stored = complete and write_atomically(path, json.dumps({"verify": costs.verify, "draft": costs.draft,
-                                                               "switch": costs.switch}))
+    stored = complete and write_atomically(
+        path, json.dumps({"verify": costs.verify, "draft": costs.draft, "switch": costs.switch})
+    )
     return costs if stored or not seeded else _default(draft)
 
 
@@ -180,7 +195,14 @@ def _key(target: Model, draft: Model | None) -> str:
     """Costs hold for these files and threads on this CPU: a VM moved to a CPU of another model or
     other features (another day, another host) measures again."""
     model_name, flags = cpu_info()
-    parts = [_VERSION, platform.node(), platform.machine(), model_name, " ".join(sorted(flags)), str(target.threads),
-             target.identity]
+    parts = [
+        _VERSION,
+        platform.node(),
+        platform.machine(),
+        model_name,
+        " ".join(sorted(flags)),
+        str(target.threads),
+        target.identity,
+    ]
     parts.append(draft.identity if draft is not None else "-")
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:24]

@@ -46,8 +46,16 @@ MAX_NODES = 5000  # the most schemas (objects) one schema may hold, $ref targets
 MAX_DEPTH = 64  # the deepest nesting of schemas
 MAX_ENUM = 1000  # the most values of one enum
 MAX_GBNF = 1 << 20  # the longest grammar a schema may become, in characters
-_COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "minContains",
-           "maxContains")
+_COUNTS = (
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "minContains",
+    "maxContains",
+)
 _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 _REPEAT = r"\{\s*([0-9]*)\s*(?:,\s*([0-9]*)\s*)?\}"
 _EXAMPLE_DEPTH = 12  # a schema nested deeper (or recursive by $ref) is written as a placeholder there
@@ -73,11 +81,14 @@ def schema_grammar(schema: object) -> str:
     try:
         gbnf: str = llama().llama_grammar.json_schema_to_gbnf(json.dumps(schema)).replace(_LOOSE_CHAR, _JSON_CHAR)
     except Exception as error:  # any failure of the converter is the schema's (untrusted input)
-        raise GrammarError(f"the JSON schema cannot be turned into a grammar ({type(error).__name__}: "
-                           f"{error}); simplify it") from None
+        raise GrammarError(
+            f"the JSON schema cannot be turned into a grammar ({type(error).__name__}: {error}); simplify it"
+        ) from None
     if len(gbnf) > MAX_GBNF:
-        raise GrammarError(f"the JSON schema makes a grammar of {len(gbnf)} characters; specgen takes at most "
-                           f"{MAX_GBNF}: use fewer or smaller lengths, counts and patterns")
+        raise GrammarError(
+            f"the JSON schema makes a grammar of {len(gbnf)} characters; specgen takes at most "
+            f"{MAX_GBNF}: use fewer or smaller lengths, counts and patterns"
+        )
     return gbnf
 
 
@@ -85,8 +96,7 @@ def check_schema(schema: object, where: str = "schema") -> None:
     """Walk a JSON schema (and what its local `$ref`s name, once each) before any work on it;
     GrammarError naming the field (`where` and its path) at the first bound it passes."""
     if not isinstance(schema, dict):
-        raise GrammarError(f"{where}: a JSON schema must be an object, such as {{\"type\": \"object\", "
-                           "\"properties\": ...}")
+        raise GrammarError(f'{where}: a JSON schema must be an object, such as {{"type": "object", "properties": ...}}')
     walked: set[str] = set()
     stack: list[tuple[object, str, int]] = [(schema, where, 0)]
     nodes = 0
@@ -117,8 +127,9 @@ def _check_node(node: dict[str, Any], path: str) -> None:
     for key in _COUNTS:
         value = node.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and not 0 <= value <= MAX_COUNT:
-            raise GrammarError(f"{_named(path)}.{key} is {value}; specgen takes 0 to {MAX_COUNT}: bound it lower "
-                               "(or leave it out)")
+            raise GrammarError(
+                f"{_named(path)}.{key} is {value}; specgen takes 0 to {MAX_COUNT}: bound it lower (or leave it out)"
+            )
     for key in _BOUNDS:
         value = node.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
@@ -128,12 +139,16 @@ def _check_node(node: dict[str, Any], path: str) -> None:
         raise GrammarError(f"{_named(path)}.enum lists {len(enum)} values; specgen takes at most {MAX_ENUM}")
     ref = node.get("$ref")
     if ref is not None and (not isinstance(ref, str) or not ref.startswith("#")):
-        raise GrammarError(f"{_named(path)}.$ref is {json.dumps(ref)[:80]}; specgen follows only references inside the "
-                           "schema (#/$defs/...): put the schema it names in $defs")
+        raise GrammarError(
+            f"{_named(path)}.$ref is {json.dumps(ref)[:80]}; specgen follows only references inside the "
+            "schema (#/$defs/...): put the schema it names in $defs"
+        )
     pattern = node.get("pattern")
     if isinstance(pattern, str) and pattern_size(pattern) > MAX_PATTERN:
-        raise GrammarError(f"{_named(path)}.pattern stands for more than {MAX_PATTERN} characters once its repetitions "
-                           f"are written out; specgen takes at most {MAX_PATTERN}: use smaller {{n,m}} counts")
+        raise GrammarError(
+            f"{_named(path)}.pattern stands for more than {MAX_PATTERN} characters once its repetitions "
+            f"are written out; specgen takes at most {MAX_PATTERN}: use smaller {{n,m}} counts"
+        )
 
 
 def _named(path: str) -> str:
@@ -193,8 +208,9 @@ def schema_example(schema: object) -> str:
 def _written(value: Any, inner: str) -> str:
     """`value` as JSON with `", "` and `": "` between items, and `inner` inside brackets."""
     if isinstance(value, dict) and value:
-        items = ", ".join(f"{json.dumps(key, ensure_ascii=False)}: {_written(item, inner)}"
-                          for key, item in value.items())
+        items = ", ".join(
+            f"{json.dumps(key, ensure_ascii=False)}: {_written(item, inner)}" for key, item in value.items()
+        )
         return "{" + inner + items + inner + "}"
     if isinstance(value, list) and value:
         return "[" + inner + ", ".join(_written(item, inner) for item in value) + inner + "]"
@@ -252,8 +268,8 @@ def nesting(gbnf: str) -> int:
                 escaped = True
             elif char == quote:
                 quote = None
-        elif char in "\"[":
-            quote = "\"" if char == "\"" else "]"
+        elif char in '"[':
+            quote = '"' if char == '"' else "]"
         elif char == "(":
             depth += 1
             deepest = max(deepest, depth)
@@ -270,8 +286,10 @@ class Grammar:
 
     def __init__(self, model: Any, gbnf: str, root: str = "root"):
         if nesting(gbnf) > MAX_NESTING:  # llama.cpp's parser recurses per level: deep enough, it overflows the stack
-            raise GrammarError(f"the grammar nests deeper than {MAX_NESTING} levels (a length or count in the "
-                               "schema, or a repetition in a pattern, in the thousands); bound it lower")
+            raise GrammarError(
+                f"the grammar nests deeper than {MAX_NESTING} levels (a length or count in the "
+                "schema, or a repetition in a pattern, in the thousands); bound it lower"
+            )
         self._lib = llama()
         self._vocab = model.vocab_handle
         sampler = self._lib.llama_sampler_init_grammar(self._vocab, gbnf.encode(), root.encode())

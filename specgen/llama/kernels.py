@@ -132,6 +132,8 @@ def read_verdicts() -> dict[str, Any]:
 def write_verdict(key: str, choice: KernelChoice, about: dict[str, str]) -> None:
     """Add one verdict, atomically; a cache that cannot be written only costs a probe next time."""
     path = verdicts_path()
-    data = {**read_verdicts(), key: {"on": choice.on, "reason": choice.reason, "amx": choice.amx, **about,
-                                     "date": time.strftime("%Y-%m-%d")}}
+    data = {
+        **read_verdicts(),
+        key: {"on": choice.on, "reason": choice.reason, "amx": choice.amx, **about, "date": time.strftime("%Y-%m-%d")},
+    }
     write_atomically(path, json.dumps(data, indent=2) + "\n")

@@ -204,8 +204,9 @@ def drop_amx_buffer_type() -> None:
 # -- RPC: llama.cpp's backend for devices on other machines (a build with GGML_RPC=ON) ---------
 
 _RPC_ADD_SERVER = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)
-_RPC_START_SERVER = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t,
-                                     ctypes.POINTER(ctypes.c_void_p))
+_RPC_START_SERVER = ctypes.CFUNCTYPE(
+    None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)
+)
 _ABORT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 
 

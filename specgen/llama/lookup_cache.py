@@ -64,5 +64,6 @@ def _check(path: Path, data: bytes, vocabulary: str) -> None:
     if found is None:
         raise SpecgenError(f"--lookup-cache {path} is not a specgen lookup cache; name a new file, or delete it")
     if found != vocabulary:
-        raise SpecgenError(f"--lookup-cache {path} belongs to a model with another vocabulary; "
-                           "use one file per model family")
+        raise SpecgenError(
+            f"--lookup-cache {path} belongs to a model with another vocabulary; use one file per model family"
+        )

@@ -126,8 +126,10 @@ def _aligned(real: str, markup: list[str], texts: list[str]) -> list[str] | None
         return None
     at, written = len(markup[0]), []
     for text, after in zip(texts, markup[1:], strict=True):
-        found = next((form for form in _forms(text)
-                      if real.startswith(form, at) and real.startswith(after, at + len(form))), None)
+        found = next(
+            (form for form in _forms(text) if real.startswith(form, at) and real.startswith(after, at + len(form))),
+            None,
+        )
         if found is None:
             return None
         written.append(found)
@@ -137,8 +139,13 @@ def _aligned(real: str, markup: list[str], texts: list[str]) -> list[str] | None
 
 def _forms(text: str) -> list[str]:
     """The ways a template writes a text: as is, trimmed (C's or Python's whitespace), JSON-escaped."""
-    return [text, text.strip(" \t\n\r\x0b\x0c"), text.strip(), json.dumps(text, ensure_ascii=False)[1:-1],
-            json.dumps(text)[1:-1]]
+    return [
+        text,
+        text.strip(" \t\n\r\x0b\x0c"),
+        text.strip(),
+        json.dumps(text, ensure_ascii=False)[1:-1],
+        json.dumps(text)[1:-1],
+    ]
 
 
 def cuts(data: bytes, markup: list[tuple[int, int]], controls: list[Control]) -> list[tuple[int, int, Control]]:

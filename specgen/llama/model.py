@@ -48,8 +48,10 @@ class TooManyMessages(SpecgenError):
 def check_message_count(count: int) -> None:
     """Refuse a conversation of more than MAX_MESSAGES messages before any rendering."""
     if count > MAX_MESSAGES:
-        raise TooManyMessages(f"the conversation has {count} messages; specgen takes at most {MAX_MESSAGES} in "
-                              "one prompt: leave out the oldest ones")
+        raise TooManyMessages(
+            f"the conversation has {count} messages; specgen takes at most {MAX_MESSAGES} in "
+            "one prompt: leave out the oldest ones"
+        )
 
 
 @dataclass(frozen=True)
@@ -181,13 +183,29 @@ class Model:
         self.n_batch = lib.llama_n_batch(ctx)  # llama.cpp holds a batch to the context asked for (--ctx 64: 64)
         self.bos = lib.llama_vocab_bos(self._vocab)
         self.add_bos = bool(lib.llama_vocab_get_add_bos(self._vocab))
-        self.fim = FimTokens(*(self._special(getattr(lib, f"llama_vocab_fim_{name}"))
-                               for name in ("pre", "suf", "mid", "pad", "rep", "sep")))
+        self.fim = FimTokens(
+            *(
+                self._special(getattr(lib, f"llama_vocab_fim_{name}"))
+                for name in ("pre", "suf", "mid", "pad", "rep", "sep")
+            )
+        )
         self.threads = threads
         stat = self.path.stat()
-        self.identity = "|".join(map(str, (
-            self.path.resolve(), stat.st_size, stat.st_mtime_ns, mparams.n_gpu_layers, mparams.use_extra_bufts,
-            options.n_batch, lib.__version__, *options.rpc)))
+        self.identity = "|".join(
+            map(
+                str,
+                (
+                    self.path.resolve(),
+                    stat.st_size,
+                    stat.st_mtime_ns,
+                    mparams.n_gpu_layers,
+                    mparams.use_extra_bufts,
+                    options.n_batch,
+                    lib.__version__,
+                    *options.rpc,
+                ),
+            )
+        )
         self._piece_buf = ctypes.create_string_buffer(256)
         self._newline = self.tokenize("\n", False, False)  # what `continuation` puts before its text
         self._eos = lib.llama_vocab_eos(self._vocab)
@@ -342,9 +360,7 @@ class Model:
             buf = ctypes.create_string_buffer(size)
             count = self._lib.llama_chat_apply_template(template, chat, len(keep), True, buf, size)
             if count < 0:
-                raise SpecgenError(
-                    f"llama.cpp does not know the chat template of {self.path.name}; use --raw"
-                )
+                raise SpecgenError(f"llama.cpp does not know the chat template of {self.path.name}; use --raw")
             if count <= size:
                 return buf.raw[:count].decode("utf-8", errors="replace")
             size = count
@@ -384,8 +400,14 @@ class Model:
                 if attr & (lib.LLAMA_TOKEN_ATTR_CONTROL | lib.LLAMA_TOKEN_ATTR_UNKNOWN):
                     text = lib.llama_vocab_get_text(self._vocab, token) or b""
                     if text:
-                        found.append(Control(text, token, bool(attr & lib.LLAMA_TOKEN_ATTR_LSTRIP),
-                                             bool(attr & lib.LLAMA_TOKEN_ATTR_RSTRIP)))
+                        found.append(
+                            Control(
+                                text,
+                                token,
+                                bool(attr & lib.LLAMA_TOKEN_ATTR_LSTRIP),
+                                bool(attr & lib.LLAMA_TOKEN_ATTR_RSTRIP),
+                            )
+                        )
             self._controls = sorted(found, key=lambda control: -len(control.text))
         return self._controls
 

@@ -84,10 +84,14 @@ def encode_tool_chat(target: Model, messages: list[dict[str, Any]], tools: list[
     JSON text), through the model's own chat template and its tool prompt, as `serve` renders it."""
     template = model_template(target)
     if template is None or template.format is None:
-        raise SpecgenError(f"{target.path.name} has no chat template that teaches tool calls specgen reads "
-                           "(Qwen2.5's <tool_call> blocks, Llama 3.1's JSON); drop the tools, or pick such a model")
-    read = [{**m, "tool_calls": [_with_object_arguments(c) for c in m["tool_calls"]]} if m.get("tool_calls") else m
-            for m in messages]
+        raise SpecgenError(
+            f"{target.path.name} has no chat template that teaches tool calls specgen reads "
+            "(Qwen2.5's <tool_call> blocks, Llama 3.1's JSON); drop the tools, or pick such a model"
+        )
+    read = [
+        {**m, "tool_calls": [_with_object_arguments(c) for c in m["tool_calls"]]} if m.get("tool_calls") else m
+        for m in messages
+    ]
     tokens = target.encode_templated(template.render(read, tools))
     check_fits(target, tokens)
     return tokens

@@ -37,8 +37,10 @@ CAPS = 24  # RPC_CONN_CAPS_SIZE: the transport capabilities in HELLO
 PROBE_TIMEOUT = 5.0
 HOST = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$")
 FORMAT = "--rpc takes HOST:PORT[,HOST:PORT...] (e.g. 192.168.1.20:50052)"
-NO_RPC = ("this llama-cpp-python was built without llama.cpp's RPC backend; "
-          "'specgen doctor' prints the command that rebuilds it with -DGGML_RPC=ON")
+NO_RPC = (
+    "this llama-cpp-python was built without llama.cpp's RPC backend; "
+    "'specgen doctor' prints the command that rebuilds it with -DGGML_RPC=ON"
+)
 
 
 class RpcError(SpecgenError):
@@ -79,8 +81,9 @@ def probe(endpoint: Endpoint, timeout: float = PROBE_TIMEOUT) -> str:
     except socket.gaierror:
         raise RpcError(f"--rpc {endpoint}: cannot resolve the name {endpoint.host}") from None
     except ConnectionRefusedError:
-        raise RpcError(f"nothing is listening at {endpoint}; start a worker there with "
-                       f"'specgen worker --port {endpoint.port}'") from None
+        raise RpcError(
+            f"nothing is listening at {endpoint}; start a worker there with 'specgen worker --port {endpoint.port}'"
+        ) from None
     except TimeoutError:
         raise RpcError(f"no answer from {endpoint} within {timeout:g} s: a wrong address, or a firewall") from None
     except OSError as error:
@@ -91,13 +94,17 @@ def probe(endpoint: Endpoint, timeout: float = PROBE_TIMEOUT) -> str:
             size = struct.unpack("<Q", _receive(sock, 8))[0]
             reply = _receive(sock, size) if size == 4 + CAPS else b""
         except TimeoutError:
-            raise RpcError(f"{endpoint} took the connection but did not answer within {timeout:g} s: a worker "
-                           "serves one client at a time (is another using it?), or it is not an RPC worker") from None
+            raise RpcError(
+                f"{endpoint} took the connection but did not answer within {timeout:g} s: a worker "
+                "serves one client at a time (is another using it?), or it is not an RPC worker"
+            ) from None
         except OSError:
             reply = b""
     if not reply:
-        raise RpcError(f"{endpoint} is not an RPC worker of this protocol version: run 'specgen worker' "
-                       "there from the same llama-cpp-python version")
+        raise RpcError(
+            f"{endpoint} is not an RPC worker of this protocol version: run 'specgen worker' "
+            "there from the same llama-cpp-python version"
+        )
     return ".".join(map(str, reply[:3]))
 
 
@@ -157,11 +164,19 @@ def _report_aborts(endpoints: tuple[Endpoint, ...]) -> None:
             sys.stderr.write(f"ggml: {message}\n")
         names = ", ".join(map(str, _gone(endpoints)))
         if "handshake" in message:
-            exit_now(RpcError(f"the RPC worker at {names} refused this client's protocol version: run the same "
-                              "llama-cpp-python version on both machines"))
+            exit_now(
+                RpcError(
+                    f"the RPC worker at {names} refused this client's protocol version: run the same "
+                    "llama-cpp-python version on both machines"
+                )
+            )
         if "RPC" in message:
-            exit_now(RpcError(f"the RPC worker at {names} stopped answering (stopped, crashed, or the network "
-                              "dropped); start it again and rerun"))
+            exit_now(
+                RpcError(
+                    f"the RPC worker at {names} stopped answering (stopped, crashed, or the network "
+                    "dropped); start it again and rerun"
+                )
+            )
         exit_now(SpecgenError(f"llama.cpp stopped: {message}"))
 
     library.on_abort(handler)
@@ -192,10 +207,12 @@ def _refuses(endpoint: Endpoint) -> bool:
 
 
 def placement(target_layers: dict[str, int], draft_layers: dict[str, int] | None) -> str:
-    """"target on 10.0.0.2:50052 (20 layers), CPU (9 layers); draft on CPU (25 layers)"."""
+    """ "target on 10.0.0.2:50052 (20 layers), CPU (9 layers); draft on CPU (25 layers)"."""
+
     def spread(layers: dict[str, int]) -> str:
-        return ", ".join(f"{where} ({count} layer{'' if count == 1 else 's'})"
-                         for where, count in layers.items()) or "?"
+        return (
+            ", ".join(f"{where} ({count} layer{'' if count == 1 else 's'})" for where, count in layers.items()) or "?"
+        )
 
     return f"target on {spread(target_layers)}" + (f"; draft on {spread(draft_layers)}" if draft_layers else "")
 
@@ -219,8 +236,12 @@ def serve(host: str, port: int, threads: int, cache: Path | None, stopped: Calla
         raise RpcError(NO_RPC)
     _check_port(host, port)
     offered = library.serving_devices()
-    thread = threading.Thread(target=library.run_rpc_server, name="rpc-server", daemon=True,
-                              args=(f"{host}:{port}", str(cache) if cache else None, threads, offered))
+    thread = threading.Thread(
+        target=library.run_rpc_server,
+        name="rpc-server",
+        daemon=True,
+        args=(f"{host}:{port}", str(cache) if cache else None, threads, offered),
+    )
     with signals_for_main_thread_only():
         thread.start()
     local = Endpoint("127.0.0.1" if host == "0.0.0.0" else host, port)
@@ -243,7 +264,8 @@ def _check_port(host: str, port: int) -> None:
     try:
         sock.bind((host, port))
     except OSError as error:
-        raise RpcError(f"cannot listen on {host}:{port}: {error.strerror or error}; "
-                       "pick another --port or --host") from error
+        raise RpcError(
+            f"cannot listen on {host}:{port}: {error.strerror or error}; pick another --port or --host"
+        ) from error
     finally:
         sock.close()

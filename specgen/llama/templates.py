@@ -109,18 +109,22 @@ class ChatTemplate:
         written = 0
         try:
             with _timed(deadline):
-                for chunk in self._template.generate(messages=messages, tools=tools or None,
-                                                     add_generation_prompt=True, **self._specials):
+                for chunk in self._template.generate(
+                    messages=messages, tools=tools or None, add_generation_prompt=True, **self._specials
+                ):
                     written += len(chunk)
                     if written > limit:
                         raise _OverBudget(f"writes over {limit} characters")
                     chunks.append(chunk)
         except _OverBudget as error:
-            raise TemplateError(f"the chat template stopped: it {error}, past the budget of one rendering; "
-                                "the template may loop without end: fix the GGUF's template") from None
+            raise TemplateError(
+                f"the chat template stopped: it {error}, past the budget of one rendering; "
+                "the template may loop without end: fix the GGUF's template"
+            ) from None
         except Exception as error:  # the template is untrusted code: any failure is its own
-            raise TemplateError(f"the chat template cannot render these messages ({type(error).__name__}: "
-                                f"{error})") from None
+            raise TemplateError(
+                f"the chat template cannot render these messages ({type(error).__name__}: {error})"
+            ) from None
         return "".join(chunks)
 
 
@@ -138,9 +142,17 @@ def call_grammar(fmt: ToolFormat, tools: list[dict[str, Any]], single: bool) -> 
     in a row unless `single`: the name is one of theirs, the arguments fit its parameters."""
     for index, tool in enumerate(tools):
         check_schema(tool["function"].get("parameters") or {"type": "object"}, f"tools[{index}].function.parameters")
-    calls = [{"type": "object", "properties": {"name": {"const": tool["function"]["name"]},
-                                               fmt.arguments: tool["function"].get("parameters") or {"type": "object"}},
-              "required": ["name", fmt.arguments]} for tool in tools]
+    calls = [
+        {
+            "type": "object",
+            "properties": {
+                "name": {"const": tool["function"]["name"]},
+                fmt.arguments: tool["function"].get("parameters") or {"type": "object"},
+            },
+            "required": ["name", fmt.arguments],
+        }
+        for tool in tools
+    ]
     body = schema_grammar(calls[0] if len(calls) == 1 else {"oneOf": calls})
     if not fmt.open:
         return body, "root"
@@ -233,6 +245,7 @@ def _joined(parts: Iterable[object]) -> str:
 
 def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     """A filter whose counts and widths are checked first, and its result after."""
+
     @functools.wraps(function)  # keeps Jinja's pass_context marks
     def bounded(*args: Any, **kwargs: Any) -> Any:
         _check_arguments(args, kwargs)
@@ -241,6 +254,7 @@ def _bounded_filter(name: str, function: Callable[..., Any]) -> Callable[..., An
         if name == "join":
             _check_size(sum(len(str(item)) for arg in args if isinstance(arg, (list, tuple)) for item in arg))
         return _checked(function(*args, **kwargs))
+
     return bounded
 
 
@@ -275,8 +289,13 @@ def _environment() -> Any:
     return environment
 
 
-def _tojson(value: Any, ensure_ascii: bool = False, indent: int | str | None = None,
-            separators: tuple[str, str] | None = None, sort_keys: bool = False) -> str:
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | str | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 

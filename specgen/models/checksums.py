@@ -55,8 +55,14 @@ def record(path: Path, verdict: Verdict) -> None:
     nothing is kept, and the file is checked again next time)."""
     real = path.resolve()
     stat = real.stat()
-    entry = {"file": str(real), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns,
-             "sha256": verdict.sha256, "verified": verdict.verified, "checked_at": verdict.checked_at}
+    entry = {
+        "file": str(real),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "sha256": verdict.sha256,
+        "verified": verdict.verified,
+        "checked_at": verdict.checked_at,
+    }
     write_atomically(_record_path(real), json.dumps(entry, indent=1) + "\n")
 
 

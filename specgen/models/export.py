@@ -49,8 +49,11 @@ def choose(pair: Pair, method: str | None, k: int | None, bench: dict | None) ->
     if method is not None and method not in METHODS:
         raise UsageError(f"--method takes {', '.join(METHODS)}, not {method!r}")
     if bench is None:
-        return Speculation(method or DRAFT, k or pair.draft_tokens,
-                           "as asked" if method or k else f"the pair's draft model at its K ({pair.draft_tokens})")
+        return Speculation(
+            method or DRAFT,
+            k or pair.draft_tokens,
+            "as asked" if method or k else f"the pair's draft model at its K ({pair.draft_tokens})",
+        )
     found = from_bench(pair, bench)
     return Speculation(method or found.method, k or found.k, found.reason)
 
@@ -71,8 +74,11 @@ def from_bench(pair: Pair, bench: dict) -> Speculation:
     else:
         copied = config["drafter"] == "lookup"
     k = pair.draft_tokens if config["adaptive"] else int(config["k"])
-    paid = {"pays": "faster than the target alone", "noise": "within the noise of the target alone",
-            "costs": "slower than the target alone, like every configuration"}.get(outcome, outcome)
+    paid = {
+        "pays": "faster than the target alone",
+        "noise": "within the noise of the target alone",
+        "costs": "slower than the target alone, like every configuration",
+    }.get(outcome, outcome)
     reason = f"the bench's fastest configuration was {best} ({paid})"
     return Speculation(NGRAM if copied else DRAFT, k, reason)
 
@@ -81,20 +87,37 @@ def _same_models(pair: Pair, settings: dict) -> None:
     """A bench of other model files says nothing of this pair's: refused."""
     measured = [Path(str(settings[role])).name for role in ("target", "draft") if settings.get(role)]
     if measured and measured != [pair.target.file, pair.draft.file][: len(measured)]:
-        raise UsageError(f"--bench measured {' and '.join(measured)}, not pair {pair.name}'s {pair.target.file} and "
-                         f"{pair.draft.file}; bench this pair (specgen bench FILE --pair {pair.name} --json OUT)")
+        raise UsageError(
+            f"--bench measured {' and '.join(measured)}, not pair {pair.name}'s {pair.target.file} and "
+            f"{pair.draft.file}; bench this pair (specgen bench FILE --pair {pair.name} --json OUT)"
+        )
 
 
 def llama_server(pair: Pair, spec: Speculation, ctx: int, local: tuple[Path, Path] | None = None) -> Export:
     """`llama-server` with the pair: from the hub (-hf/-hff, -hfd/-md), or these local files (-m/-md)."""
     if spec.method == SUFFIX:
         raise UsageError("llama-server has no suffix decoding; use --method ngram (its copying method) or draft")
-    argv = ["llama-server", *(("-m", str(local[0])) if local else ("-hf", pair.target.repo, "-hff", pair.target.file)),
-            "-c", str(ctx), "-ngl", ALL_LAYERS]
+    argv = [
+        "llama-server",
+        *(("-m", str(local[0])) if local else ("-hf", pair.target.repo, "-hff", pair.target.file)),
+        "-c",
+        str(ctx),
+        "-ngl",
+        ALL_LAYERS,
+    ]
     if spec.method == DRAFT:  # -hfd REPO with -md FILE picks that file of the repo (llama.cpp's common/arg.cpp)
         draft = ("-md", str(local[1])) if local else ("-hfd", pair.draft.repo, "-md", pair.draft.file)
-        argv += [*draft, "-ngld", ALL_LAYERS, "--spec-type", "draft-simple",
-                 "--spec-draft-n-max", str(spec.k), "--spec-draft-n-min", "0"]
+        argv += [
+            *draft,
+            "-ngld",
+            ALL_LAYERS,
+            "--spec-type",
+            "draft-simple",
+            "--spec-draft-n-max",
+            str(spec.k),
+            "--spec-draft-n-min",
+            "0",
+        ]
     else:
         argv += ["--spec-type", LLAMA_NGRAM]
     return Export("llama-server", tuple(argv), None)
@@ -103,8 +126,10 @@ def llama_server(pair: Pair, spec: Speculation, ctx: int, local: tuple[Path, Pat
 def vllm(pair: Pair, spec: Speculation, ctx: int) -> Export:
     """`vllm serve` with the pair's original models (or its GGUF files, through vLLM's GGUF plugin)."""
     target, target_note = _vllm_model(pair.target)
-    config: dict = {"method": {DRAFT: "draft_model", NGRAM: "ngram", SUFFIX: "suffix"}[spec.method],
-                    "num_speculative_tokens": spec.k}
+    config: dict = {
+        "method": {DRAFT: "draft_model", NGRAM: "ngram", SUFFIX: "suffix"}[spec.method],
+        "num_speculative_tokens": spec.k,
+    }
     notes = [target_note]
     if spec.method == DRAFT:
         config["model"], draft_note = _vllm_model(pair.draft)
@@ -122,5 +147,7 @@ def _vllm_model(model: ModelFile) -> tuple[str, str]:
     if model.base:
         return model.base, ""
     name = f"{model.repo}:{model.quant}" if model.quant else model.repo
-    return name, (f"{name} has no 'base' (its original model) in models.toml: vLLM loads GGUF only through "
-                  "vllm-gguf-plugin, with --tokenizer naming the original model")
+    return name, (
+        f"{name} has no 'base' (its original model) in models.toml: vLLM loads GGUF only through "
+        "vllm-gguf-plugin, with --tokenizer naming the original model"
+    )

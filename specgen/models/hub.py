@@ -71,8 +71,10 @@ def endpoint() -> str:
     """The hub's address: $HF_ENDPOINT (a mirror, a local server), else huggingface.co."""
     address = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
     if not address.startswith(("http://", "https://")):
-        raise HubError(f"HF_ENDPOINT is {address!r}, not an http(s) address; set it to a hub's address, such as "
-                       f"{DEFAULT_ENDPOINT}, or unset it")
+        raise HubError(
+            f"HF_ENDPOINT is {address!r}, not an http(s) address; set it to a hub's address, such as "
+            f"{DEFAULT_ENDPOINT}, or unset it"
+        )
     return address
 
 
@@ -112,8 +114,7 @@ def fetch(model: ModelFile, offline: bool = False) -> Path:
         raise _explain(error, model, offline) from error
     check = verify(model, Path(path))
     if check.state == NOT_CHECKED:  # the transfer worked, the hub's SHA-256 could not be had: say so
-        print(f"specgen: {model.repo}/{model.file} was downloaded but is not verified: {check.reason}",
-              file=sys.stderr)
+        print(f"specgen: {model.repo}/{model.file} was downloaded but is not verified: {check.reason}", file=sys.stderr)
     return Path(path)
 
 
@@ -126,8 +127,9 @@ def verify(model: ModelFile, path: Path, offline: bool = False) -> Verification:
         return _verification(path, known)
     commit = _snapshot_commit(model, path)
     if commit is None:
-        return Verification(path, NOT_CHECKED,
-                            reason=f"found in {path.parent}, not downloaded: specgen checks its downloads")
+        return Verification(
+            path, NOT_CHECKED, reason=f"found in {path.parent}, not downloaded: specgen checks its downloads"
+        )
     if offline or offline_by_environment():
         return Verification(path, NOT_CHECKED, reason="offline mode is on; pull again online to check it")
     try:
@@ -200,8 +202,9 @@ def _remove_from_cache(path: Path) -> None:
             item.unlink()
 
 
-def fetch_pair(pair: Pair, roles: tuple[str, ...] = ("target", "draft"), offline: bool = False,
-               precheck: bool = False) -> dict[str, Path]:
+def fetch_pair(
+    pair: Pair, roles: tuple[str, ...] = ("target", "draft"), offline: bool = False, precheck: bool = False
+) -> dict[str, Path]:
     """Both files of a pair (or the roles asked for), with a notice on stderr before a download;
     with `precheck` (and both roles), their headers are checked as a pair before any download."""
     models = {role: getattr(pair, role) for role in roles}
@@ -264,8 +267,10 @@ def remote_header(model: ModelFile) -> GGUFInfo:
             return read_prefix(data, where, size)
         except HeaderTruncated as error:
             if len(data) >= size or want >= HEADER_CAP:
-                raise GGUFError(f"{where} on the hub: no GGUF header in its first {len(data):,} bytes; "
-                                "it is damaged or not a model: fix the pair in models.toml") from error
+                raise GGUFError(
+                    f"{where} on the hub: no GGUF header in its first {len(data):,} bytes; "
+                    "it is damaged or not a model: fix the pair in models.toml"
+                ) from error
         want = min(want * 4, HEADER_CAP)
 
 
@@ -351,8 +356,7 @@ def _offline_why(pull: str) -> str:
 
 def _not_reachable(where: str, offline: bool) -> HubError:
     if offline:
-        return HubError(f"{where} is not in the Hugging Face cache and "
-                        f"{_offline_why('specgen pull PAIR')}")
+        return HubError(f"{where} is not in the Hugging Face cache and {_offline_why('specgen pull PAIR')}")
     return HubError(
         f"cannot reach {endpoint()} to download {where} (network down?); "
         "check the connection, a proxy or HF_ENDPOINT, then run the command again"

@@ -143,7 +143,7 @@ def _display_name(folder: Path, path: Path) -> str:
     """repo/file for the Hugging Face cache layout, else the path under the folder."""
     parts = path.relative_to(folder).parts
     if len(parts) >= 4 and parts[0].startswith("models--") and parts[1] == "snapshots":
-        return "/".join(parts[0][len("models--"):].split("--", 1)) + "/" + "/".join(parts[3:])
+        return "/".join(parts[0][len("models--") :].split("--", 1)) + "/" + "/".join(parts[3:])
     return "/".join(parts)
 
 
@@ -219,6 +219,7 @@ def drafts_for(target: Path, found: Scan | None = None) -> list[LocalModel]:
     verdicts: dict[tuple, bool] = {}
     real = os.path.realpath(target)
     return [
-        model for model in sorted(found.models, key=lambda m: m.size)
+        model
+        for model in sorted(found.models, key=lambda m: m.size)
         if model.size < me.size and os.path.realpath(model.path) != real and _compatible(me, model, groups, verdicts)
     ]

@@ -80,23 +80,29 @@ class Registry:
         if name in self.pairs:
             return self.pairs[name]
         if not name.strip():
-            raise UnknownPair(f"the pair's name is empty; name one, such as {self.default} ('specgen pairs' lists "
-                              "them all)")
+            raise UnknownPair(
+                f"the pair's name is empty; name one, such as {self.default} ('specgen pairs' lists them all)"
+            )
         raise UnknownPair(f"unknown pair '{name}'{_suggestion(name, list(self.pairs))}; 'specgen pairs' lists them all")
 
 
 def repo_is_valid(repo: str) -> bool:
     """Whether `repo` is 'owner/name' as the hub allows: see REPO_PART, and no '--' or '..'."""
     parts = repo.split("/")
-    return len(parts) == 2 and all(REPO_PART.match(part) for part in parts) and not (
-        "--" in repo or ".." in repo or repo.endswith(".git"))
+    return (
+        len(parts) == 2
+        and all(REPO_PART.match(part) for part in parts)
+        and not ("--" in repo or ".." in repo or repo.endswith(".git"))
+    )
 
 
 def file_is_inside(file: str) -> bool:
     """Whether `file` is a name or a relative path that stays inside the folder it is joined to."""
     parts = file.split("/")
     return not (
-        "\\" in file or PurePosixPath(file).is_absolute() or PureWindowsPath(file).drive
+        "\\" in file
+        or PurePosixPath(file).is_absolute()
+        or PureWindowsPath(file).drive
         or any(part in ("", ".", "..") for part in parts)
     )
 
@@ -199,8 +205,9 @@ def line_of(lines: list[str], path: tuple[str, ...]) -> int:
         full = parts if text.lstrip().startswith("[") else table + parts
         if text.lstrip().startswith("["):
             table = parts
-        length = next((i for i, (a, b) in enumerate(zip(full, path, strict=False)) if a != b),
-                      min(len(full), len(path)))
+        length = next(
+            (i for i, (a, b) in enumerate(zip(full, path, strict=False)) if a != b), min(len(full), len(path))
+        )
         if length > best_length:
             best, best_length = number, length
     return best
@@ -256,18 +263,27 @@ class _Validator:
         repo = self.typed(table, "repo", str, where, section)
         file = self.typed(table, "file", str, where, section)
         if repo.count("/") != 1 or " " in repo:
-            self.fail(f"{where}: repo '{repo}' should be 'owner/name' as on the Hugging Face hub; "
-                      f"fix it in {self.path.name}", *section, "repo")
+            self.fail(
+                f"{where}: repo '{repo}' should be 'owner/name' as on the Hugging Face hub; fix it in {self.path.name}",
+                *section,
+                "repo",
+            )
         if not repo_is_valid(repo):
-            self.fail(f"{where}: repo '{repo}' is not a Hugging Face repo id (letters, digits, '_', '.' and '-', "
-                      f"no '--' or '..', none first or last but '_', at most 96 a part); fix it in {self.path.name}",
-                      *section, "repo")
+            self.fail(
+                f"{where}: repo '{repo}' is not a Hugging Face repo id (letters, digits, '_', '.' and '-', "
+                f"no '--' or '..', none first or last but '_', at most 96 a part); fix it in {self.path.name}",
+                *section,
+                "repo",
+            )
         if not file.endswith(".gguf"):
             self.fail(f"{where}: file '{file}' is not a .gguf file", *section, "file")
         if not file_is_inside(file):
-            self.fail(f"{where}: file '{file}' must be a file name or a relative path inside the repo "
-                      f"(no '..', '.', empty parts, backslash or leading '/'); fix it in {self.path.name}",
-                      *section, "file")
+            self.fail(
+                f"{where}: file '{file}' must be a file name or a relative path inside the repo "
+                f"(no '..', '.', empty parts, backslash or leading '/'); fix it in {self.path.name}",
+                *section,
+                "file",
+            )
         size = self.typed(table, "size_gb", (int, float), where, section, 0.0)
         if isinstance(size, bool) or size < 0:
             self.fail(f"{where}: size_gb must be a number of gigabytes", *section, "size_gb")
@@ -276,8 +292,9 @@ class _Validator:
         gated = self.typed(table, "gated", bool, where, section, False)
         base = self.typed(table, "base", str, where, section, "")
         if base and not repo_is_valid(base):
-            self.fail(f"{where}: base '{base}' is not a Hugging Face repo id; fix it in {self.path.name}",
-                      *section, "base")
+            self.fail(
+                f"{where}: base '{base}' is not a Hugging Face repo id; fix it in {self.path.name}", *section, "base"
+            )
         return ModelFile(repo, file, quant, float(size), license_, gated, base)
 
     def typed(self, table: dict, key: str, kind, where: str, section: tuple[str, ...], default=_MISSING):

@@ -38,8 +38,10 @@ def resolve_models(
         paths = fetch_pair(chosen, ("target",) if no_draft else ("target", "draft"), offline, precheck=True)
         return Selection(ModelPaths(paths["target"], paths.get("draft")), chosen.draft_tokens)
     if draft is None and not no_draft:
-        raise UsageError(f"no draft model: pass --draft PATH{_drafts_on_disk(target)}, "
-                         "or --no-draft to decode without one (drafts copied from the text)")
+        raise UsageError(
+            f"no draft model: pass --draft PATH{_drafts_on_disk(target)}, "
+            "or --no-draft to decode without one (drafts copied from the text)"
+        )
     return Selection(ModelPaths(target, None if no_draft else draft), DEFAULT_DRAFT_TOKENS)
 
 

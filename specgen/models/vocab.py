@@ -28,8 +28,7 @@ def check_vocabularies(target: GGUFInfo, draft: GGUFInfo) -> Verdict:
     if abs(len(t_tokens) - len(d_tokens)) > MAX_SIZE_DIFFERENCE:
         return Verdict(
             False,
-            f"vocabulary sizes differ by more than {MAX_SIZE_DIFFERENCE}: "
-            f"{len(t_tokens)} vs {len(d_tokens)}",
+            f"vocabulary sizes differ by more than {MAX_SIZE_DIFFERENCE}: {len(t_tokens)} vs {len(d_tokens)}",
         )
     for index, (a, b) in enumerate(zip(t_tokens, d_tokens, strict=False)):
         if a != b:

@@ -46,23 +46,30 @@ def access_line(scope, record: Record) -> str:
     """One line: who, what, status, time, and for a generation its tokens and speculative stats.
     What the client chose (the percent-decoded path, error notes that quote it) is escaped."""
     client = printable(str((scope.get("client") or ("-",))[0]), spaces=False)
-    line = f"specgen: {client} {printable(scope['method'], spaces=False)} {printable(scope['path'], spaces=False)} " \
-           f"{record.status or '-'} {time.perf_counter() - record.start:.2f}s"
+    line = (
+        f"specgen: {client} {printable(scope['method'], spaces=False)} {printable(scope['path'], spaces=False)} "
+        f"{record.status or '-'} {time.perf_counter() - record.start:.2f}s"
+    )
     outcome = record.outcome
     if outcome is not None:
         s = outcome.summary
-        line += f" {'stream' if record.stream else 'whole'}: prompt {s.prompt_tokens} " \
-                f"(cached {outcome.prefill.own}, prefilled {outcome.prefill.decoded}), " \
-                f"{s.tokens} tokens at {s.tokens_per_second:.1f} tok/s"
+        line += (
+            f" {'stream' if record.stream else 'whole'}: prompt {s.prompt_tokens} "
+            f"(cached {outcome.prefill.own}, prefilled {outcome.prefill.decoded}), "
+            f"{s.tokens} tokens at {s.tokens_per_second:.1f} tok/s"
+        )
         if s.draft_tokens:
-            line += f", {s.mode} accepted {s.accepted}/{s.drafted} ({s.acceptance_rate:.0%}), " \
-                    f"{s.tokens_per_round:.2f} tokens/round"
+            line += (
+                f", {s.mode} accepted {s.accepted}/{s.drafted} ({s.acceptance_rate:.0%}), "
+                f"{s.tokens_per_round:.2f} tokens/round"
+            )
         if outcome.prediction is not None:
             p = outcome.prediction
             line += f", prediction {p.accepted_prediction_tokens}/{p.prediction_tokens} accepted"
         first = "-" if outcome.first_token_s is None else f"{outcome.first_token_s:.3f}s"
-        line += f", first token {first}, waited {outcome.queued_s:.2f}s, finish {outcome.finish_reason}" \
-                f" ({s.stop_reason})"
+        line += (
+            f", first token {first}, waited {outcome.queued_s:.2f}s, finish {outcome.finish_reason} ({s.stop_reason})"
+        )
     if record.note:
         line += f" [{printable(record.note)}]"
     return line

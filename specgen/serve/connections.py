@@ -41,10 +41,20 @@ class ConnectionLimits:
 
 def refusal(status: int, reason: str, message: str, code: str) -> bytes:
     """A whole HTTP/1.1 response with OpenAI's JSON error body that closes the connection."""
-    body = json.dumps({"error": {"message": message, "type": "invalid_request_error" if status < 500 else
-                                 "server_error", "param": None, "code": code}}).encode()
-    head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
-            "connection: close\r\n" + ("retry-after: 1\r\n" if status == 503 else "") + "\r\n")
+    body = json.dumps(
+        {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error" if status < 500 else "server_error",
+                "param": None,
+                "code": code,
+            }
+        }
+    ).encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
+        "connection: close\r\n" + ("retry-after: 1\r\n" if status == 503 else "") + "\r\n"
+    )
     return head.encode() + body
 
 
@@ -63,8 +73,14 @@ def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
             per_client[self._address] += 1
             if len(self.connections) > limits.max_connections or per_client[self._address] > limits.per_client:
                 which = "this client's" if per_client[self._address] > limits.per_client else "the server's"
-                self._refuse(refusal(503, "Service Unavailable", f"too many open connections ({which} limit); close "
-                                     "some or retry shortly", "too_many_connections"))
+                self._refuse(
+                    refusal(
+                        503,
+                        "Service Unavailable",
+                        f"too many open connections ({which} limit); close some or retry shortly",
+                        "too_many_connections",
+                    )
+                )
                 return
             self._arm(limits.receive_s)
 

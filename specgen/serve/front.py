@@ -70,9 +70,14 @@ class Front:
                 await error_response(refused)(scope, receive, sending)
             elif (user := self._user(scope)) is None:
                 record.note = "no valid API key"
-                await error_response(ApiError(401, "a valid API key is needed: send 'Authorization: Bearer KEY'",
-                                              code="invalid_api_key", headers={"WWW-Authenticate": "Bearer"}))(
-                    scope, receive, sending)
+                await error_response(
+                    ApiError(
+                        401,
+                        "a valid API key is needed: send 'Authorization: Bearer KEY'",
+                        code="invalid_api_key",
+                        headers={"WWW-Authenticate": "Bearer"},
+                    )
+                )(scope, receive, sending)
             else:
                 scope[USER] = user
                 await self.app(scope, receive, sending)
@@ -86,13 +91,19 @@ class Front:
     def _refused(self, scope) -> ApiError | None:
         headers = dict(scope["headers"])
         if self.hosts is not None and not _allowed_host(headers.get(b"host", b""), self.hosts):
-            return ApiError(403, "this server answers only requests addressed to localhost (a web page or "
-                            "another name may not use it); add the name with --allow-host NAME",
-                            code="host_not_allowed")
+            return ApiError(
+                403,
+                "this server answers only requests addressed to localhost (a web page or "
+                "another name may not use it); add the name with --allow-host NAME",
+                code="host_not_allowed",
+            )
         kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
         if scope["method"] == "POST" and kind != b"application/json":
-            return ApiError(415, "send the request body as JSON with 'Content-Type: application/json'",
-                            code="unsupported_media_type")
+            return ApiError(
+                415,
+                "send the request body as JSON with 'Content-Type: application/json'",
+                code="unsupported_media_type",
+            )
         return None
 
     def _user(self, scope) -> int | None:
@@ -109,5 +120,5 @@ class Front:
 def _allowed_host(header: bytes, hosts: set[str]) -> bool:
     """Whether a Host header names loopback (any port) or one of `hosts`."""
     host = header.decode("latin-1").strip().lower()
-    name = host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+    name = host[1 : host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
     return name in hosts or is_loopback(name)

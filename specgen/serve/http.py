@@ -86,8 +86,14 @@ class Api:
         return {"id": self.options.model_id, "object": "model", "created": self.created, "owned_by": "specgen"}
 
     async def health(self, request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "model": self.options.model_id, "busy": self.scheduler.busy,
-                             "waiting": self.scheduler.waiting})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "model": self.options.model_id,
+                "busy": self.scheduler.busy,
+                "waiting": self.scheduler.waiting,
+            }
+        )
 
     async def models(self, request: Request) -> JSONResponse:
         return JSONResponse({"object": "list", "data": [self.card()]})
@@ -95,8 +101,12 @@ class Api:
     async def model(self, request: Request) -> JSONResponse:
         name = request.path_params["model"]
         if name != self.options.model_id:
-            raise ApiError(404, f"The model '{name}' does not exist; this server serves '{self.options.model_id}'",
-                           param="model", code="model_not_found")
+            raise ApiError(
+                404,
+                f"The model '{name}' does not exist; this server serves '{self.options.model_id}'",
+                param="model",
+                code="model_not_found",
+            )
         return JSONResponse(self.card())
 
     async def chat(self, request: Request):
@@ -109,16 +119,22 @@ class Api:
         """llama-server's /infill, in its reply shape (serve.infill)."""
         body = await read_json(request, self.options.max_body, self.options.connections.receive_s)
         spec, fields = parse_infill(body)
-        reply = InfillReply(self.options.model_id, self.draft_name, settings(spec, self.scheduler.config_for(spec)),
-                            fields)
+        reply = InfillReply(
+            self.options.model_id, self.draft_name, settings(spec, self.scheduler.config_for(spec)), fields
+        )
         return await self._generate(request, spec, lambda: reply)
 
     async def _openai(self, request: Request, kind: str):
         body = await read_json(request, self.options.max_body, self.options.connections.receive_s)
         spec = parse_request(body, kind, (self.options.model_id,))
         prefix = "cmpl" if kind == "completion" else "chatcmpl"
-        return await self._generate(request, spec, lambda: Reply(
-            kind, f"{prefix}-{uuid.uuid4().hex[:24]}", int(time.time()), self.options.model_id, self.draft_name))
+        return await self._generate(
+            request,
+            spec,
+            lambda: Reply(
+                kind, f"{prefix}-{uuid.uuid4().hex[:24]}", int(time.time()), self.options.model_id, self.draft_name
+            ),
+        )
 
     async def _generate(self, request: Request, spec: GenRequest, make_reply):
         """Queue the generation and answer as it goes: streamed or one body, in the shape
@@ -165,11 +181,19 @@ async def read_json(request: Request, limit: int, seconds: float) -> dict:
     except ClientDisconnect:
         raise ApiError(400, "the client hung up before sending the whole body") from None
     except asyncio.TimeoutError:
-        raise ApiError(408, f"the request's body did not arrive within {seconds:g} s; send it at once",
-                       code="request_timeout", headers={"Connection": "close"}) from None
+        raise ApiError(
+            408,
+            f"the request's body did not arrive within {seconds:g} s; send it at once",
+            code="request_timeout",
+            headers={"Connection": "close"},
+        ) from None
     if too_deep(data):
-        raise ApiError(400, f"the body is not valid JSON for this server: it nests arrays and objects more than "
-                       f"{MAX_DEPTH} levels deep; send a flatter JSON object", code="invalid_json")
+        raise ApiError(
+            400,
+            f"the body is not valid JSON for this server: it nests arrays and objects more than "
+            f"{MAX_DEPTH} levels deep; send a flatter JSON object",
+            code="invalid_json",
+        )
     try:
         body = json.loads(data)
     except (ValueError, RecursionError) as error:
@@ -194,8 +218,10 @@ async def _api_error(request: Request, error: ApiError) -> JSONResponse:
 
 async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
     if error.status_code == 404:
-        message = (f"no route {request.url.path}; this server has /v1/models, /v1/chat/completions, /v1/completions, "
-                   "/infill, /health")
+        message = (
+            f"no route {request.url.path}; this server has /v1/models, /v1/chat/completions, /v1/completions, "
+            "/infill, /health"
+        )
     else:
         message = f"{request.method} is not allowed on {request.url.path}" if error.status_code == 405 else error.detail
     return error_response(ApiError(error.status_code, message, headers=dict(error.headers or {})), request)

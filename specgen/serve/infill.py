@@ -52,8 +52,9 @@ def files_tokens(fim: FimTokens, tokenize: Callable[[str], list[int]], files: tu
     return tokens
 
 
-def fim_prompt(fim: FimTokens, bos: int | None, prefix: list[int], suffix: list[int], files: list[int],
-               budget: int) -> FimPrompt:
+def fim_prompt(
+    fim: FimTokens, bos: int | None, prefix: list[int], suffix: list[int], files: list[int], budget: int
+) -> FimPrompt:
     """`[bos] files <fim_pre> prefix <fim_suf> suffix <fim_mid>` in at most `budget` tokens (at least
     the control tokens'). The files take their end, up to the room beyond what is kept for the
     prefix and suffix (`LOCAL_TOKENS`, or half the room where that is less); the prefix and suffix
@@ -66,8 +67,15 @@ def fim_prompt(fim: FimTokens, bos: int | None, prefix: list[int], suffix: list[
     local = room - files_take
     suffix_take = min(len(suffix), max(local // 4, local - len(prefix)))
     prefix_take = min(len(prefix), local - suffix_take)
-    tokens = [*([bos] if bos is not None else []), *files[len(files) - files_take:], fim.pre,
-              *prefix[len(prefix) - prefix_take:], fim.suf, *suffix[:suffix_take], fim.mid]
+    tokens = [
+        *([bos] if bos is not None else []),
+        *files[len(files) - files_take :],
+        fim.pre,
+        *prefix[len(prefix) - prefix_take :],
+        fim.suf,
+        *suffix[:suffix_take],
+        fim.mid,
+    ]
     truncated = (prefix_take, suffix_take, files_take) != (len(prefix), len(suffix), len(files))
     return FimPrompt(tokens, truncated)
 
@@ -131,11 +139,21 @@ class InfillReply:
     def _final(self, text: str, outcome: Outcome, new_line: bool) -> dict:
         s = outcome.summary
         body = {
-            "index": 0, "content": text, "tokens": [], "id_slot": 0, "stop": True, "model": self.model,
-            "tokens_predicted": s.tokens, "tokens_evaluated": s.prompt_tokens,
-            "generation_settings": self.settings, "has_new_line": new_line, "truncated": outcome.truncated,
-            "stop_type": STOP_TYPES.get(s.stop_reason, "limit"), "stopping_word": outcome.stop_word,
-            "tokens_cached": max(s.prompt_tokens + s.tokens - 1, 0), "timings": timings(outcome),
+            "index": 0,
+            "content": text,
+            "tokens": [],
+            "id_slot": 0,
+            "stop": True,
+            "model": self.model,
+            "tokens_predicted": s.tokens,
+            "tokens_evaluated": s.prompt_tokens,
+            "generation_settings": self.settings,
+            "has_new_line": new_line,
+            "truncated": outcome.truncated,
+            "stop_type": STOP_TYPES.get(s.stop_reason, "limit"),
+            "stopping_word": outcome.stop_word,
+            "tokens_cached": max(s.prompt_tokens + s.tokens - 1, 0),
+            "timings": timings(outcome),
             "specgen": stats(outcome, self.draft_model),
         }
         return picked(body, self.fields) if self.fields else body
@@ -145,10 +163,18 @@ def settings(request: GenRequest, config: GenerationConfig) -> dict:
     """llama-server's `generation_settings`: what this reply was generated with (`config`: the
     server's settings with the request's own)."""
     sampling, infill = config.sampling, request.infill
-    return {"n_predict": config.max_tokens, "temperature": sampling.temperature, "top_k": sampling.top_k,
-            "top_p": sampling.top_p, "seed": -1 if sampling.seed is None else sampling.seed,
-            "stop": list(request.stop), "stream": request.stream, "samplers": ["top_k", "top_p", "temperature"],
-            "n_indent": infill.n_indent if infill else 0, "t_max_predict_ms": infill.t_max_predict_ms if infill else 0}
+    return {
+        "n_predict": config.max_tokens,
+        "temperature": sampling.temperature,
+        "top_k": sampling.top_k,
+        "top_p": sampling.top_p,
+        "seed": -1 if sampling.seed is None else sampling.seed,
+        "stop": list(request.stop),
+        "stream": request.stream,
+        "samplers": ["top_k", "top_p", "temperature"],
+        "n_indent": infill.n_indent if infill else 0,
+        "t_max_predict_ms": infill.t_max_predict_ms if infill else 0,
+    }
 
 
 def timings(outcome: Outcome) -> dict:
@@ -159,10 +185,13 @@ def timings(outcome: Outcome) -> dict:
     cache_n = max(s.prompt_tokens - 1 - outcome.prefill.decoded, 0)
     prompt_n, prompt_ms, predicted_ms = s.prompt_tokens - cache_n, outcome.prefill.seconds * 1000, s.decode_s * 1000
     out = {
-        "cache_n": cache_n, "prompt_n": prompt_n, "prompt_ms": round(prompt_ms, 3),
+        "cache_n": cache_n,
+        "prompt_n": prompt_n,
+        "prompt_ms": round(prompt_ms, 3),
         "prompt_per_token_ms": round(prompt_ms / prompt_n, 3) if prompt_n else 0.0,
         "prompt_per_second": round(prompt_n / prompt_ms * 1000, 2) if prompt_ms else 0.0,
-        "predicted_n": s.tokens, "predicted_ms": round(predicted_ms, 3),
+        "predicted_n": s.tokens,
+        "predicted_ms": round(predicted_ms, 3),
         "predicted_per_token_ms": round(predicted_ms / s.tokens, 3) if s.tokens else 0.0,
         "predicted_per_second": round(s.tokens / predicted_ms * 1000, 2) if predicted_ms else 0.0,
     }

@@ -61,9 +61,13 @@ class Prompts:
         longer than the context."""
         tokens = self.target.continuation(text) if text else []
         if len(tokens) > self.target.n_ctx:
-            raise ApiError(400, f"the prediction is {len(tokens)} tokens, longer than this server's "
-                           f"{self.target.n_ctx}-token context: shorten it, or restart serve with a larger --ctx",
-                           param="prediction", code="context_length_exceeded")
+            raise ApiError(
+                400,
+                f"the prediction is {len(tokens)} tokens, longer than this server's "
+                f"{self.target.n_ctx}-token context: shorten it, or restart serve with a larger --ctx",
+                param="prediction",
+                code="context_length_exceeded",
+            )
         return tokens
 
     def remember(self, encoded: Encoded, text: str, tokens: list[int], whole: bool) -> None:
@@ -82,8 +86,12 @@ class Prompts:
 
     def _chat(self, messages: tuple[tuple[str, str], ...]) -> Encoded:
         if self.target.chat_template() is None:
-            raise ApiError(400, f"{self.target.path.name} has no chat template, so it cannot tell chat turns "
-                           "apart; use /v1/completions with the text as is", param="messages")
+            raise ApiError(
+                400,
+                f"{self.target.path.name} has no chat template, so it cannot tell chat turns "
+                "apart; use /v1/completions with the text as is",
+                param="messages",
+            )
         *history, (role, text) = messages
         if role != "user":
             return Encoded(self.target.encode_chat(list(messages)))
@@ -95,8 +103,9 @@ class Prompts:
         if prompt is None or prompt.dropped:
             self.forget(conversation)
             self._check(len(self.target.encode_chat(list(messages))), "messages")
-            raise ApiError(400, "the messages do not fit in the context", param="messages",
-                           code="context_length_exceeded")
+            raise ApiError(
+                400, "the messages do not fit in the context", param="messages", code="context_length_exceeded"
+            )
         return Encoded(list(prompt.tokens), prompt, conversation)
 
     def template(self) -> ChatTemplate:
@@ -107,8 +116,11 @@ class Prompts:
             except TemplateError as error:
                 raise ApiError(400, f"{self.target.path.name}: {error}", param="messages") from None
             if self._template is None:
-                raise ApiError(400, f"{self.target.path.name} has no chat template, so it cannot be sent tools or "
-                               "tool messages", param="messages")
+                raise ApiError(
+                    400,
+                    f"{self.target.path.name} has no chat template, so it cannot be sent tools or tool messages",
+                    param="messages",
+                )
         return self._template
 
     def _templated(self, request: GenRequest) -> list[int]:
@@ -116,9 +128,13 @@ class Prompts:
         template = self.template()
         tools = list(request.tools) if request.tool_choice != "none" else None
         if tools and template.format is None:
-            raise ApiError(400, f"the chat template of {self.target.path.name} teaches no tool-call format specgen "
-                           "reads (Qwen2.5's <tool_call> blocks, Llama 3.1's JSON); send no tools, or tool_choice "
-                           "none", param="tools")
+            raise ApiError(
+                400,
+                f"the chat template of {self.target.path.name} teaches no tool-call format specgen "
+                "reads (Qwen2.5's <tool_call> blocks, Llama 3.1's JSON); send no tools, or tool_choice "
+                "none",
+                param="tools",
+            )
         try:
             return self.target.encode_templated(template.render([dict(m) for m in request.chat], tools))
         except TemplateError as error:
@@ -139,29 +155,47 @@ class Prompts:
         assert infill is not None  # encode sends only fill-in-the-middle requests here
         param = "input_suffix" if request.kind == "infill" else "suffix"
         if not fim.usable:
-            raise ApiError(400, f"this model has no fill-in-the-middle tokens; {self.target.path.name} cannot fill "
-                           "a gap: serve a code model that has them (Qwen2.5-Coder does), or send a completion "
-                           "without a suffix", param=param)
+            raise ApiError(
+                400,
+                f"this model has no fill-in-the-middle tokens; {self.target.path.name} cannot fill "
+                "a gap: serve a code model that has them (Qwen2.5-Coder does), or send a completion "
+                "without a suffix",
+                param=param,
+            )
 
         def tokenize(text: str) -> list[int]:
             return self.target.tokenize(text, add_special=False, parse_special=False)
 
         budget = self.limit - min(reply_tokens, self.limit // 2) if request.kind == "infill" else 2**31
-        built = fim_prompt(fim, self.target.bos if self.target.add_bos else None, tokenize(infill.prefix),
-                           tokenize(infill.suffix), files_tokens(fim, tokenize, infill.extra), budget)
+        built = fim_prompt(
+            fim,
+            self.target.bos if self.target.add_bos else None,
+            tokenize(infill.prefix),
+            tokenize(infill.suffix),
+            files_tokens(fim, tokenize, infill.extra),
+            budget,
+        )
         return Encoded(built.tokens, truncated=built.truncated)
 
     def _completion(self, prompt: str | tuple[int, ...]) -> list[int]:
         if isinstance(prompt, str):
-            return self.target.tokenize(prompt, add_special=True, parse_special=True)  # a raw prompt, as llama.cpp reads one
+            return self.target.tokenize(
+                prompt, add_special=True, parse_special=True
+            )  # a raw prompt, as llama.cpp reads one
         bad = next((t for t in prompt if not 0 <= t < self.target.n_vocab), None)
         if bad is not None:
-            raise ApiError(400, f"token id {bad} is not in the vocabulary (0 to {self.target.n_vocab - 1})",
-                           param="prompt")
+            raise ApiError(
+                400, f"token id {bad} is not in the vocabulary (0 to {self.target.n_vocab - 1})", param="prompt"
+            )
         return list(prompt)
 
     def _check(self, count: int, param: str) -> None:
         if count > self.limit:
-            raise ApiError(400, f"the prompt is {count} tokens; this server takes at most {self.limit} "
-                           f"(its context holds {self.target.n_ctx}): shorten it, or restart serve with a larger "
-                           "--ctx or --max-prompt-tokens", param=param, code="context_length_exceeded")
+            raise ApiError(
+                400,
+                f"the prompt is {count} tokens; this server takes at most {self.limit} "
+                f"(its context holds {self.target.n_ctx}): shorten it, or restart serve with a larger "
+                "--ctx or --max-prompt-tokens",
+                param=param,
+                code="context_length_exceeded",
+            )

@@ -73,8 +73,10 @@ class EventStream:
     """A text/event-stream response from an async iterator of chunks; cancels the watcher at the end."""
 
     headers: ClassVar[list[tuple[bytes, bytes]]] = [
-        (b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
-        (b"x-accel-buffering", b"no")]
+        (b"content-type", b"text/event-stream; charset=utf-8"),
+        (b"cache-control", b"no-cache"),
+        (b"x-accel-buffering", b"no"),
+    ]
 
     def __init__(self, chunks, watcher: asyncio.Task):
         self.chunks, self.watcher = chunks, watcher

@@ -154,8 +154,7 @@ def reply_example(request: GenRequest) -> str:
 class Scheduler:
     """The thread that runs jobs one at a time, and the bounded queue in front of it."""
 
-    def __init__(self, target: Model, drafter: Drafter | None, config: GenerationConfig, auto: bool,
-                 limits: Limits):
+    def __init__(self, target: Model, drafter: Drafter | None, config: GenerationConfig, auto: bool, limits: Limits):
         """With `auto`, step costs are measured (or read from the cache) here, before any request
         waits on them."""
         self.target, self.drafter, self.config, self.auto = target, drafter, config, auto
@@ -209,14 +208,23 @@ class Scheduler:
             if self._closing:
                 raise ApiError(503, "the server is shutting down", kind="server_error")
             if len(self._pending) + (self._current is not None) > self.limits.queue:
-                raise ApiError(503, f"the server is busy: one request is generating and {len(self._pending)} "
-                               "waiting; retry shortly", kind="server_error", code="queue_full",
-                               headers={"Retry-After": str(self._retry_after())})
+                raise ApiError(
+                    503,
+                    f"the server is busy: one request is generating and {len(self._pending)} waiting; retry shortly",
+                    kind="server_error",
+                    code="queue_full",
+                    headers={"Retry-After": str(self._retry_after())},
+                )
             mine = sum(other.user == job.user for other in [*self._pending, self._current] if other is not None)
             if mine >= self.limits.share:
-                raise ApiError(503, f"this key has {mine} requests running or waiting, its share of the queue; "
-                               "retry once one is answered", kind="server_error", code="queue_full",
-                               headers={"Retry-After": str(self._retry_after())})
+                raise ApiError(
+                    503,
+                    f"this key has {mine} requests running or waiting, its share of the queue; "
+                    "retry once one is answered",
+                    kind="server_error",
+                    code="queue_full",
+                    headers={"Retry-After": str(self._retry_after())},
+                )
             self._pending.append(job)
             self._cond.notify()
 
@@ -315,9 +323,16 @@ class Scheduler:
         fmt = user.prompts.template().format if request.tools and request.tool_choice != "none" else None
         rules = self._rules(request, user)
         prediction = tuple(encoded.prediction) if encoded.prediction is not None else None
-        return Request(tuple(encoded.tokens), self.config_for(request), self.auto, rules, prediction,
-                       quoted=rules is not None or fmt is not None, example=reply_example(request),
-                       shared=(user.memory.index,))
+        return Request(
+            tuple(encoded.tokens),
+            self.config_for(request),
+            self.auto,
+            rules,
+            prediction,
+            quoted=rules is not None or fmt is not None,
+            example=reply_example(request),
+            shared=(user.memory.index,),
+        )
 
     def _rules(self, request: GenRequest, user: User) -> Rules | None:
         """The grammar the reply must follow, or None: a call of the tools where `tool_choice`
@@ -334,15 +349,19 @@ class Scheduler:
             if fmt is None:
                 return None
             if request.tools and request.tool_choice == "auto":
-                raise ApiError(400, "response_format with tools needs tool_choice none, required or a named "
-                               "function: a reply cannot both follow the format and call a tool",
-                               param="response_format")
+                raise ApiError(
+                    400,
+                    "response_format with tools needs tool_choice none, required or a named "
+                    "function: a reply cannot both follow the format and call a tool",
+                    param="response_format",
+                )
             return Rules(json_grammar() if fmt.kind == "json_object" else schema_grammar(fmt.schema))
         except GrammarError as error:
             raise ApiError(400, str(error), param=_grammar_param(request)) from None
 
-    def _generate(self, job: Job, user: User, encoded: Encoded, start: float, generation: Generation
-                  ) -> Finished | Gone:
+    def _generate(
+        self, job: Job, user: User, encoded: Encoded, start: float, generation: Generation
+    ) -> Finished | Gone:
         """Stream one reply's text to the job, cut at stop strings, and return how it ended;
         `start`: when the scheduler took it."""
         tokens = encoded.tokens
@@ -375,9 +394,19 @@ class Scheduler:
         user.prompts.remember(encoded, whole, reply, whole=received)
         user.memory.add(reply)
         reason = "tool_calls" if calls else finish_reason(summary.stop_reason, cut.ended == "stop string")
-        return Finished(Outcome(reason, summary, first, start - job.submitted, prefill, tool_calls=tuple(calls),
-                                truncated=encoded.truncated, stop_word=cut.stops.found,
-                                prediction=generation.report(reply, summary)))
+        return Finished(
+            Outcome(
+                reason,
+                summary,
+                first,
+                start - job.submitted,
+                prefill,
+                tool_calls=tuple(calls),
+                truncated=encoded.truncated,
+                stop_word=cut.stops.found,
+                prediction=generation.report(reply, summary),
+            )
+        )
 
     def _prompt_chars(self, request: GenRequest, tokens: list[int]) -> int:
         """Where a completion's text begins in prompt + completion (OpenAI's text_offset counts from

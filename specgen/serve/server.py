@@ -61,17 +61,31 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, auto: 
     sock = bind(options.host, options.port)
     with open_models(paths, load) as (target, draft):
         drafter = base_drafter(draft)
-        limits = Limits(options.queue, options.max_prompt_tokens or target.n_ctx, options.max_tokens_limit,
-                        options.cache_ram_mib * 2**20, max(len(options.api_keys), 1))
+        limits = Limits(
+            options.queue,
+            options.max_prompt_tokens or target.n_ctx,
+            options.max_tokens_limit,
+            options.cache_ram_mib * 2**20,
+            max(len(options.api_keys), 1),
+        )
         scheduler = Scheduler(target, drafter, config, auto, limits)
         app = build_app(scheduler, options, paths.draft.name if paths.draft else None)
-        settings = uvicorn.Config(app, http=guarded_protocol(options.connections), log_level="warning",
-                                  access_log=False, lifespan="off", server_header=False)
+        settings = uvicorn.Config(
+            app,
+            http=guarded_protocol(options.connections),
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            server_header=False,
+        )
         server = uvicorn.Server(settings)
         if load.rpc:
             print(f"specgen: {placement(target.layers, draft.layers if draft else None)}", file=sys.stderr)
-        print(f"specgen: serving {options.model_id} at {url(sock)}/v1 (OpenAI API; Ctrl-C stops)",
-              file=sys.stderr, flush=True)
+        print(
+            f"specgen: serving {options.model_id} at {url(sock)}/v1 (OpenAI API; Ctrl-C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
         with scheduler:
             _run_until_stopped(server, sock, scheduler)
     print("specgen: stopped", file=sys.stderr, flush=True)
@@ -93,8 +107,10 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, scheduler: S
             done.set()
 
     thread = threading.Thread(target=run, name="specgen-http", daemon=True)  # never outlives an error here
-    previous = {sig: signal.signal(sig, lambda number, frame: received.append(number))
-                for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {
+        sig: signal.signal(sig, lambda number, frame: received.append(number))
+        for sig in (signal.SIGINT, signal.SIGTERM)
+    }
     try:
         thread.start()
         handled = 0
@@ -117,8 +133,13 @@ def _stop(server: uvicorn.Server, scheduler: Scheduler) -> None:
         return
     server.should_exit = True
     busy = scheduler.busy + scheduler.waiting
-    print(f"specgen: finishing {busy} request(s), then exiting (Ctrl-C again stops at once)" if busy
-          else "specgen: exiting", file=sys.stderr, flush=True)
+    print(
+        f"specgen: finishing {busy} request(s), then exiting (Ctrl-C again stops at once)"
+        if busy
+        else "specgen: exiting",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def model_id(pair: str | None, target: Path | None) -> str:

@@ -68,7 +68,7 @@ class StopMatcher:
         self._state = state
         whole = held + text
         keep = self._depth[state]
-        self.pending = whole[len(whole) - keep:] if keep else ""
+        self.pending = whole[len(whole) - keep :] if keep else ""
         return whole[: len(whole) - keep], False
 
     def flush(self) -> str:

@@ -34,15 +34,15 @@ def parse_calls(text: str, fmt: ToolFormat) -> tuple[str, list[ToolCall]]:
     content, calls, rest = [], [], text
     while (start := rest.find(opening)) >= 0:
         end = rest.find(closing, start)
-        block = rest[start + len(opening): end if end >= 0 else len(rest)]
+        block = rest[start + len(opening) : end if end >= 0 else len(rest)]
         call = _call(block, fmt)
         if call is None:  # not a call after all: it stays text
             content.append(rest[: start + len(opening)])
-            rest = rest[start + len(opening):]
+            rest = rest[start + len(opening) :]
             continue
         content.append(rest[:start])
         calls.append(call)
-        rest = rest[end + len(closing):] if end >= 0 else ""
+        rest = rest[end + len(closing) :] if end >= 0 else ""
     content.append(rest)
     return ("".join(content).strip() if calls else text), calls
 
@@ -96,7 +96,7 @@ class CallStream:
             self.calling, self.held = True, held[at:]
             return held[:at]
         keep = next((n for n in range(min(len(marker) - 1, len(held)), 0, -1) if marker.startswith(held[-n:])), 0)
-        self.held = held[len(held) - keep:]
+        self.held = held[len(held) - keep :]
         return held[: len(held) - keep]
 
     def _bare(self, held: str) -> str:

@@ -173,9 +173,17 @@ class Chat:
         self.memory = new_memory()  # earlier replies, also those /reset forgot, for copy drafting
         self.totals = Totals()
         self.attached: list[Attachment] = []  # files for the next message
-        self.commands = {"/help": self.help, "/reset": self.reset, "/stats": self.stats,
-                         "/k": self.set_k, "/temp": self.set_temp, "/file": self.attach,
-                         "/save": self.save, "/load": self.load, "/retry": self.retry}
+        self.commands = {
+            "/help": self.help,
+            "/reset": self.reset,
+            "/stats": self.stats,
+            "/k": self.set_k,
+            "/temp": self.set_temp,
+            "/file": self.attach,
+            "/save": self.save,
+            "/load": self.load,
+            "/retry": self.retry,
+        }
 
     @property
     def k(self) -> int:
@@ -294,8 +302,10 @@ class Chat:
         ]
         if t.last is not None:
             first = t.last.first_token_s
-            lines.append(f"last turn: prefilled {t.last.summary.prefilled_tokens} tokens, first token after "
-                         + (f"{first:.3f}s" if first is not None else "–"))
+            lines.append(
+                f"last turn: prefilled {t.last.summary.prefilled_tokens} tokens, first token after "
+                + (f"{first:.3f}s" if first is not None else "–")
+            )
         self.view.info("\n".join(lines))
 
     def set_k(self, argument: str) -> None:
@@ -344,8 +354,10 @@ class Chat:
         if not write_atomically(Path(path).expanduser(), to_jsonl(self.conversation.messages)):
             self.view.notice(f"could not write {path}; check that its folder exists and can be written")
             return
-        self.view.info(f"saved {self.conversation.turns} turn(s) to {path}; "
-                       f"'specgen bench {shlex.quote(path)}' times each reply again")
+        self.view.info(
+            f"saved {self.conversation.turns} turn(s) to {path}; "
+            f"'specgen bench {shlex.quote(path)}' times each reply again"
+        )
 
     def load(self, argument: str) -> None:
         """Take up a saved conversation; one that ends with the user's message is answered at once."""
@@ -361,8 +373,10 @@ class Chat:
         waiting = messages.pop()[1] if messages[-1][0] == "user" else None
         self.conversation.restore(messages)
         system = "with its system prompt" if self.conversation.system else "without a system prompt"
-        self.view.info(f"loaded {self.conversation.turns + (waiting is not None)} turn(s) from {path}, {system}"
-                       + ("; its last message waits for a reply:" if waiting is not None else ""))
+        self.view.info(
+            f"loaded {self.conversation.turns + (waiting is not None)} turn(s) from {path}, {system}"
+            + ("; its last message waits for a reply:" if waiting is not None else "")
+        )
         if waiting is not None:
             self.turn(waiting)
 

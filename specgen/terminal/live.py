@@ -89,8 +89,11 @@ def drafting(event: Round | None) -> str:
         return Source.PLAIN
     what = f"{Source.LOOKUP if event.source.copied else 'draft'} K {len(event.drafted)}"
     what += " with a learnt rewrite" if event.rewrites else ""
-    return what + {Source.PATTERN: " by the record pattern", Source.QUOTED: " from the prompt as JSON",
-                   Source.STRUCTURE: " from an earlier record by its keys"}.get(event.source, "")
+    return what + {
+        Source.PATTERN: " by the record pattern",
+        Source.QUOTED: " from the prompt as JSON",
+        Source.STRUCTURE: " from an earlier record by its keys",
+    }.get(event.source, "")
 
 
 def status(k: str, accepted: int, drafted: int, tok_s: float, rounds: int, tokens: int) -> str:
@@ -170,8 +173,9 @@ class RichView:
         text = Text()
         progress = Progress(k, auto)
         shown = 0.0
-        with Live(console=self.console, auto_refresh=False, transient=True,
-                  redirect_stdout=False, redirect_stderr=False) as live:
+        with Live(
+            console=self.console, auto_refresh=False, transient=True, redirect_stdout=False, redirect_stderr=False
+        ) as live:
 
             def on_round(event: Round) -> None:
                 nonlocal shown

@@ -11,8 +11,11 @@ from specgen.decoding.events import Round, Summary
 
 # C0 controls and DEL as their Unicode pictures; C1 controls (U+0080 to U+009F: CSI, OSC, ... in
 # 8-bit form, which some terminals obey) have no pictures, so they are written as \x escapes
-_CONTROL: dict[int, int | str] = ({c: 0x2400 + c for c in range(32) if chr(c) not in "\n\t"} | {0x7F: 0x2421}
-                                  | {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+_CONTROL: dict[int, int | str] = (
+    {c: 0x2400 + c for c in range(32) if chr(c) not in "\n\t"}
+    | {0x7F: 0x2421}
+    | {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)}
+)
 
 
 def visible(text: str) -> str:
@@ -45,8 +48,10 @@ def summary_line(summary: Summary, placement: str = "", prediction: PredictionRe
     else:
         spec = ", target only"
     if prediction is not None:
-        spec += (f", prediction {prediction.prediction_tokens} tokens: {prediction.accepted_prediction_tokens} "
-                 f"accepted, {prediction.rejected_prediction_tokens} rejected")
+        spec += (
+            f", prediction {prediction.prediction_tokens} tokens: {prediction.accepted_prediction_tokens} "
+            f"accepted, {prediction.rejected_prediction_tokens} rejected"
+        )
     if summary.constraint_s and summary.rounds:
         spec += f", grammar {summary.constraint_s / summary.rounds * 1000:.1f} ms/round"
     split = _split(summary)
@@ -71,7 +76,7 @@ def copy_notes(summary: Summary) -> list[str]:
 
 
 def drafted_line(summary: Summary) -> str:
-    """"copy kept 40/52, pattern 12/14": by kind of drafter, the tokens kept of those drafted."""
+    """ "copy kept 40/52, pattern 12/14": by kind of drafter, the tokens kept of those drafted."""
     parts = (f"{name} kept {count.kept}/{count.drafted}" for name, count in summary.by_source.items())
     return "drafted by " + ", ".join(parts)
 
@@ -91,5 +96,3 @@ def prediction_fields(prediction: PredictionReport | None) -> dict:
 
 def json_record(text: str, summary: Summary, extra: dict) -> str:
     return json.dumps({"text": text, **summary.to_dict(), **extra}, ensure_ascii=False)
-
-

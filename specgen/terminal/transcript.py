@@ -25,7 +25,8 @@ def to_jsonl(messages: list[tuple[str, str]]) -> str:
         if role != "user":
             continue
         record: dict[str, list[dict[str, str]] | str] = {
-            "messages": [{"role": r, "content": c} for r, c in messages[: end + 1]]}
+            "messages": [{"role": r, "content": c} for r, c in messages[: end + 1]]
+        }
         if end + 1 < len(messages):
             record["reply"] = messages[end + 1][1]
         lines.append(json.dumps(record, ensure_ascii=False) + "\n")
@@ -70,6 +71,8 @@ def _check_turns(messages: list[tuple[str, str]], where: str) -> None:
     for position, (role, _) in enumerate(turns):
         expected = ("user", "assistant")[position % 2]
         if role != expected:
-            raise UsageError(f"{where}: message {position + 1 + len(messages) - len(turns)} is the {role}'s "
-                             f"where the {expected}'s belongs (an optional system message first, then user "
-                             "and assistant taking turns)")
+            raise UsageError(
+                f"{where}: message {position + 1 + len(messages) - len(turns)} is the {role}'s "
+                f"where the {expected}'s belongs (an optional system message first, then user "
+                "and assistant taking turns)"
+            )

@@ -23,8 +23,11 @@ from specgen.decoding.events import Summary
 from specgen.decoding.sampling import SamplingParams
 from specgen.engine.generation import Generation
 
-SCHEMA = {"type": "object", "properties": {"city_name": {"type": "string"}, "is_warm": {"type": "boolean"}},
-          "required": ["city_name", "is_warm"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"city_name": {"type": "string"}, "is_warm": {"type": "boolean"}},
+    "required": ["city_name", "is_warm"],
+}
 TIMED_TOKENS, AUDITED_TOKENS = 10, 3
 
 
@@ -38,13 +41,19 @@ def drafter_made(generation: Generation) -> tuple:
     return replace(request, prompt=(), config=config), type(drafter).__name__, auto
 
 
-def test_the_distribution_audit_checks_the_drafter_the_timed_runs_use(target_model, draft_model, monkeypatch,
-                                                                       tmp_path):
+def test_the_distribution_audit_checks_the_drafter_the_timed_runs_use(target_model, draft_model, monkeypatch, tmp_path):
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
     lines = json.dumps({"prompt": 'the "print" of self', "name": "record", "json_schema": SCHEMA}) + "\n"
     prompts = read_prompt_files(["-"], io.StringIO(lines))
-    plan = Plan(configurations((2, "auto"), True, True), TIMED_TOKENS, 1, 0, SamplingParams(0.8, seed=4),
-                audit_seeds=12, audit_tokens=AUDITED_TOKENS)
+    plan = Plan(
+        configurations((2, "auto"), True, True),
+        TIMED_TOKENS,
+        1,
+        0,
+        SamplingParams(0.8, seed=4),
+        audit_seeds=12,
+        audit_tokens=AUDITED_TOKENS,
+    )
     made = recorded(monkeypatch)
     result = benchmark(target_model, draft_model, prompts, plan, raw=True)
     assert result.distribution is not None and len(made) == len(plan.configs) * (1 + 12)
@@ -74,8 +83,7 @@ class _EndsAtANearTie:
 
 
 def _record(config: str, output: tuple[int, ...], stop_reason: str) -> RunRecord:
-    summary = Summary("m", 0, 1, 0, len(output), len(output), 0, 0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0,
-                      stop_reason)
+    summary = Summary("m", 0, 1, 0, len(output), len(output), 0, 0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, stop_reason)
     return RunRecord(0, config, 0, summary, 0, output)
 
 

@@ -78,8 +78,10 @@ def models(tiny_models, draft: bool = True) -> list[str]:
 @pytest.fixture(scope="module")
 def pair(tiny_models):
     """Target and draft on one thread each: llama.cpp's threads spin, and test machines are busy."""
-    with Model(tiny_models["target"], LoadOptions(n_ctx=512, n_threads=1)) as target, \
-            Model(tiny_models["draft"], LoadOptions(n_ctx=512, n_threads=1)) as draft:
+    with (
+        Model(tiny_models["target"], LoadOptions(n_ctx=512, n_threads=1)) as target,
+        Model(tiny_models["draft"], LoadOptions(n_ctx=512, n_threads=1)) as draft,
+    ):
         yield target, draft
 
 
@@ -89,9 +91,22 @@ def report(tiny_models, tmp_path_factory):
     folder = tmp_path_factory.mktemp("bench")
     (folder / "code.txt").write_text(CODE)
     (folder / "prose.jsonl").write_text(PROSE)
-    argv = ["bench", str(folder / "code.txt"), str(folder / "prose.jsonl"), *models(tiny_models),
-            "-k", "2,4,auto", "-r", "2", "--warmup", "1",
-            "--json", str(folder / "out.json"), "--csv", str(folder / "out.csv")]
+    argv = [
+        "bench",
+        str(folder / "code.txt"),
+        str(folder / "prose.jsonl"),
+        *models(tiny_models),
+        "-k",
+        "2,4,auto",
+        "-r",
+        "2",
+        "--warmup",
+        "1",
+        "--json",
+        str(folder / "out.json"),
+        "--csv",
+        str(folder / "out.csv"),
+    ]
     started = time.perf_counter()
     code, stdout, _ = call(argv)
     (folder / "wall_s").write_text(str(time.perf_counter() - started))  # an outside clock
@@ -140,7 +155,9 @@ def test_bench_reports_consistent_numbers(report):
     timed = {int(n): seconds for n, seconds in costs["verify"].items()}
     ceiling = costs["copy_ceiling"]  # at least the best of the timed sizes, kept whole (sizes between interpolated)
     assert 1 <= ceiling["tokens"] <= 64 and ceiling["speedup"] >= max(n * timed[1] / timed[n] for n in timed) - 1e-9
-    assert f"a copy kept whole gains at most {ceiling['speedup']:.2f}× here ({ceiling['tokens']} tokens a pass)" in stdout
+    assert (
+        f"a copy kept whole gains at most {ceiling['speedup']:.2f}× here ({ceiling['tokens']} tokens a pass)" in stdout
+    )
     overall = {r["config"]: r["tokens_per_second"]["median"] for r in results if r["group"] == "overall"}
     fastest = max((c for c in overall if c != "target"), key=overall.get)
     assert doc["peak_rss_mib"] > 0 and doc["verdict"]["best"] == fastest
@@ -163,8 +180,10 @@ def test_figure_script_draws_one_line_per_kind_and_drafter(report):
 
 
 def test_json_to_stdout_with_prompts_on_stdin_and_no_draft_model(tiny_models):
-    code, stdout, stderr = call(["bench", "-", *models(tiny_models, draft=False), "-k", "3", "-r", "1",
-                                 "--warmup", "0", "--json", "-"], stdin=PROSE)
+    code, stdout, stderr = call(
+        ["bench", "-", *models(tiny_models, draft=False), "-k", "3", "-r", "1", "--warmup", "0", "--json", "-"],
+        stdin=PROSE,
+    )
     assert code == 0
     doc = json.loads(stdout)
     assert [c["name"] for c in doc["configs"]] == ["target", "lookup-k3"]
@@ -175,8 +194,24 @@ def test_json_to_stdout_with_prompts_on_stdin_and_no_draft_model(tiny_models):
 def test_a_bench_whose_auto_rows_find_the_cached_costs_too_slow_removes_them(tiny_models, tmp_path, monkeypatch):
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "p.txt").write_text("def add(a, b):")
-    argv = ["bench", str(tmp_path / "p.txt"), "--target", str(tiny_models["target"]), "--raw", "-t", "1", "-n", "40",
-            "--no-draft", "-k", "auto", "-r", "1", "--warmup", "0"]
+    argv = [
+        "bench",
+        str(tmp_path / "p.txt"),
+        "--target",
+        str(tiny_models["target"]),
+        "--raw",
+        "-t",
+        "1",
+        "-n",
+        "40",
+        "--no-draft",
+        "-k",
+        "auto",
+        "-r",
+        "1",
+        "--warmup",
+        "0",
+    ]
     assert call(argv)[0] == 0  # the auto row measured this machine's costs and cached them
     stored = plant_slow_costs(tmp_path / "cache")
     assert call(argv)[0] == 0
@@ -185,9 +220,31 @@ def test_a_bench_whose_auto_rows_find_the_cached_costs_too_slow_removes_them(tin
 
 def test_sampled_bench_audits_distributions(tiny_models, tmp_path):
     (tmp_path / "p.txt").write_text("the print of self")
-    code, stdout, _ = call(["bench", str(tmp_path / "p.txt"), *models(tiny_models), "-k", "2", "-r", "1",
-                            "--warmup", "0", "--temp", "0.8", "--top-p", "0.95", "--seed", "3",
-                            "--audit-seeds", "60", "--audit-tokens", "3", "--json", str(tmp_path / "o.json")])
+    code, stdout, _ = call(
+        [
+            "bench",
+            str(tmp_path / "p.txt"),
+            *models(tiny_models),
+            "-k",
+            "2",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--temp",
+            "0.8",
+            "--top-p",
+            "0.95",
+            "--seed",
+            "3",
+            "--audit-seeds",
+            "60",
+            "--audit-tokens",
+            "3",
+            "--json",
+            str(tmp_path / "o.json"),
+        ]
+    )
     assert code == 0 and "distribution: PASS at the 0.001 level" in stdout and "exactness" not in stdout
     doc = json.loads((tmp_path / "o.json").read_text())
     audit = doc["distribution_audit"]
@@ -198,8 +255,24 @@ def test_sampled_bench_audits_distributions(tiny_models, tmp_path):
 
 def test_sampled_bench_without_audit_seeds_says_so(tiny_models, tmp_path):
     (tmp_path / "p.txt").write_text("the print of self")
-    code, stdout, _ = call(["bench", str(tmp_path / "p.txt"), *models(tiny_models), "-k", "2", "-r", "1",
-                            "--warmup", "0", "--no-lookup", "--temp", "0.8", "--audit-seeds", "0"])
+    code, stdout, _ = call(
+        [
+            "bench",
+            str(tmp_path / "p.txt"),
+            *models(tiny_models),
+            "-k",
+            "2",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--no-lookup",
+            "--temp",
+            "0.8",
+            "--audit-seeds",
+            "0",
+        ]
+    )
     assert code == 0 and "distribution audit was off" in stdout
 
 
@@ -207,8 +280,11 @@ def test_audit_flags_a_planted_divergence(pair, monkeypatch):
     """A verifier that keeps every draft token breaks exactness; the audit must say where."""
     target_model, draft_model = pair
     original = specgen.decoding.loop.verify_greedy
-    monkeypatch.setattr(specgen.decoding.loop, "verify_greedy",
-                        lambda argmax, drafted: original(np.array([*drafted, argmax[len(drafted)]]), drafted))
+    monkeypatch.setattr(
+        specgen.decoding.loop,
+        "verify_greedy",
+        lambda argmax, drafted: original(np.array([*drafted, argmax[len(drafted)]]), drafted),
+    )
     lines = '{"prompt": "def add(a, b):", "name": "[bold]"}\n{"prompt": "the print of self"}'
     prompts = read_prompt_files(["-"], io.StringIO(lines))
     plan = Plan(configurations((4,), True, False), 24, 1, 0, SamplingParams())
@@ -235,13 +311,22 @@ def test_every_other_repeat_runs_the_configurations_in_reverse_order(pair):
     prompt = target_model.tokenize("x = 1\nfor i in", True, False)
     plan = Plan(configurations((2,), False, True), 3, 3, 1, SamplingParams())
     order = []
-    records = run_plan(target_model, draft_model, [prompt], plan,
-                       lambda index, p, config, repeat: order.append((repeat, config.name)))
+    records = run_plan(
+        target_model, draft_model, [prompt], plan, lambda index, p, config, repeat: order.append((repeat, config.name))
+    )
     names = [c.name for c in plan.configs]
     assert len(names) == 2
     first, second = names
-    assert order == [(-1, second), (-1, first), (0, first), (0, second), (1, second), (1, first),
-                     (2, first), (2, second)]  # the warm-up (repeat -1) is an odd one too
+    assert order == [
+        (-1, second),
+        (-1, first),
+        (0, first),
+        (0, second),
+        (1, second),
+        (1, first),
+        (2, first),
+        (2, second),
+    ]  # the warm-up (repeat -1) is an odd one too
     assert [(r.repeat, r.config) for r in records] == order[2:]
 
 
@@ -414,8 +499,11 @@ def test_prompt_file_formats(tmp_path):
 def test_a_chat_turn_is_timed_after_its_conversation(tmp_path, target_model):
     """A "messages" line is encoded through the chat template whole, as chat and serve do; the
     timed reply is the last user turn's."""
-    turns = [{"role": "user", "content": "write f"}, {"role": "assistant", "content": "def f(): pass"},
-             {"role": "user", "content": "rename f to g"}]
+    turns = [
+        {"role": "user", "content": "write f"},
+        {"role": "assistant", "content": "def f(): pass"},
+        {"role": "user", "content": "rename f to g"},
+    ]
     (tmp_path / "revise.jsonl").write_text(json.dumps({"messages": turns}) + "\n")
     [prompt] = read_prompt_files([str(tmp_path / "revise.jsonl")], None)
     assert (prompt.name, prompt.kind, prompt.text) == ("revise:1", "revise", "rename f to g")
@@ -437,8 +525,11 @@ def test_a_chat_turn_is_timed_after_its_conversation(tmp_path, target_model):
         ("noprompt.jsonl", '{"prompt": "a"}\n{"text": "b"}\n', 'line 2 has no "prompt" string'),
         ("latin1.txt", "caf\xe9".encode("latin-1"), "is not UTF-8"),
         ("dupes.jsonl", '{"prompt": "a", "name": "x"}\n{"prompt": "b", "name": "x"}\n', "two prompts are named 'x'"),
-        ("chat.jsonl", '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}\n',
-         "must end with the user's turn"),
+        (
+            "chat.jsonl",
+            '{"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}\n',
+            "must end with the user's turn",
+        ),
         ("role.jsonl", '{"messages": [{"role": "robot", "content": "a"}]}\n', 'each message needs a "role"'),
         ("list.jsonl", '{"messages": "hello"}\n', '"messages" must be a list'),
     ],
@@ -459,8 +550,11 @@ def test_draft_tokens_option():
     for text in ("0", "33", "two", "2,,4"):
         with pytest.raises(UsageError, match="from 1 to 32"):
             parse_draft_tokens(text)
-    assert [c.name for c in configurations((2, "auto"), draft_model=False, lookup=True)] == \
-        ["target", "lookup-k2", "lookup-auto"]
+    assert [c.name for c in configurations((2, "auto"), draft_model=False, lookup=True)] == [
+        "target",
+        "lookup-k2",
+        "lookup-auto",
+    ]
     auto = configurations(("auto",), draft_model=True, lookup=True, auto_cap=6)[-1]
     assert (auto.name, auto.k, auto.adaptive) == ("draft-auto", 6, True)
     with pytest.raises(UsageError, match="nothing to compare"):
@@ -477,8 +571,9 @@ def test_stdin_twice_and_nothing_to_compare_are_one_line_errors(tmp_path):
 
 def test_an_output_file_in_a_missing_folder_is_refused_before_the_runs(tmp_path):
     (tmp_path / "p.txt").write_text("a")
-    code, _, stderr = call(["bench", str(tmp_path / "p.txt"), "--target", "t.gguf",
-                            "--json", str(tmp_path / "nowhere" / "out.json")])
+    code, _, stderr = call(
+        ["bench", str(tmp_path / "p.txt"), "--target", "t.gguf", "--json", str(tmp_path / "nowhere" / "out.json")]
+    )
     assert code == 2 and "folder does not exist" in stderr and stderr.count("\n") == 1
 
 
@@ -492,16 +587,42 @@ def test_an_output_path_that_is_a_folder_is_refused_before_the_runs(tmp_path):
 def _overall(config: str, median: float, low: float, high: float) -> Stats:
     drafting = config != "target"
     interval = Interval(low, high) if drafting else None
-    return Stats("overall", "all", config, "model", 2, False, 3, 0, 0, 0, 0, Spread(median, median, median),
-                 median / 10, interval, outcome(interval, 0.01) if drafting else None,
-                 None, 0.0, 0.0, (), 0.0, 0.0, 0.0, 0.0, Spread(0.0, 0.0, 0.0))
+    return Stats(
+        "overall",
+        "all",
+        config,
+        "model",
+        2,
+        False,
+        3,
+        0,
+        0,
+        0,
+        0,
+        Spread(median, median, median),
+        median / 10,
+        interval,
+        outcome(interval, 0.01) if drafting else None,
+        None,
+        0.0,
+        0.0,
+        (),
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        Spread(0.0, 0.0, 0.0),
+    )
 
 
-@pytest.mark.parametrize("others, result", [
-    ([(14, 1.1, 1.6), (16, 0.9, 2.2)], ("draft-k2", "pays")),
-    ([(8, 0.6, 0.9), (9, 0.7, 0.95)], ("draft-k4", "costs")),
-    ([(12, 0.9, 1.3), (8, 0.7, 0.9)], ("draft-k2", "noise")),
-])
+@pytest.mark.parametrize(
+    "others, result",
+    [
+        ([(14, 1.1, 1.6), (16, 0.9, 2.2)], ("draft-k2", "pays")),
+        ([(8, 0.6, 0.9), (9, 0.7, 0.95)], ("draft-k4", "costs")),
+        ([(12, 0.9, 1.3), (8, 0.7, 0.9)], ("draft-k2", "noise")),
+    ],
+)
 def test_verdict_calls_faster_only_an_interval_above_one(others, result):
     """The fastest point estimate (16, interval 0.9-2.2) is not the one named when only another is
     clearly faster (each with a permutation test's p of 0.01)."""
@@ -512,9 +633,13 @@ def test_verdict_calls_faster_only_an_interval_above_one(others, result):
 
 def _runs(config: str, rates: np.ndarray) -> list:
     """Records with the given rates by [prompt, repeat] (128 tokens each)."""
-    return [SimpleNamespace(prompt=p, repeat=r, config=config,
-                            summary=SimpleNamespace(tokens=128, decode_s=128 / rates[p, r]))
-            for p in range(rates.shape[0]) for r in range(rates.shape[1])]
+    return [
+        SimpleNamespace(
+            prompt=p, repeat=r, config=config, summary=SimpleNamespace(tokens=128, decode_s=128 / rates[p, r])
+        )
+        for p in range(rates.shape[0])
+        for r in range(rates.shape[1])
+    ]
 
 
 def _outcomes(speedup: float, prompts: int, repeats: int = 4, noise: float = 0.05, trials: int = 200) -> Counter:
@@ -566,10 +691,21 @@ def _prediction(summary, config, costs, base_tokens=None):
     """The overall prediction for one run of `config` beside a run of the target alone that made
     `base_tokens` tokens (default: as many), one a round."""
     tokens = summary.tokens if base_tokens is None else base_tokens
-    base = SimpleNamespace(**{**vars(summary), "tokens": tokens, "rounds": tokens, "drafted": 0, "accepted": 0,
-                              "model_drafted": 0, "drafted_by_position": ()})
-    runs = [SimpleNamespace(prompt=0, repeat=0, config="target", summary=base),
-            SimpleNamespace(prompt=0, repeat=0, config=config.name, summary=summary)]
+    base = SimpleNamespace(
+        **{
+            **vars(summary),
+            "tokens": tokens,
+            "rounds": tokens,
+            "drafted": 0,
+            "accepted": 0,
+            "model_drafted": 0,
+            "drafted_by_position": (),
+        }
+    )
+    runs = [
+        SimpleNamespace(prompt=0, repeat=0, config="target", summary=base),
+        SimpleNamespace(prompt=0, repeat=0, config=config.name, summary=summary),
+    ]
     baseline = SimpleNamespace(name="target", drafter="none", k=0, adaptive=False)
     stats = summarize(runs, [baseline, config], [SimpleNamespace(name="p", kind="p")], costs)
     return next(s for s in stats if s.config == config.name and s.group == "overall").prediction
@@ -577,13 +713,27 @@ def _prediction(summary, config, costs, base_tokens=None):
 
 def test_predicted_speedup_uses_isolated_costs_and_the_measured_tokens_per_round():
     """K = 2, every round drafts 2; position 1 kept 80%, position 2 kept 60% (of all drafted there)."""
-    costs = SimpleNamespace(verify={1: 0.05, 2: 0.06, 3: 0.08}, draft_step=0.01,
-                            verify_cost=lambda n: {1: 0.05, 2: 0.06, 3: 0.08}[n])
-    summary = SimpleNamespace(tokens=240, rounds=100, drafted=200, accepted=140, decode_s=1.0, draft_s=0.2,
-                              verify_s=0.7, other_s=0.1, lookup_rounds=0, model_drafted=200,
-                              drafted_by_position=(100, 100), accepted_by_position=(80, 60), prefill_s=0.0,
-                              python_s=0.01, constraint_s=0.0,
-                              missed_copy_rounds=0)
+    costs = SimpleNamespace(
+        verify={1: 0.05, 2: 0.06, 3: 0.08}, draft_step=0.01, verify_cost=lambda n: {1: 0.05, 2: 0.06, 3: 0.08}[n]
+    )
+    summary = SimpleNamespace(
+        tokens=240,
+        rounds=100,
+        drafted=200,
+        accepted=140,
+        decode_s=1.0,
+        draft_s=0.2,
+        verify_s=0.7,
+        other_s=0.1,
+        lookup_rounds=0,
+        model_drafted=200,
+        drafted_by_position=(100, 100),
+        accepted_by_position=(80, 60),
+        prefill_s=0.0,
+        python_s=0.01,
+        constraint_s=0.0,
+        missed_copy_rounds=0,
+    )
     p = _prediction(summary, SimpleNamespace(name="draft-k2", drafter="model", k=2, adaptive=False), costs)
     assert p.expected_tokens_per_round == pytest.approx(1 + 0.8 + 0.6)
     assert p.round_cost == pytest.approx(2 * 0.2 + 0.08 / 0.05)
@@ -596,13 +746,27 @@ def test_predicted_speedup_of_auto_counts_the_tokens_its_long_copies_really_made
     would read as 50% kept at position 1 and 100% after it; the rounds made 17 and 1 tokens."""
     verify = {1: 0.05, 2: 0.08, 16: 0.2}
     costs = SimpleNamespace(verify=verify, draft_step=None, verify_cost=lambda n: verify.get(n, 1.0))
-    summary = SimpleNamespace(tokens=50 * 16 + 50 * 1, rounds=100, drafted=50 * 15 + 50, accepted=50 * 15,
-                              decode_s=1.0, draft_s=0.0, verify_s=0.9, other_s=0.1, lookup_rounds=100,
-                              model_drafted=0, drafted_by_position=(100,) + (50,) * 14,
-                              accepted_by_position=(50,) * 15,
-                              prefill_s=0.0, python_s=0.01, constraint_s=0.0, missed_copy_rounds=0)
-    p = _prediction(summary, SimpleNamespace(name="lookup-auto", drafter="lookup", k=8, adaptive=True), costs,
-                    base_tokens=850)
+    summary = SimpleNamespace(
+        tokens=50 * 16 + 50 * 1,
+        rounds=100,
+        drafted=50 * 15 + 50,
+        accepted=50 * 15,
+        decode_s=1.0,
+        draft_s=0.0,
+        verify_s=0.9,
+        other_s=0.1,
+        lookup_rounds=100,
+        model_drafted=0,
+        drafted_by_position=(100,) + (50,) * 14,
+        accepted_by_position=(50,) * 15,
+        prefill_s=0.0,
+        python_s=0.01,
+        constraint_s=0.0,
+        missed_copy_rounds=0,
+    )
+    p = _prediction(
+        summary, SimpleNamespace(name="lookup-auto", drafter="lookup", k=8, adaptive=True), costs, base_tokens=850
+    )
     assert p.expected_tokens_per_round == pytest.approx(8.5)
     assert p.round_cost == pytest.approx((50 * 0.2 / 0.05 + 50 * 0.08 / 0.05) / 100)
     assert p.speedup == pytest.approx(8.5 / 2.8)
@@ -614,10 +778,24 @@ def test_predicted_speedup_of_draft_auto_charges_draft_steps_only_to_the_models_
     verify = {1: 0.04, 3: 0.06, 9: 0.12}
     costs = SimpleNamespace(verify=verify, draft_step=0.02, verify_cost=lambda n: verify.get(n, 99.0))
     tokens = 80 * 1 + 10 * 2 + 10 * 9
-    summary = SimpleNamespace(tokens=tokens, rounds=100, drafted=10 * 2 + 10 * 8, accepted=10 + 80, decode_s=1.0,
-                              draft_s=0.1, verify_s=0.8, other_s=0.1, lookup_rounds=10, model_drafted=20,
-                              drafted_by_position=(20, 20) + (10,) * 6, accepted_by_position=(20,) + (10,) * 7,
-                              prefill_s=0.0, python_s=0.01, constraint_s=0.0, missed_copy_rounds=0)
+    summary = SimpleNamespace(
+        tokens=tokens,
+        rounds=100,
+        drafted=10 * 2 + 10 * 8,
+        accepted=10 + 80,
+        decode_s=1.0,
+        draft_s=0.1,
+        verify_s=0.8,
+        other_s=0.1,
+        lookup_rounds=10,
+        model_drafted=20,
+        drafted_by_position=(20, 20) + (10,) * 6,
+        accepted_by_position=(20,) + (10,) * 7,
+        prefill_s=0.0,
+        python_s=0.01,
+        constraint_s=0.0,
+        missed_copy_rounds=0,
+    )
     p = _prediction(summary, SimpleNamespace(name="draft-auto", drafter="model", k=4, adaptive=True), costs)
     cost_in_passes = 80 * 1 + 10 * (0.06 / 0.04 + 2 * 0.5) + 10 * (0.12 / 0.04)
     assert p.round_cost == pytest.approx(cost_in_passes / 100)
@@ -628,8 +806,9 @@ def test_acceptance_by_position_shows_long_copies_in_spans_weighted_by_what_was_
     """20 positions: #1-#4, then 5-8, 9-16 and 17-20 as spans; a span's rate is kept / drafted."""
     rates = (0.9, 0.8, 0.7, 0.6) + (1.0, 0.5, 0.5, 0.5) + (1.0,) * 8 + (0.25,) * 4
     drafted = (100, 90, 80, 70) + (10, 30, 30, 30) + (5,) * 8 + (4,) * 4
-    stats = SimpleNamespace(group="overall", config="lookup-auto", drafted=1, acceptance_by_position=rates,
-                            drafted_by_position=drafted)
+    stats = SimpleNamespace(
+        group="overall", config="lookup-auto", drafted=1, acceptance_by_position=rates, drafted_by_position=drafted
+    )
     table = positions_table(SimpleNamespace(stats=[stats]))
     assert [c.header for c in table.columns] == ["config", "#1", "#2", "#3", "#4", "#5-8", "#9-16", "#17-32"]
     cells = [next(iter(c.cells)) for c in table.columns]

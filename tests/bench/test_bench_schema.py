@@ -16,9 +16,15 @@ from specgen.bench.runner import benchmark, prompt_grammar
 from specgen.decoding.sampling import SamplingParams
 from specgen.errors import UsageError
 
-SCHEMA = {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "integer"},
-                                                                      "tag": {"enum": ["red", "blue"]}},
-                                     "required": ["id", "tag"]}, "maxItems": 3}
+SCHEMA = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "properties": {"id": {"type": "integer"}, "tag": {"enum": ["red", "blue"]}},
+        "required": ["id", "tag"],
+    },
+    "maxItems": 3,
+}
 
 
 def test_every_configuration_writes_the_same_json_under_the_schema(target_model, draft_model):
@@ -58,5 +64,6 @@ def test_auto_copies_a_single_records_keys_from_the_schema(target_model):
     assert list(json.loads(b"".join(map(target_model.piece, auto.output)).decode())) == keys
     # no earlier record and no key in the prompt: only the schema's example gives the structure
     # source a match longer than the text copier's; kept or not is the tiny model's luck
-    assert "structure" in auto.summary.by_source and auto.summary.by_source["structure"].drafted > 0, \
+    assert "structure" in auto.summary.by_source and auto.summary.by_source["structure"].drafted > 0, (
         auto.summary.by_source
+    )

@@ -19,13 +19,23 @@ from specgen.decoding.sampling import SamplingParams
 from specgen.errors import SpecgenError
 from specgen.llama.model import LoadOptions, Model
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city now",
-                                            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                                           "required": ["city"]}}}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather of a city now",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
 ROUND_TRIP = [
     {"role": "user", "content": "weather in Paris?"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+        ],
+    },
     {"role": "tool", "tool_call_id": "c1", "content": "22 C and sunny"},
 ]
 
@@ -45,14 +55,17 @@ def text_of(model, tokens: list[int]) -> str:
 
 
 def test_a_prompt_with_tools_is_rendered_with_the_templates_tool_prompt(tools_target):
-    [asked, answered] = prompts_of({"prompt": "weather in Paris?", "name": "asked", "tools": [WEATHER]},
-                                   {"messages": ROUND_TRIP, "name": "answered", "tools": [WEATHER]})
+    [asked, answered] = prompts_of(
+        {"prompt": "weather in Paris?", "name": "asked", "tools": [WEATHER]},
+        {"messages": ROUND_TRIP, "name": "answered", "tools": [WEATHER]},
+    )
     assert asked.chat == ({"role": "user", "content": "weather in Paris?"},) and answered.text == "22 C and sunny"
     asked_text, answered_text = (text_of(tools_target, t) for t in encode_all(tools_target, [asked, answered], False))
     # Qwen2.5's tool prompt: the functions as JSON inside <tools>, the user's turn after it
     assert '<tools>\n{"type": "function", "function": {"name": "get_weather"' in asked_text
-    assert asked_text.index("</tools>") < asked_text.index("user\nweather in Paris?") and \
-        asked_text.rstrip().endswith("assistant")
+    assert asked_text.index("</tools>") < asked_text.index("user\nweather in Paris?") and asked_text.rstrip().endswith(
+        "assistant"
+    )
     # the earlier call is written with its arguments as an object, the result as the tool's response
     assert '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>' in answered_text
     assert "<tool_response>\n22 C and sunny\n</tool_response>" in answered_text
@@ -75,17 +88,34 @@ def test_a_model_without_a_tool_template_is_one_line(target_model):
         encode_all(target_model, [prompt], False)
 
 
-@pytest.mark.parametrize("record, problem", [
-    ({"prompt": "a", "tools": {"get_weather": {}}}, '"tools" must be a list of function tools'),
-    ({"prompt": "a", "tools": [{"type": "function", "function": {"parameters": {}}}]}, "must be a function tool"),
-    ({"messages": ROUND_TRIP[:2], "tools": [WEATHER]}, "must end with the user's turn or a tool's result"),
-    ({"messages": [ROUND_TRIP[0], {"role": "tool", "content": "22 C"}], "tools": [WEATHER]}, 'each message needs'),
-    ({"messages": ["weather?", ROUND_TRIP[0]], "tools": [WEATHER]}, 'each message needs'),
-    ({"messages": [{"role": "assistant", "content": None}, ROUND_TRIP[0]], "tools": [WEATHER]}, 'each message needs'),
-    ({"messages": [ROUND_TRIP[0], {"role": "assistant", "tool_calls": [
-        {"type": "function", "function": {"name": "get_weather", "arguments": "{city"}}]}, ROUND_TRIP[2]],
-      "tools": [WEATHER]}, "each message needs"),
-])
+@pytest.mark.parametrize(
+    "record, problem",
+    [
+        ({"prompt": "a", "tools": {"get_weather": {}}}, '"tools" must be a list of function tools'),
+        ({"prompt": "a", "tools": [{"type": "function", "function": {"parameters": {}}}]}, "must be a function tool"),
+        ({"messages": ROUND_TRIP[:2], "tools": [WEATHER]}, "must end with the user's turn or a tool's result"),
+        ({"messages": [ROUND_TRIP[0], {"role": "tool", "content": "22 C"}], "tools": [WEATHER]}, "each message needs"),
+        ({"messages": ["weather?", ROUND_TRIP[0]], "tools": [WEATHER]}, "each message needs"),
+        (
+            {"messages": [{"role": "assistant", "content": None}, ROUND_TRIP[0]], "tools": [WEATHER]},
+            "each message needs",
+        ),
+        (
+            {
+                "messages": [
+                    ROUND_TRIP[0],
+                    {
+                        "role": "assistant",
+                        "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": "{city"}}],
+                    },
+                    ROUND_TRIP[2],
+                ],
+                "tools": [WEATHER],
+            },
+            "each message needs",
+        ),
+    ],
+)
 def test_a_malformed_tool_prompt_is_one_line_naming_the_line(record, problem):
     with pytest.raises(PromptFileError, match=f"stdin line 1: .*{problem}"):
         prompts_of(record)
@@ -97,8 +127,21 @@ def test_tools_with_raw_or_an_endpoint_are_refused(tmp_path, target_model, tiny_
         encode_all(target_model, [prompt], True)
     path = tmp_path / "tools.jsonl"
     path.write_text(json.dumps({"prompt": "weather?", "name": "w", "tools": [WEATHER]}) + "\n")
-    done = subprocess.run([sys.executable, "-m", "specgen", "bench", str(path), "--target",
-                           str(tiny_models["target_tools"]), "--endpoint", "http://127.0.0.1:9/v1"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specgen",
+            "bench",
+            str(path),
+            "--target",
+            str(tiny_models["target_tools"]),
+            "--endpoint",
+            "http://127.0.0.1:9/v1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "prompt w carries tools, which only the local rows time" in done.stderr

@@ -36,8 +36,10 @@ class LyingDrafter(ModelDrafter):
 
 @pytest.fixture(scope="module")
 def pair(tiny_models):
-    with Model(tiny_models["target"], LoadOptions(n_ctx=256, n_threads=1)) as target, \
-            Model(tiny_models["draft"], LoadOptions(n_ctx=256, n_threads=1)) as draft:
+    with (
+        Model(tiny_models["target"], LoadOptions(n_ctx=256, n_threads=1)) as target,
+        Model(tiny_models["draft"], LoadOptions(n_ctx=256, n_threads=1)) as draft,
+    ):
         yield target, draft
 
 

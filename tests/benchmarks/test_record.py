@@ -12,8 +12,11 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 INDEX = ROOT / "benchmarks" / "README.md"
 # an import of specgen or of the test helpers that import it, in Python or in a shell's `python -c`
-IMPORTS_SPECGEN = re.compile(r"^\s*(from|import)\s+(specgen|copyreplay|tinymodels)\b"
-                             r"|[\"';]\s*(from|import)\s+specgen\b", re.MULTILINE)
+IMPORTS_SPECGEN = re.compile(
+    r"^\s*(from|import)\s+(specgen|copyreplay|tinymodels)\b"
+    r"|[\"';]\s*(from|import)\s+specgen\b",
+    re.MULTILINE,
+)
 
 
 def folders() -> list[str]:
@@ -43,23 +46,39 @@ def test_every_results_folder_has_one_line_in_the_index():
 
 def test_every_results_folder_has_a_readme():
     missing = [name for name in folders() if not (RESULTS / name / "README.md").is_file()]
-    assert not missing, ("results folders without a README.md (say what was run, on which commit and machine, "
-                         f"and what it showed): {missing}")
+    assert not missing, (
+        "results folders without a README.md (say what was run, on which commit and machine, "
+        f"and what it showed): {missing}"
+    )
 
 
 def test_no_script_under_results_imports_specgen():
-    offenders = [str(path.relative_to(ROOT)) for path in sorted(RESULTS.rglob("*"))
-                 if path.suffix in (".py", ".sh") and IMPORTS_SPECGEN.search(path.read_text(errors="replace"))]
-    assert not offenders, ("scripts under benchmarks/results import specgen: move one that is run again to "
-                           "benchmarks/scripts (with a test in tests/benchmarks/test_scripts.py), or describe it "
-                           f"in its folder's README and delete it: {offenders}")
+    offenders = [
+        str(path.relative_to(ROOT))
+        for path in sorted(RESULTS.rglob("*"))
+        if path.suffix in (".py", ".sh") and IMPORTS_SPECGEN.search(path.read_text(errors="replace"))
+    ]
+    assert not offenders, (
+        "scripts under benchmarks/results import specgen: move one that is run again to "
+        "benchmarks/scripts (with a test in tests/benchmarks/test_scripts.py), or describe it "
+        f"in its folder's README and delete it: {offenders}"
+    )
 
 
 def test_the_import_check_sees_the_ways_scripts_import():
-    for text in ("from specgen.llama.model import Model\n", "import specgen\n", "    from specgen import x\n",
-                 "from copyreplay import replay\n", "python3 -c \"from specgen.llama.library import llama; llama()\"\n",
-                 "python -c 'import specgen; print(1)'\n"):
+    for text in (
+        "from specgen.llama.model import Model\n",
+        "import specgen\n",
+        "    from specgen import x\n",
+        "from copyreplay import replay\n",
+        'python3 -c "from specgen.llama.library import llama; llama()"\n',
+        "python -c 'import specgen; print(1)'\n",
+    ):
         assert IMPORTS_SPECGEN.search(text), text
-    for text in ("python -m specgen bench x.jsonl\n", "specgen run -k 0\n", "SHAPES = 'specgen.random.shapes'\n",
-                 "# loads specgen's Model\n"):
+    for text in (
+        "python -m specgen bench x.jsonl\n",
+        "specgen run -k 0\n",
+        "SHAPES = 'specgen.random.shapes'\n",
+        "# loads specgen's Model\n",
+    ):
         assert not IMPORTS_SPECGEN.search(text), text

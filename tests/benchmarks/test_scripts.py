@@ -48,9 +48,14 @@ COVERED = {
 
 def script(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """Run benchmarks/scripts/NAME with this Python from the repository root."""
-    return subprocess.run([sys.executable, str(SCRIPTS / name), *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                              [str(ROOT), os.environ.get("PYTHONPATH", "")])})
+    return subprocess.run(
+        [sys.executable, str(SCRIPTS / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
+    )
 
 
 def ran(result: subprocess.CompletedProcess) -> str:
@@ -60,8 +65,10 @@ def ran(result: subprocess.CompletedProcess) -> str:
 
 def test_every_script_is_covered():
     found = {str(p.relative_to(SCRIPTS)) for p in SCRIPTS.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
-    assert found == set(COVERED), (f"scripts without a smoke test here: {sorted(found - set(COVERED))}; "
-                                   f"listed but gone: {sorted(set(COVERED) - found)}")
+    assert found == set(COVERED), (
+        f"scripts without a smoke test here: {sorted(found - set(COVERED))}; "
+        f"listed but gone: {sorted(set(COVERED) - found)}"
+    )
     names = {name for name in globals() if name.startswith("test_")}
     assert set(COVERED.values()) <= names
 
@@ -72,15 +79,19 @@ def test_make_figure_draws_a_recorded_bench(tmp_path):
     ran(script("make_figure.py", *map(str, reports), "-o", str(out)))
     svg = out.read_text()
     assert svg.startswith(("<svg", "<?xml"))
-    kinds = {row["key"] for report in reports for row in json.loads(report.read_text())["results"]
-             if row["group"] == "kind"}
+    kinds = {
+        row["key"] for report in reports for row in json.loads(report.read_text())["results"] if row["group"] == "kind"
+    }
     assert len(kinds) > 1 and all(f">{kind}, auto K<" in svg for kind in kinds)  # every kind is drawn
 
 
 def test_replay_curves_means_and_added_delays():
     flat = "flat=" + ",".join(f"{n}:0.01" for n in (1, 2, 4, 8, 16, 32, 64))
-    out = ran(script("replay_curves.py", str(RECORDED), "--curve", flat, "--curve", "epyc", "--add-ms", "5",
-                     "--example", "both"))
+    out = ran(
+        script(
+            "replay_curves.py", str(RECORDED), "--curve", flat, "--curve", "epyc", "--add-ms", "5", "--example", "both"
+        )
+    )
     recorded = json.loads(RECORDED.read_text())["outputs"]
     rows: dict[str, list[float]] = {}
     for line in out.splitlines():
@@ -129,9 +140,11 @@ def test_compare_reads_llama_cpp_lines_as_recorded():
     out = ran(script("llama-cpp/compare.py", str(folder / "draft_free.txt"), str(folder / "bench.json")))
 
     def best_rates(table: str) -> dict[str, tuple[str, str]]:
-        return {cells[0]: (cells[1], cells[2]) for cells in
-                (line.strip("|").split(" | ") for line in table.splitlines() if line.count("|") == 7)
-                if cells[0].strip() not in ("prompt", "---")}
+        return {
+            cells[0]: (cells[1], cells[2])
+            for cells in (line.strip("|").split(" | ") for line in table.splitlines() if line.count("|") == 7)
+            if cells[0].strip() not in ("prompt", "---")
+        }
 
     recorded = best_rates((folder / "compare-first-run.md").read_text())
     assert len(recorded) == 30 and best_rates(out) == recorded
@@ -139,13 +152,18 @@ def test_compare_reads_llama_cpp_lines_as_recorded():
 
 def test_specbench_prompts_draws_disjoint_splits(tmp_path):
     kinds = {"writing": "chat", "translation": "translation", "math_reasoning": "math"}
-    questions = [{"question_id": 100 * n + i, "category": category, "turns": [f"question {100 * n + i}", "and then?"]}
-                 for n, category in enumerate(kinds) for i in range(8)]
+    questions = [
+        {"question_id": 100 * n + i, "category": category, "turns": [f"question {100 * n + i}", "and then?"]}
+        for n, category in enumerate(kinds)
+        for i in range(8)
+    ]
     (tmp_path / "question.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     ran(script("specbench_prompts.py", str(tmp_path / "question.jsonl"), str(tmp_path / "out"), "--per-kind", "3"))
     for kind in kinds.values():
-        dev, held = ([json.loads(line) for line in (tmp_path / "out" / split / f"{kind}.jsonl").read_text().split("\n")
-                      if line] for split in ("dev", "heldout"))
+        dev, held = (
+            [json.loads(line) for line in (tmp_path / "out" / split / f"{kind}.jsonl").read_text().split("\n") if line]
+            for split in ("dev", "heldout")
+        )
         assert len(dev) == len(held) == 3
         assert not {r["name"] for r in dev} & {r["name"] for r in held}
         assert all(r["kind"] == kind and r["prompt"] == f"question {r['name'].split('-')[-1]}" for r in dev + held)
@@ -166,9 +184,11 @@ def test_delay_proxy_holds_each_direction():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proxy = subprocess.Popen([sys.executable, str(SCRIPTS / "delay_proxy.py"), str(port),
-                              f"127.0.0.1:{upstream.getsockname()[1]}", "150"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proxy = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "delay_proxy.py"), str(port), f"127.0.0.1:{upstream.getsockname()[1]}", "150"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -202,8 +222,11 @@ def test_shell_scripts_parse():
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 def test_noamx_shim_compiles(tmp_path):
-    subprocess.run(["cc", "-shared", "-fPIC", "-O2", "-o", str(tmp_path / "noamx.so"),
-                    str(SCRIPTS / "llama-cpp" / "noamx.c")], check=True, capture_output=True)
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", "-O2", "-o", str(tmp_path / "noamx.so"), str(SCRIPTS / "llama-cpp" / "noamx.c")],
+        check=True,
+        capture_output=True,
+    )
     assert (tmp_path / "noamx.so").stat().st_size > 0
 
 
@@ -226,8 +249,13 @@ def test_record_outputs_records_the_target_alones_reply(tiny_models, tmp_path):
     assert 0 < len(record["output"]) <= 12 and record["quoted"] is False
     # the same prompt through the command a user runs, target alone, greedy
     command = ["run", "--target", str(tiny_models["target"]), "--no-draft", "-k", "0", "-n", "12", "--quiet"]
-    plain = subprocess.run([sys.executable, "-m", "specgen", *command, "the def return"], capture_output=True,
-                           text=True, timeout=120, cwd=ROOT)
+    plain = subprocess.run(
+        [sys.executable, "-m", "specgen", *command, "the def return"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert plain.returncode == 0, plain.stderr
     assert record["text"] == plain.stdout.rstrip("\n")
 
@@ -237,8 +265,9 @@ def test_copy_ceiling_prices_a_tiny_models_schema_reply(tiny_models, tmp_path):
     schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
     prompts.write_text(json.dumps({"name": "json-a", "prompt": "give a", "json_schema": schema}) + "\n")
     costs = tmp_path / "bench.json"
-    costs.write_text(json.dumps({"step_costs": {"verify": {str(n): 0.01 * n for n in (1, 2, 4, 8, 16, 32, 64)},
-                                                "switch": 0.0}}))
+    costs.write_text(
+        json.dumps({"step_costs": {"verify": {str(n): 0.01 * n for n in (1, 2, 4, 8, 16, 32, 64)}, "switch": 0.0}})
+    )
     out = ran(script("copy_ceiling.py", str(tiny_models["target"]), str(prompts), "--costs", str(costs), "-n", "32"))
     line = out.strip()
     assert line.startswith("json-a") and "pass ms 1/4/16/64: 10.0, 40.0, 160.0, 640.0, switch 0.0" in line

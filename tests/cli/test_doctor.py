@@ -20,8 +20,9 @@ SPECGEN = [sys.executable, "-m", "specgen"]
 
 
 def doctor(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run([*SPECGEN, "doctor", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+    done = subprocess.run(
+        [*SPECGEN, "doctor", *args], capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     return done
@@ -83,8 +84,14 @@ def test_cpu_features_come_from_proc_cpuinfo():
             break
     report = json.loads(doctor("--json").stdout)
     shown = set(report["cpu"]["features"])
-    for flag, name in {"avx2": "AVX2", "fma": "FMA", "avx512f": "AVX512F", "amx_tile": "AMX-TILE",
-                       "asimd": "NEON", "sve": "SVE"}.items():
+    for flag, name in {
+        "avx2": "AVX2",
+        "fma": "FMA",
+        "avx512f": "AVX512F",
+        "amx_tile": "AMX-TILE",
+        "asimd": "NEON",
+        "sve": "SVE",
+    }.items():
         assert (name in shown) == (flag in flags), name
 
 
@@ -93,8 +100,16 @@ def test_json_report_is_one_object_with_every_section(downloaded_default_pair, t
     user.parent.mkdir(parents=True, exist_ok=True)
     user.write_text("")
     report = json.loads(doctor("--json").stdout)
-    assert set(report) == {"build", "cpu", "repacked_kernels", "folders", "registry", "pairs", "rebuild",
-                           "lookup_memory_tokens"}
+    assert set(report) == {
+        "build",
+        "cpu",
+        "repacked_kernels",
+        "folders",
+        "registry",
+        "pairs",
+        "rebuild",
+        "lookup_memory_tokens",
+    }
     assert report["lookup_memory_tokens"] == 262_144  # the bound README and doctor state
     build = report["build"]
     assert build["specgen"] == __version__ and build["llama_cpp_python"] == version("llama-cpp-python")
@@ -148,12 +163,15 @@ def fake_tool(folder: Path, name: str, output: str) -> None:
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="Metal decides on a Mac")
-@pytest.mark.parametrize("tool, output, accelerator, args", [
-    (None, "", "CPU", "-DGGML_NATIVE=on"),
-    ("nvidia-smi", "8.9", "CUDA", "-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=89"),
-    ("rocminfo", "  Name:                    gfx1100", "ROCm", "-DGGML_HIP=on -DAMDGPU_TARGETS=gfx1100"),
-    ("vulkaninfo", "Vulkan Instance Version: 1.3", "Vulkan", "-DGGML_VULKAN=on"),
-])
+@pytest.mark.parametrize(
+    "tool, output, accelerator, args",
+    [
+        (None, "", "CPU", "-DGGML_NATIVE=on"),
+        ("nvidia-smi", "8.9", "CUDA", "-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=89"),
+        ("rocminfo", "  Name:                    gfx1100", "ROCm", "-DGGML_HIP=on -DAMDGPU_TARGETS=gfx1100"),
+        ("vulkaninfo", "Vulkan Instance Version: 1.3", "Vulkan", "-DGGML_VULKAN=on"),
+    ],
+)
 def test_rebuild_advice_names_the_cmake_args_for_the_gpu_found(tool, output, accelerator, args, tmp_path):
     tools = tmp_path / "bin"
     if tool:

@@ -9,8 +9,11 @@ import json
 import pytest
 from test_run import one_error_line, specgen
 
-SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"}, "ok": {"type": "boolean"},
-                                           "tag": {"enum": ["red", "blue"]}}, "required": ["id", "ok", "tag"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "ok": {"type": "boolean"}, "tag": {"enum": ["red", "blue"]}},
+    "required": ["id", "ok", "tag"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -22,36 +25,73 @@ def schema_file(tmp_path_factory):
 
 def test_the_reply_fits_the_schema_with_and_without_the_draft(tiny_models, schema_file):
     target, draft = str(tiny_models["target"]), str(tiny_models["draft"])
-    spec = specgen("run", "the print of self", "--target", target, "--draft", draft, "-k", "3", "-n", "80",
-                   "--json-schema", str(schema_file), "--json")
-    plain = specgen("run", "the print of self", "--target", target, "--no-draft", "-k", "0", "-n", "80",
-                    "--json-schema", str(schema_file), "--json")
+    spec = specgen(
+        "run",
+        "the print of self",
+        "--target",
+        target,
+        "--draft",
+        draft,
+        "-k",
+        "3",
+        "-n",
+        "80",
+        "--json-schema",
+        str(schema_file),
+        "--json",
+    )
+    plain = specgen(
+        "run",
+        "the print of self",
+        "--target",
+        target,
+        "--no-draft",
+        "-k",
+        "0",
+        "-n",
+        "80",
+        "--json-schema",
+        str(schema_file),
+        "--json",
+    )
     assert spec.returncode == plain.returncode == 0, spec.stderr + plain.stderr
     a, b = json.loads(spec.stdout), json.loads(plain.stdout)
     assert a["text"] == b["text"] and a["stop_reason"] == "eog" and a["drafted"] > 0
     reply = json.loads(a["text"])
     assert set(reply) == {"id", "ok", "tag"} and isinstance(reply["id"], int) and reply["tag"] in ("red", "blue")
     assert 0 < a["constraint_s"] <= a["python_s"]
-    shown = specgen("run", "the print of self", "--target", target, "--no-draft", "-n", "80",
-                    "--json-schema", str(schema_file))
+    shown = specgen(
+        "run", "the print of self", "--target", target, "--no-draft", "-n", "80", "--json-schema", str(schema_file)
+    )
     assert shown.stdout == a["text"] and "grammar" in shown.stderr and "ms/round" in shown.stderr
 
 
 def test_a_document_cut_by_the_token_limit_is_warned_of_on_stderr(tiny_models, schema_file):
-    args = ("run", "the print of self", "--target", str(tiny_models["target"]), "--no-draft", "--json-schema",
-            str(schema_file), "-q")
+    args = (
+        "run",
+        "the print of self",
+        "--target",
+        str(tiny_models["target"]),
+        "--no-draft",
+        "--json-schema",
+        str(schema_file),
+        "-q",
+    )
     cut, whole = specgen(*args, "-n", "3"), specgen(*args, "-n", "80")
     assert cut.returncode == whole.returncode == 0
     assert cut.stderr == "specgen: warning: the JSON is cut short: the output reached -n 3; raise it\n"
     assert whole.stdout.startswith(cut.stdout) and json.loads(whole.stdout) and whole.stderr == ""
 
 
-@pytest.mark.parametrize("content, fragment", [
-    (None, "no such file"),
-    ("{not json", "not valid JSON"),
-    ("[1, 2]", "must be an object"),
-    ('{"type": "object", "properties": 5}', "cannot be turned into a grammar"),
-])
+@pytest.mark.parametrize(
+    "content, fragment",
+    [
+        (None, "no such file"),
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be an object"),
+        ('{"type": "object", "properties": 5}', "cannot be turned into a grammar"),
+    ],
+)
 def test_a_schema_file_that_cannot_be_used_is_one_line_and_exit_2(tiny_models, tmp_path, content, fragment):
     path = tmp_path / "schema.json"
     if content is not None:
@@ -71,8 +111,18 @@ def test_auto_copies_a_single_records_keys_from_the_schema(tiny_models, tmp_path
     # gives the structure source the longer match (from the `{"` before the key)
     path = tmp_path / "one.json"
     path.write_text(json.dumps(ONE_KEY))
-    result = specgen("run", "the print of self", "--target", str(tiny_models["target"]), "--no-draft", "-n", "300",
-                     "--json-schema", str(path), "--json")
+    result = specgen(
+        "run",
+        "the print of self",
+        "--target",
+        str(tiny_models["target"]),
+        "--no-draft",
+        "-n",
+        "300",
+        "--json-schema",
+        str(path),
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert list(json.loads(record["text"])) == [LONG_KEY]

@@ -52,8 +52,20 @@ def test_nothing_is_written_without_the_option(pair, tmp_path):
 
 def test_concurrent_runs_each_add_their_output(pair, tmp_path):
     cache = tmp_path / "shared.bin"
-    command = [sys.executable, "-m", "specgen", "run", PROMPT, *pair, "-n", "20", "--raw", "-q",
-               "--lookup-cache", str(cache)]
+    command = [
+        sys.executable,
+        "-m",
+        "specgen",
+        "run",
+        PROMPT,
+        *pair,
+        "-n",
+        "20",
+        "--raw",
+        "-q",
+        "--lookup-cache",
+        str(cache),
+    ]
     runs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(3)]
     assert [run.wait(timeout=120) for run in runs] == [0, 0, 0]
     assert len(saved_outputs(cache)) == 3

@@ -14,8 +14,19 @@ from typer.testing import CliRunner
 from specgen import cli
 from specgen.cli.options import ModelChoice, Resources, Sampling, option_groups
 
-SHARED = ["--pair", "--target", "--draft", "--offline", "--max-tokens", "--temp", "--seed", "--ctx", "--threads",
-          "--gpu-layers", "--rpc"]
+SHARED = [
+    "--pair",
+    "--target",
+    "--draft",
+    "--offline",
+    "--max-tokens",
+    "--temp",
+    "--seed",
+    "--ctx",
+    "--threads",
+    "--gpu-layers",
+    "--rpc",
+]
 COMMANDS = ["run", "chat", "bench", "serve"]
 
 
@@ -50,16 +61,24 @@ def test_option_groups_hand_the_command_its_groups_filled_from_the_command_line(
 
     @probe.command()
     @option_groups
-    def command(word: str, models: ModelChoice = ModelChoice(), sampling: Sampling = Sampling(max_tokens=7),
-                resources: Resources = Resources()) -> None:
+    def command(
+        word: str,
+        models: ModelChoice = ModelChoice(),
+        sampling: Sampling = Sampling(max_tokens=7),
+        resources: Resources = Resources(),
+    ) -> None:
         received.update(word=word, models=models, sampling=sampling, resources=resources)
 
-    result = CliRunner().invoke(probe, ["hello", "--pair", "a:b", "--no-draft", "--temp", "0.5", "--seed", "3",
-                                        "--ctx", "64", "-t", "1"])
+    result = CliRunner().invoke(
+        probe, ["hello", "--pair", "a:b", "--no-draft", "--temp", "0.5", "--seed", "3", "--ctx", "64", "-t", "1"]
+    )
     assert result.exit_code == 0, result.output
-    assert received == {"word": "hello", "models": ModelChoice(pair="a:b", no_draft=True),
-                        "sampling": Sampling(max_tokens=7, temp=0.5, seed=3),
-                        "resources": Resources(ctx=64, threads=1)}
+    assert received == {
+        "word": "hello",
+        "models": ModelChoice(pair="a:b", no_draft=True),
+        "sampling": Sampling(max_tokens=7, temp=0.5, seed=3),
+        "resources": Resources(ctx=64, threads=1),
+    }
 
 
 def example_lines(name: str) -> list[str]:
@@ -74,12 +93,16 @@ def test_help_ends_with_examples_that_parse(name):
     assert 2 <= len(lines) <= 3
     for line in lines:
         words = shlex.split(line)  # pipes and redirections stand apart, as words of their own
-        words = words[words.index("specgen"):]
+        words = words[words.index("specgen") :]
         words = words[: next((i for i, w in enumerate(words) if w in {"|", ">"}), len(words))]
         assert words[1] == name
         command(name).make_context(name, words[2:])  # raises on an unknown option or a bad value
-    shown = subprocess.run([sys.executable, "-m", "specgen", name, "--help"], capture_output=True, text=True,
-                           env={**os.environ, "COLUMNS": "200"})
+    shown = subprocess.run(
+        [sys.executable, "-m", "specgen", name, "--help"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert shown.returncode == 0
     assert shown.stdout.rstrip().splitlines()[-1].strip() == f"$ {lines[-1]}"
 

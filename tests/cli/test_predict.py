@@ -46,8 +46,11 @@ def test_a_prediction_of_the_output_drafts_it_and_counts_every_token_as_accepted
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert record["text"] == alone["text"] and len(alone["text"]) == 40, "one character per token"
-    assert (record["prediction_tokens"], record["accepted_prediction_tokens"], record["rejected_prediction_tokens"]) \
-        == (40, 40, 0)
+    assert (
+        record["prediction_tokens"],
+        record["accepted_prediction_tokens"],
+        record["rejected_prediction_tokens"],
+    ) == (40, 40, 0)
     assert record["by_source"]["prediction"]["kept"] > 20 and record["prediction_kept"] > 20
 
 
@@ -64,8 +67,11 @@ def test_the_summary_line_gives_the_predictions_counts_and_what_was_drafted_from
 
 def test_without_a_prediction_the_json_counts_are_zero(pair):
     record = json.loads(specgen("run", PROMPT, *pair, "--raw", "-n", "8", "--json").stdout)
-    assert (record["prediction_tokens"], record["accepted_prediction_tokens"], record["rejected_prediction_tokens"]) \
-        == (0, 0, 0)
+    assert (
+        record["prediction_tokens"],
+        record["accepted_prediction_tokens"],
+        record["rejected_prediction_tokens"],
+    ) == (0, 0, 0)
 
 
 @pytest.mark.parametrize("case", ["missing", "folder", "not_utf8"])

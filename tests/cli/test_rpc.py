@@ -45,8 +45,12 @@ class Worker:
     def __init__(self, *args: str, port: int | None = None):
         self.port = port or free_port()
         self.endpoint = f"127.0.0.1:{self.port}"
-        self.process = subprocess.Popen([*SPECGEN, "worker", "--port", str(self.port), "-t", "1", *args],
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [*SPECGEN, "worker", "--port", str(self.port), "-t", "1", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         self.lines: list[str] = []
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -93,9 +97,23 @@ def one_line(stderr: str, *fragments: str) -> str:
 @needs_rpc
 @pytest.mark.parametrize("draft_tokens", ["3", "auto"])
 def test_a_target_split_across_two_workers_gives_the_local_tokens_and_the_draft_stays_here(
-        workers, tiny_models, draft_tokens):
-    common = ["the print of self", "--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]),
-              "--raw", "-n", "40", "-k", draft_tokens, "-t", "1", "--json"]
+    workers, tiny_models, draft_tokens
+):
+    common = [
+        "the print of self",
+        "--target",
+        str(tiny_models["target"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "--raw",
+        "-n",
+        "40",
+        "-k",
+        draft_tokens,
+        "-t",
+        "1",
+        "--json",
+    ]
     local = run(*common)
     split = run(*common, "--rpc", ",".join(w.endpoint for w in workers))
     assert local.returncode == 0 and split.returncode == 0, local.stderr + split.stderr
@@ -110,8 +128,20 @@ def test_a_target_split_across_two_workers_gives_the_local_tokens_and_the_draft_
 
 @needs_rpc
 def test_the_summary_line_says_where_each_model_ran(workers, tiny_models):
-    done = run("x = 1", "--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "--raw",
-               "-n", "8", "-t", "1", "--rpc", workers[0].endpoint)
+    done = run(
+        "x = 1",
+        "--target",
+        str(tiny_models["target"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "--raw",
+        "-n",
+        "8",
+        "-t",
+        "1",
+        "--rpc",
+        workers[0].endpoint,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().endswith(f"target on {workers[0].endpoint} (3 layers); draft on CPU (3 layers)")
 
@@ -121,9 +151,26 @@ def test_the_summary_line_says_where_each_model_ran(workers, tiny_models):
 def test_a_worker_gone_mid_generation_is_one_line_and_no_hang(workers, tiny_models, sig):
     doomed = Worker()
     process = subprocess.Popen(
-        [*SPECGEN, "run", "the", "--target", str(tiny_models["target_endless"]), "--no-draft", "--raw",
-         "-n", "100000", "--ctx", "32768", "-t", "1", "--rpc", f"{workers[0].endpoint},{doomed.endpoint}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [
+            *SPECGEN,
+            "run",
+            "the",
+            "--target",
+            str(tiny_models["target_endless"]),
+            "--no-draft",
+            "--raw",
+            "-n",
+            "100000",
+            "--ctx",
+            "32768",
+            "-t",
+            "1",
+            "--rpc",
+            f"{workers[0].endpoint},{doomed.endpoint}",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert select.select([process.stdout], [], [], 60)[0], "no text within 60 s"
         assert os.read(process.stdout.fileno(), 64)  # generation is under way across both workers
@@ -142,9 +189,26 @@ def test_ctrl_c_on_the_main_machine_keeps_the_text_and_the_workers(workers, tiny
     """Ctrl-C stops the reply as without --rpc (exit 130, the text kept); it never reaches ggml's RPC
     threads, which would take the interrupted socket call for a lost worker."""
     process = subprocess.Popen(
-        [*SPECGEN, "run", "the", "--target", str(tiny_models["target_endless"]), "--no-draft", "--raw",
-         "-n", "100000", "--ctx", "32768", "-t", "1", "--rpc", ",".join(w.endpoint for w in workers)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [
+            *SPECGEN,
+            "run",
+            "the",
+            "--target",
+            str(tiny_models["target_endless"]),
+            "--no-draft",
+            "--raw",
+            "-n",
+            "100000",
+            "--ctx",
+            "32768",
+            "-t",
+            "1",
+            "--rpc",
+            ",".join(w.endpoint for w in workers),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert select.select([process.stdout], [], [], 60)[0], "no text within 60 s"
         first = os.read(process.stdout.fileno(), 64)
@@ -157,12 +221,15 @@ def test_ctrl_c_on_the_main_machine_keeps_the_text_and_the_workers(workers, tiny
     assert all(w.process.poll() is None for w in workers)
 
 
-@pytest.mark.parametrize("address, fragment", [
-    ("127.0.0.1", "--rpc takes HOST:PORT"),
-    ("127.0.0.1:0", "--rpc takes HOST:PORT"),
-    ("[::1]:50052", "IPv6"),
-    ("127.0.0.1:50052,127.0.0.1:50052", "twice"),
-])
+@pytest.mark.parametrize(
+    "address, fragment",
+    [
+        ("127.0.0.1", "--rpc takes HOST:PORT"),
+        ("127.0.0.1:0", "--rpc takes HOST:PORT"),
+        ("[::1]:50052", "IPv6"),
+        ("127.0.0.1:50052,127.0.0.1:50052", "twice"),
+    ],
+)
 def test_a_malformed_address_is_one_line_before_any_model_loads(address, fragment):
     done = run("hello", "--target", "/nonexistent.gguf", "--rpc", address)
     assert done.returncode == 2 and done.stdout == ""
@@ -185,10 +252,13 @@ def test_a_worker_stops_on_sigterm_and_frees_its_port():
     assert Worker(port=worker.port).stop() == 0  # the port is free again at once
 
 
-@pytest.mark.parametrize("args, fragment", [
-    (["--host", "0.0.0.0"], "no authentication; pass --allow-network"),
-    (["--host", "localhost.example"], "IPv4 address"),
-])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--host", "0.0.0.0"], "no authentication; pass --allow-network"),
+        (["--host", "localhost.example"], "IPv4 address"),
+    ],
+)
 def test_a_worker_beyond_loopback_needs_the_flag(args, fragment):
     done = subprocess.run([*SPECGEN, "worker", *args], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
@@ -205,8 +275,9 @@ def test_a_worker_with_cache_makes_its_cache_folder_and_one_that_cannot_is_one_l
     assert any(f"tensor cache {tmp_path / 'cache' / 'rpc'}" in line for line in worker.lines)
     (tmp_path / "file").write_text("")
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path / "file"))
-    done = subprocess.run([*SPECGEN, "worker", "--port", str(free_port()), "--cache"], capture_output=True,
-                          text=True, timeout=60)
+    done = subprocess.run(
+        [*SPECGEN, "worker", "--port", str(free_port()), "--cache"], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 2
     one_line(done.stderr, "--cache cannot make", "SPECGEN_CACHE_DIR")
 

@@ -15,11 +15,20 @@ from costfiles import plant_slow_costs
 SPECGEN = [sys.executable, "-m", "specgen"]
 
 
-def specgen(*args: str, stdin: str | None = None, env: dict | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess:
+def specgen(
+    *args: str, stdin: str | None = None, env: dict | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """Run specgen; with no `stdin` text its stdin is /dev/null, as from a terminal-less script."""
-    return subprocess.run([*SPECGEN, *args], input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})}, cwd=cwd)
+    return subprocess.run(
+        [*SPECGEN, *args],
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
 
 
 def one_error_line(result: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -56,21 +65,34 @@ def test_dash_means_stdin_and_matches_the_argument(pair):
 
 def test_speculative_and_target_only_print_the_same_text(pair, tiny_models):
     spec = specgen("run", "the print of self", *pair, "-n", "30", "--raw", "-k", "3", "--json")
-    plain = specgen("run", "the print of self", "--target", str(tiny_models["target"]), "--no-draft", "-k", "0",
-                    "-n", "30", "--raw", "--json")
+    plain = specgen(
+        "run",
+        "the print of self",
+        "--target",
+        str(tiny_models["target"]),
+        "--no-draft",
+        "-k",
+        "0",
+        "-n",
+        "30",
+        "--raw",
+        "--json",
+    )
     a, b = json.loads(spec.stdout), json.loads(plain.stdout)
     assert a["text"] == b["text"] and a["tokens"] == b["tokens"]
     assert a["mode"] == "speculative" and b["mode"] == "target-only" and b["drafted"] == 0
-    copied = specgen("run", "the print of self", "--target", str(tiny_models["target"]), "--no-draft",
-                     "-n", "30", "--raw", "--json")
+    copied = specgen(
+        "run", "the print of self", "--target", str(tiny_models["target"]), "--no-draft", "-n", "30", "--raw", "--json"
+    )
     c = json.loads(copied.stdout)
     assert c["text"] == b["text"] and c["mode"] == "prompt-lookup (auto)"  # no draft model: copies only
 
 
 def test_k0_needs_no_draft_model(tiny_models):
     """-k 0 is plain decoding: --target alone runs it, without asking for --draft or --no-draft."""
-    result = specgen("run", "the print of self", "--target", str(tiny_models["target"]), "-k", "0",
-                     "-n", "12", "--raw", "--json")
+    result = specgen(
+        "run", "the print of self", "--target", str(tiny_models["target"]), "-k", "0", "-n", "12", "--raw", "--json"
+    )
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert record["mode"] == "target-only" and record["drafted"] == 0 and record["tokens"] == 12
@@ -80,42 +102,79 @@ def test_json_holds_the_text_and_every_summary_field(pair):
     result = specgen("run", "hello there", *pair, "-n", "16", "-k", "3", "--json")  # a fixed K: it drafts
     assert result.returncode == 0 and result.stderr == ""
     record = json.loads(result.stdout)
-    for field in ("text", "tokens", "rounds", "drafted", "accepted", "acceptance_rate", "tokens_per_round",
-                  "tokens_per_second", "prefill_s", "draft_s", "verify_s", "other_s", "stop_reason"):
+    for field in (
+        "text",
+        "tokens",
+        "rounds",
+        "drafted",
+        "accepted",
+        "acceptance_rate",
+        "tokens_per_round",
+        "tokens_per_second",
+        "prefill_s",
+        "draft_s",
+        "verify_s",
+        "other_s",
+        "stop_reason",
+    ):
         assert field in record
     assert record["acceptance_rate"] == pytest.approx(record["accepted"] / record["drafted"])
     assert record["tokens_per_round"] == pytest.approx(record["tokens"] / record["rounds"])
 
 
 def test_sampling_options_are_reproducible(pair):
-    args = ("run", "def add(a, b):", *pair, "-n", "20", "--temp", "0.8", "--top-k", "20", "--top-p", "0.9",
-            "--seed", "3", "-q")
+    args = (
+        "run",
+        "def add(a, b):",
+        *pair,
+        "-n",
+        "20",
+        "--temp",
+        "0.8",
+        "--top-k",
+        "20",
+        "--top-p",
+        "0.9",
+        "--seed",
+        "3",
+        "-q",
+    )
     assert specgen(*args).stdout == specgen(*args).stdout
 
 
 def test_early_closed_pipe_ends_cleanly(pair):
     command = " ".join([*SPECGEN, "run", "'def add(a, b):'", *pair, "--raw", "-n", "2000", "--ctx", "2048"])
-    result = subprocess.run(f"{command} | head -c 5", shell=True, stdin=subprocess.DEVNULL, capture_output=True,
-                            timeout=120)
+    result = subprocess.run(
+        f"{command} | head -c 5", shell=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=120
+    )
     assert len(result.stdout) == 5
     assert b"Traceback" not in result.stderr and b"Exception" not in result.stderr
 
 
 def test_an_early_closed_pipe_is_one_line_on_stderr_and_a_nonzero_exit(pair):
     command = " ".join([*SPECGEN, "run", "'def add(a, b):'", *pair, "--raw", "-n", "2000", "--ctx", "2048"])
-    result = subprocess.run(["bash", "-c", f"{command} | head -c 5; exit ${{PIPESTATUS[0]}}"], stdin=subprocess.DEVNULL,
-                            capture_output=True, timeout=120)
+    result = subprocess.run(
+        ["bash", "-c", f"{command} | head -c 5; exit ${{PIPESTATUS[0]}}"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+    )
     assert result.returncode == 1 and len(result.stdout) == 5
     said = [line for line in result.stderr.decode().splitlines() if line.startswith("specgen")]
-    assert said == ["specgen: error: stdout was closed before the output ended (its reader quit early); "
-                    "the output is cut short"], result.stderr.decode()[-2000:]
+    assert said == [
+        "specgen: error: stdout was closed before the output ended (its reader quit early); the output is cut short"
+    ], result.stderr.decode()[-2000:]
     assert b"Traceback" not in result.stderr and b"Exception ignored" not in result.stderr
 
 
 def test_ctrl_c_keeps_the_text_prints_the_summary_and_exits_130(tiny_models):
     endless = ["--target", str(tiny_models["target_endless"]), "--draft", str(tiny_models["draft"])]
-    process = subprocess.Popen([*SPECGEN, "run", "x = 1\nfor i in", *endless, "--raw", "-n", "100000",
-                                "--ctx", "32768"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [*SPECGEN, "run", "x = 1\nfor i in", *endless, "--raw", "-n", "100000", "--ctx", "32768"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert process.stdout.read(1)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
@@ -181,8 +240,10 @@ def test_a_bare_specgen_prints_the_help_and_no_error():
 
 
 def test_help_is_instant_and_does_not_import_llama_cpp():
-    code = "import sys; from specgen.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\n" \
-           "print('llama_cpp' in sys.modules, 'numpy' in sys.modules, 'huggingface_hub' in sys.modules)"
+    code = (
+        "import sys; from specgen.cli import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
+        "print('llama_cpp' in sys.modules, 'numpy' in sys.modules, 'huggingface_hub' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip().splitlines()[-1] == "False False False"
 
@@ -209,8 +270,10 @@ sys.stderr.write("load order: " + " ".join(order) + "\\n")
 
 @pytest.mark.parametrize("command", ["run", "doctor"])
 def test_commands_that_load_models_load_llama_cpp_before_numpy(command, tiny_models):
-    args = {"run": ["run", "hi", "--target", str(tiny_models["target"]), "-k", "0", "--raw", "-n", "2"],
-            "doctor": ["doctor"]}[command]
+    args = {
+        "run": ["run", "hi", "--target", str(tiny_models["target"]), "-k", "0", "--raw", "-n", "2"],
+        "doctor": ["doctor"],
+    }[command]
     result = subprocess.run([sys.executable, "-c", LOAD_ORDER, *args], capture_output=True, text=True)
     assert result.stderr.strip().splitlines()[-1] == "load order: llama numpy", result.stderr[-2000:]
 
@@ -247,21 +310,28 @@ def test_an_empty_stdin_with_an_argument_is_the_argument_alone(plain):
 
 
 def test_dash_is_stdin_alone(plain):
-    assert prompt_seen(record_for(plain, "-", stdin="x = 1\nfor i in")) == prompt_seen(record_for(plain, "x = 1\nfor i in"))
+    assert prompt_seen(record_for(plain, "-", stdin="x = 1\nfor i in")) == prompt_seen(
+        record_for(plain, "x = 1\nfor i in")
+    )
 
 
 def test_files_are_attached_named_and_fenced_before_stdin_and_the_argument(plain, tmp_path):
     (tmp_path / "app.py").write_text("def add(a, b):\n    return a + b\n")
     (tmp_path / "NOTES").write_text("use ```code``` spans")  # a run of 3 backticks inside, no final newline
-    expected = ("app.py:\n```py\ndef add(a, b):\n    return a + b\n```\n\n"
-                "NOTES:\n````\nuse ```code``` spans\n````\n\n"
-                "the print of self\n\n"
-                "add type hints")
-    attached = record_for(plain, "-f", "app.py", "--file", "NOTES", "add type hints", stdin="the print of self\n",
-                          cwd=tmp_path)
+    expected = (
+        "app.py:\n```py\ndef add(a, b):\n    return a + b\n```\n\n"
+        "NOTES:\n````\nuse ```code``` spans\n````\n\n"
+        "the print of self\n\n"
+        "add type hints"
+    )
+    attached = record_for(
+        plain, "-f", "app.py", "--file", "NOTES", "add type hints", stdin="the print of self\n", cwd=tmp_path
+    )
     assert prompt_seen(attached) == prompt_seen(record_for(plain, expected))
     only_files = record_for(plain, "-f", "app.py", cwd=tmp_path)  # no argument, stdin not piped: the file alone
-    assert prompt_seen(only_files) == prompt_seen(record_for(plain, "app.py:\n```py\ndef add(a, b):\n    return a + b\n```"))
+    assert prompt_seen(only_files) == prompt_seen(
+        record_for(plain, "app.py:\n```py\ndef add(a, b):\n    return a + b\n```")
+    )
 
 
 @pytest.mark.parametrize("case", ["missing", "folder", "not_utf8", "parent_is_a_file"])
@@ -290,8 +360,9 @@ def test_an_unreadable_file_is_one_line_and_exit_2(pair, tmp_path):
 
 
 def test_stdin_that_is_not_utf8_is_one_line_and_exit_2(pair):
-    result = subprocess.run([*SPECGEN, "run", *pair, "hi"], input="caf\u00e9".encode("latin-1"),
-                            capture_output=True, timeout=120)
+    result = subprocess.run(
+        [*SPECGEN, "run", *pair, "hi"], input="caf\u00e9".encode("latin-1"), capture_output=True, timeout=120
+    )
     lines = result.stderr.decode().strip().splitlines()
     assert result.returncode == 2 and result.stdout == b"" and len(lines) == 1
     assert lines[0].startswith("specgen: error: stdin is not UTF-8 text")

@@ -13,16 +13,32 @@ from builds import recorded
 from specgen.cli import main
 from specgen.decoding.auto import AutoDrafter
 
-SCHEMA = {"type": "object", "properties": {"city_name": {"type": "string"}, "is_warm": {"type": "boolean"}},
-          "required": ["city_name", "is_warm"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"city_name": {"type": "string"}, "is_warm": {"type": "boolean"}},
+    "required": ["city_name", "is_warm"],
+}
 
 
 def built_by_run(tiny_models, monkeypatch, tmp_path, *args: str):
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path / "cache"))
     made = recorded(monkeypatch)
     with pytest.raises(SystemExit) as exit_info:
-        main(["run", 'the "print" of self', "--target", str(tiny_models["target"]), "--no-draft", "-t", "1",
-              "-n", "8", "--json", *args])
+        main(
+            [
+                "run",
+                'the "print" of self',
+                "--target",
+                str(tiny_models["target"]),
+                "--no-draft",
+                "-t",
+                "1",
+                "-n",
+                "8",
+                "--json",
+                *args,
+            ]
+        )
     assert exit_info.value.code == 0
     [generation] = made
     assert isinstance(generation.drafter, AutoDrafter)  # -k auto is the default

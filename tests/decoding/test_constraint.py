@@ -48,11 +48,11 @@ def test_a_masked_distribution_is_that_of_the_whole_masked_row(seed, params):
         masked = np.where(allowed, logits, -np.inf)
         expected = np.exp(masked - masked.max())
         if params.top_k:
-            expected[np.argsort(-masked, kind="stable")[params.top_k:]] = 0.0
+            expected[np.argsort(-masked, kind="stable")[params.top_k :]] = 0.0
         if params.top_p < 1.0:
             order = np.argsort(-expected, kind="stable")
             cumulative = np.cumsum(expected[order]) / expected.sum()
-            expected[order[np.searchsorted(cumulative, params.top_p) + 1:]] = 0.0
+            expected[order[np.searchsorted(cumulative, params.top_p) + 1 :]] = 0.0
         expected = expected ** (1 / params.temperature)
         assert np.allclose(got, expected / expected.sum(), atol=1e-6)
 

@@ -29,10 +29,16 @@ DEPTH = 3
 ALPHA = 0.001
 PROMPT = "the print of self"
 # letters from a-m and from n-z in turn: which tokens may come next depends on every character so far
-ALTERNATING = 'root ::= ([a-m] [n-z])+'
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 6},
-                                           "tags": {"type": "array", "items": {"enum": ["a", "b"]}},
-                                           "size": {"type": "integer"}}, "required": ["name", "tags", "size"]}
+ALTERNATING = "root ::= ([a-m] [n-z])+"
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 6},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}},
+        "size": {"type": "integer"},
+    },
+    "required": ["name", "tags", "size"],
+}
 FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2}, {1: 0.1, 8: 0.3})
 TOP_K = SamplingParams(temperature=1.0, top_k=8)
 TOP_P = SamplingParams(temperature=0.9, top_p=0.9)
@@ -56,9 +62,12 @@ def test_greedy_drafting_under_a_grammar_equals_the_constrained_target_alone(tar
     memory = LookupMemory(10_000)
     wrong = target_model.tokenize(" a", False, False)[-1]  # the alternation forbids it, the JSON ones outside strings
     memory.add([*prompt, *plain[:20], wrong, *plain[20:]])  # the answer with one wrong token in it
-    drafters = {"model k1": (ModelDrafter(draft_model), 1), "model k3": (ModelDrafter(draft_model), 3),
-                "copy": (PromptLookupDrafter((memory.index,)), 16),
-                "auto": (AutoDrafter(ModelDrafter(draft_model), Policy(FLAT, 4, timed=False), (memory.index,)), 4)}
+    drafters = {
+        "model k1": (ModelDrafter(draft_model), 1),
+        "model k3": (ModelDrafter(draft_model), 3),
+        "copy": (PromptLookupDrafter((memory.index,)), 16),
+        "auto": (AutoDrafter(ModelDrafter(draft_model), Policy(FLAT, 4, timed=False), (memory.index,)), 4),
+    }
     for name, (drafter, k) in drafters.items():
         tokens, summary = constrained(target_model, drafter, prompt, GenerationConfig(48, k), gbnf)
         assert tokens == plain, name
@@ -97,8 +106,9 @@ def same_distribution(target, make_drafter, make_constraint, params, k) -> tuple
 
 @pytest.mark.parametrize("params", [TOP_K, TOP_P], ids=["topk", "topp"])
 def test_sampling_under_a_grammar_follows_the_constrained_target(target_model, draft_model, params):
-    ok, pvalues = same_distribution(target_model, lambda: ModelDrafter(draft_model),
-                                    lambda: Grammar(target_model, ALTERNATING), params, 3)
+    ok, pvalues = same_distribution(
+        target_model, lambda: ModelDrafter(draft_model), lambda: Grammar(target_model, ALTERNATING), params, 3
+    )
     assert ok, pvalues
 
 

@@ -103,7 +103,7 @@ def test_a_record_prices_a_copy_as_the_two_curves_runs_mixed_by_its_odds():
     loose_run = 0.25 * 0.50 * 0.50 * 0.60 * 0.60 * 0.62 * 0.62
     assert CopyRates().reach(CopyEvidence(1), tuple(range(7)))[6] == pytest.approx(0.5 * grounded_run + 0.5 * loose_run)
     long = CopyRates().rates(CopyEvidence(64), (1, 2))  # both at bin [64, ...): 0.99 and 0.65
-    assert long[1] == pytest.approx((0.5 * 0.99 ** 2 + 0.5 * 0.65 ** 2) / (0.5 * 0.99 + 0.5 * 0.65))
+    assert long[1] == pytest.approx((0.5 * 0.99**2 + 0.5 * 0.65**2) / (0.5 * 0.99 + 0.5 * 0.65))
     leaning = CopyRates(math.log(3)).rates(CopyEvidence(40), (7,))  # odds 3:1 grounded: weight 0.75
     assert leaning[0] == pytest.approx(0.8975)  # match 40, bin [32, 48): 0.75 * 0.98 + 0.25 * 0.65
     anchored = CopyRates().rates(CopyEvidence(2, anchored=True), (7,))
@@ -197,7 +197,9 @@ def test_copies_grow_as_they_pay():
         choice = policy.choose(64, len(offer), 0, evidence(MATCH, Source.TEXT), offer)
         lengths.append(choice.k if choice.source == Source.LOOKUP else 0)
         kept = choice.k if choice.source == Source.LOOKUP else 0
-        policy.observe(Outcome(choice, kept, kept, copies=(CopyJudgement(evidence(MATCH, Source.TEXT), offer, 0, 64, 64),)))
+        policy.observe(
+            Outcome(choice, kept, kept, copies=(CopyJudgement(evidence(MATCH, Source.TEXT), offer, 0, 64, 64),))
+        )
     assert lengths[0] < 15 <= lengths[-1], lengths
 
 
@@ -235,8 +237,9 @@ def test_each_copy_source_is_priced_from_its_own_record():
     fresh = CopyRates()
     assert policy.copies[Source.PATTERN].grounded < 0.05
     text_now = policy.copies[Source.TEXT].rates(CopyEvidence(12), (5000, 5001))
-    assert text_now == pytest.approx(fresh.rates(CopyEvidence(12), (5000, 5001)), rel=1e-9), \
+    assert text_now == pytest.approx(fresh.rates(CopyEvidence(12), (5000, 5001)), rel=1e-9), (
         "the text's copies keep their own (untouched) record"
+    )
 
 
 def test_a_token_s_record_fades_and_the_records_are_bounded():
@@ -248,7 +251,7 @@ def test_a_token_s_record_fades_and_the_records_are_bounded():
     for _ in range(50):
         rates.forget()
     faded = rates.rates(evidence_12, (RENAMED,))[0] / rates.rates(evidence_12, (RENAMED + 1,))[0]
-    assert faded == pytest.approx(1 / (1 + 0.98 ** 50))  # the miss weighs 0.98^50 now
+    assert faded == pytest.approx(1 / (1 + 0.98**50))  # the miss weighs 0.98^50 now
     for token in range(TOKENS_MAX + 500):
         rates.learn(CopyJudgement(evidence_12, (10_000 + token,), 0, 1, 1))
     assert len(rates.tokens) <= TOKENS_MAX

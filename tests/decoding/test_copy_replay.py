@@ -41,8 +41,15 @@ NOVEL = ("code", "prose")
 REFORMATS = OUTPUTS.parent / "reformat-texts.json"
 # regression floors: the geometric mean over the grounded prompts, set just under what the tuned
 # policy reached on these outputs when they were recorded
-TUNED_FLOORS = {"xeon-vm": 1.80, "xeon-vm-fast": 1.70, "xeon-vm-2611": 1.32, "epyc": 1.25, "epyc-2611": 1.29,
-                "gpu-sim": 3.7, "h100": 1.55}
+TUNED_FLOORS = {
+    "xeon-vm": 1.80,
+    "xeon-vm-fast": 1.70,
+    "xeon-vm-2611": 1.32,
+    "epyc": 1.25,
+    "epyc-2611": 1.29,
+    "gpu-sim": 3.7,
+    "h100": 1.55,
+}
 
 
 @pytest.mark.parametrize("curve", sorted(TUNED_FLOORS))
@@ -153,8 +160,11 @@ def test_hindsight_s_shortest_path_is_the_cheapest_of_every_sequence_of_passes(s
     rng = random.Random(3)
     costs = StepCosts({1: 1.0, 2: 1.3, 3: 1.5, 4: 1.9, 5: 2.6}, {}, switch)
     for _ in range(20):
-        offers = {at: [(o, rng.randint(0, o)) for o in rng.sample(range(1, 5), rng.randint(1, 2))]
-                  for at in range(9) if rng.random() < 0.7}
+        offers = {
+            at: [(o, rng.randint(0, o)) for o in rng.sample(range(1, 5), rng.randint(1, 2))]
+            for at in range(9)
+            if rng.random() < 0.7
+        }
         assert cheapest(costs, 9, offers) == pytest.approx(brute_force_seconds(costs, 9, offers), rel=1e-12)
 
 
@@ -172,9 +182,12 @@ class Fours(Policy):
         return Choice(Source.LOOKUP, 4) if min(lookup, room) >= 4 else Choice(Source.PLAIN)
 
 
-POLICIES = {"auto": lambda costs: Policy(costs, 8, timed=False), "greedy": lambda costs: Greedy(costs, 8, timed=False),
-            "fours": lambda costs: Fours(costs, 8, timed=False),
-            "auto-unbounded": lambda costs: Policy(costs, 8, timed=False, risk=math.inf)}
+POLICIES = {
+    "auto": lambda costs: Policy(costs, 8, timed=False),
+    "greedy": lambda costs: Greedy(costs, 8, timed=False),
+    "fours": lambda costs: Fours(costs, 8, timed=False),
+    "auto-unbounded": lambda costs: Policy(costs, 8, timed=False, risk=math.inf),
+}
 
 
 @pytest.mark.parametrize("curve", ["epyc-2611", "gpu-sim", "h100"])
@@ -207,7 +220,8 @@ def test_cached_step_costs_are_curves_to_replay_on(tmp_path):
     """A step-cost cache file (`calibrate.cached_costs`' format) is read as a curve with its switch
     cost; a file of anything else is passed over."""
     (tmp_path / "abcdef0123456789abcdef01.json").write_text(
-        json.dumps({"verify": {"1": 0.02, "4": 0.03, "64": 0.09}, "draft": {}, "switch": 0.004}))
+        json.dumps({"verify": {"1": 0.02, "4": 0.03, "64": 0.09}, "draft": {}, "switch": 0.004})
+    )
     (tmp_path / "broken.json").write_text("{")
     curves = cached_curves(tmp_path)
     assert list(curves) == ["cached:abcdef01"]
@@ -218,13 +232,24 @@ def test_cached_step_costs_are_curves_to_replay_on(tmp_path):
 def test_the_replay_command_prices_on_the_curve_named_and_names_an_unknown_one():
     script = OUTPUTS.parent.parent / "copyreplay.py"
     env = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
-    done = subprocess.run([sys.executable, str(script), "--oracle", "--curve", "h100", "--risk", "inf", str(REFORMATS)],
-                          capture_output=True, text=True, env=env, timeout=600)
+    done = subprocess.run(
+        [sys.executable, str(script), "--oracle", "--curve", "h100", "--risk", "inf", str(REFORMATS)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert all(line.startswith("h100 ") for line in lines) and "ceiling 17.25x" in lines[-1]
     assert sum(" share " in line for line in lines) == 4 + 1  # four outputs, one kind
-    wrong = subprocess.run([sys.executable, str(script), "--curve", "h200", str(REFORMATS)],
-                           capture_output=True, text=True, env=env, timeout=600)
+    wrong = subprocess.run(
+        [sys.executable, str(script), "--curve", "h200", str(REFORMATS)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert wrong.returncode != 0 and wrong.stderr.strip().splitlines() == [
-        "unknown curve 'h200': use one of " + ", ".join(CURVES) + " or cached"]
+        "unknown curve 'h200': use one of " + ", ".join(CURVES) + " or cached"
+    ]

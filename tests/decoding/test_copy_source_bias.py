@@ -53,7 +53,7 @@ class Planted(RecordPattern):
         self.truth = "".join(CHARACTERS.piece(t).decode() for t in tokens)
 
     def predict(self, limit: int) -> str:
-        return self.truth[len(self.output): len(self.output) + limit] if self.truth.startswith(self.output) else ""
+        return self.truth[len(self.output) : len(self.output) + limit] if self.truth.startswith(self.output) else ""
 
 
 class PlantedPatternSource(PatternSource):
@@ -111,19 +111,25 @@ def greedy(target_model):
 @pytest.mark.parametrize("biased", [False, True], ids=["exact", "near-ties kept"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_greedy_copies_give_the_target_alone_and_a_verification_that_keeps_near_ties_fails(
-        target_model, greedy, kind, biased, monkeypatch):
+    target_model, greedy, kind, biased, monkeypatch
+):
     prompt, plain, swapped = greedy
     if biased:
         keeps_near_ties(monkeypatch)
-    tokens, summary = run(target_model, alone(source_of(kind, target_model, prompt, swapped)), prompt,
-                          GenerationConfig(max_tokens=LENGTH, draft_tokens=8))
+    tokens, summary = run(
+        target_model,
+        alone(source_of(kind, target_model, prompt, swapped)),
+        prompt,
+        GenerationConfig(max_tokens=LENGTH, draft_tokens=8),
+    )
     assert (tokens == plain) != biased
     drafted = summary.by_source.get(REPORTED[kind])
     assert drafted is not None and drafted.kept > 0, summary.by_source  # the source drafted, and paid
 
 
-def samples(target, make: Callable[[], AutoDrafter | None], prompt: list[int], seeds: range,
-            source: Source = Source.PLAIN) -> tuple[list[tuple[int, ...]], int]:
+def samples(
+    target, make: Callable[[], AutoDrafter | None], prompt: list[int], seeds: range, source: Source = Source.PLAIN
+) -> tuple[list[tuple[int, ...]], int]:
     """A sample of DEPTH tokens for each seed, and in how many of them `source` drafted."""
     out, drafted = [], 0
     for seed in seeds:
@@ -146,12 +152,18 @@ def sampled(target_model):
 @pytest.mark.parametrize("biased", [False, True], ids=["the p/q test", "an accept test that keeps 15% more"])
 @pytest.mark.parametrize("kind", KINDS)
 def test_copies_sample_the_target_distribution_and_a_slightly_biased_accept_test_fails(
-        target_model, sampled, kind, biased, monkeypatch):
+    target_model, sampled, kind, biased, monkeypatch
+):
     prompt, baseline, commonest = sampled
     if biased:
         keeps_more(monkeypatch)
-    drafts, drafted = samples(target_model, lambda: alone(source_of(kind, target_model, prompt, commonest), 4), prompt,
-                              range(N), REPORTED[kind])
+    drafts, drafted = samples(
+        target_model,
+        lambda: alone(source_of(kind, target_model, prompt, commonest), 4),
+        prompt,
+        range(N),
+        REPORTED[kind],
+    )
     pvalues = position_pvalues(drafts, baseline)
     assert (min(pvalues) > ALPHA / len(pvalues)) != biased, pvalues
     assert drafted > N // 2, drafted  # the source drafted in most samples

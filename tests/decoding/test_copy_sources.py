@@ -27,8 +27,12 @@ class Named:
     leads: bool = False
 
 
-PREDICTION, PATTERN, TEXT, STRUCTURE = (Named(Source.PREDICTION, True), Named(Source.PATTERN), Named(Source.TEXT),
-                                        Named(Source.STRUCTURE))
+PREDICTION, PATTERN, TEXT, STRUCTURE = (
+    Named(Source.PREDICTION, True),
+    Named(Source.PATTERN),
+    Named(Source.TEXT),
+    Named(Source.STRUCTURE),
+)
 
 
 def offer(source: Named, tokens: list[int], match: int) -> tuple[Named, Offer]:

@@ -45,8 +45,11 @@ def test_model_drafter_rollback_forgets_the_positions_the_target_refused(draft_m
 @pytest.mark.parametrize("auto", [False, True], ids=["model", "auto"])
 def test_after_every_round_the_draft_cache_holds_only_what_the_target_kept(target_model, draft_model, auto):
     prompt = encode(target_model, "the print of self")
-    drafter = AutoDrafter(ModelDrafter(draft_model), Policy(DRAFT_PAYS, 4, timed=False)) if auto \
+    drafter = (
+        AutoDrafter(ModelDrafter(draft_model), Policy(DRAFT_PAYS, 4, timed=False))
+        if auto
         else ModelDrafter(draft_model)
+    )
     draft_model.truncate(0)
     refused = 0
     for event in generate(target_model, drafter, prompt, GenerationConfig(max_tokens=60, draft_tokens=4)):

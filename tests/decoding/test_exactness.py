@@ -39,8 +39,9 @@ def encoded(target, text: str | tuple[int, ...]) -> list[int]:
     return list(text) if isinstance(text, tuple) else target.tokenize(text, add_special=True, parse_special=False)
 
 
-def generations(target, drafter, text: str | tuple[int, ...], params: SamplingParams, k: int, seeds: range,
-                depth: int = DEPTH) -> list[list[Round]]:
+def generations(
+    target, drafter, text: str | tuple[int, ...], params: SamplingParams, k: int, seeds: range, depth: int = DEPTH
+) -> list[list[Round]]:
     """The rounds of one seeded generation of `depth` tokens per seed."""
     prompt = encoded(target, text)
     out = []
@@ -55,8 +56,9 @@ def padded(runs: list[list[Round]], depth: int = DEPTH) -> list[tuple[int, ...]]
     return [tuple([t for event in rounds for t in event.tokens] + [-1] * depth)[:depth] for rounds in runs]
 
 
-def first_tokens(target, drafter, text: str | tuple[int, ...], params: SamplingParams, k: int, seeds: range,
-                 depth: int = DEPTH) -> list[tuple[int, ...]]:
+def first_tokens(
+    target, drafter, text: str | tuple[int, ...], params: SamplingParams, k: int, seeds: range, depth: int = DEPTH
+) -> list[tuple[int, ...]]:
     return padded(generations(target, drafter, text, params, k, seeds, depth), depth)
 
 
@@ -71,8 +73,9 @@ def baseline(target, text: str | tuple[int, ...], params: SamplingParams, depth:
 
 
 def same_distribution(target, drafter, text, params, k, depth: int = DEPTH) -> tuple[bool, list[float]]:
-    pvalues = position_pvalues(first_tokens(target, drafter, text, params, k, range(N), depth),
-                               baseline(target, text, params, depth))
+    pvalues = position_pvalues(
+        first_tokens(target, drafter, text, params, k, range(N), depth), baseline(target, text, params, depth)
+    )
     return min(pvalues) > ALPHA / len(pvalues), pvalues
 
 
@@ -188,7 +191,8 @@ class RedraftChooser(ModelDrafter):
 
 @pytest.mark.parametrize("reuse", [True, False], ids=["numbers-reused", "numbers-per-round"])
 def test_a_choice_made_from_a_redrafted_positions_number_fails_only_where_it_is_reused(
-        target_model, draft_model, reuse):
+    target_model, draft_model, reuse
+):
     drafter = RedraftChooser(draft_model, reuse)
     ok, pvalues = same_distribution(target_model, drafter, PROMPT, TOP_K, 3, REACH)
     assert ok != reuse, pvalues
@@ -242,13 +246,17 @@ def test_a_seed_reproduces_the_text_for_fixed_k_and_for_auto(target_model, draft
 
     def text(k, auto):
         config = GenerationConfig(30, k, SamplingParams(0.9, 0, 0.95, 7))
-        drafter = AutoDrafter(ModelDrafter(draft_model), Policy(FLAT, k, timed=False, risk=math.inf)) if auto \
+        drafter = (
+            AutoDrafter(ModelDrafter(draft_model), Policy(FLAT, k, timed=False, risk=math.inf))
+            if auto
             else ModelDrafter(draft_model)
+        )
         events = list(generate(target_model, drafter, prompt, config))[:-1]
         return [t for e in events for t in e.tokens], {e.source for e in events}
 
     assert text(3, False) == text(3, False)
     auto, sources = text(4, True)
     assert (auto, sources) == text(4, True)
-    assert Source.MODEL in sources and any(source.copied for source in sources), \
+    assert Source.MODEL in sources and any(source.copied for source in sources), (
         "seeded auto must be reproducible through model and copy rounds"
+    )

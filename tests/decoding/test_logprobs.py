@@ -33,13 +33,14 @@ def test_logprobs_are_the_targets_own_at_each_emitted_position(target_model, dra
     memory = LookupMemory(10_000)
     memory.add([*prompt, *plain])  # the answer itself: copies of it are kept whole
     drafter = PromptLookupDrafter((memory.index,)) if drafter_kind == "copy" else ModelDrafter(draft_model)
-    events = list(generate(target_model, drafter, prompt, GenerationConfig(40, 16 if drafter_kind == "copy" else 3,
-                                                                            logprobs=TOP)))[:-1]
+    events = list(
+        generate(target_model, drafter, prompt, GenerationConfig(40, 16 if drafter_kind == "copy" else 3, logprobs=TOP))
+    )[:-1]
     tokens = [t for e in events for t in e.tokens]
     reported = [lp for e in events for lp in e.logprobs]
     assert tokens == plain and [lp.token for lp in reported] == tokens
     assert max(e.emitted for e in events) >= (8 if drafter_kind == "copy" else 2), "multi-token rounds"
-    expected = reference(target_model, [*prompt, *tokens])[len(prompt) - 1: -1]
+    expected = reference(target_model, [*prompt, *tokens])[len(prompt) - 1 : -1]
     for row, entry in zip(expected, reported):
         assert entry.logprob == pytest.approx(row[entry.token], abs=2e-3)
         top = np.argsort(-row, kind="stable")[:TOP]

@@ -40,14 +40,16 @@ def test_greedy_speculative_equals_target_alone(target_model, draft_model, k):
     for text in PROMPTS:
         prompt = encode(target_model, text)
         plain, _, base = run(target_model, None, prompt, GenerationConfig(max_tokens=40))
-        spec, rounds, summary = run(target_model, ModelDrafter(draft_model), prompt,
-                                    GenerationConfig(max_tokens=40, draft_tokens=k))
+        spec, rounds, summary = run(
+            target_model, ModelDrafter(draft_model), prompt, GenerationConfig(max_tokens=40, draft_tokens=k)
+        )
         assert spec == plain, f"K={k} prompt={text!r}"
         assert summary.tokens == base.tokens == len(plain)
         assert summary.stop_reason == base.stop_reason
         stops.add(base.stop_reason)
         assert "".join(r.text for r in rounds) == "".join(
-            r.text for r in run(target_model, None, prompt, GenerationConfig(max_tokens=40))[1])
+            r.text for r in run(target_model, None, prompt, GenerationConfig(max_tokens=40))[1]
+        )
         drafted += summary.drafted
         accepted += summary.accepted
     assert 0 < accepted < drafted, "the fixture draft should both agree and disagree with its target"
@@ -73,8 +75,9 @@ def test_the_summary_counts_what_the_rounds_did(target_model, draft_model):
     over the events, kept tokens judged against the target alone's greedy output."""
     prompt = encode(target_model, PROMPTS[0])
     plain, _, _ = run(target_model, None, prompt, GenerationConfig(max_tokens=60))
-    spec, rounds, summary = run(target_model, ModelDrafter(draft_model), prompt,
-                                GenerationConfig(max_tokens=60, draft_tokens=4))
+    spec, rounds, summary = run(
+        target_model, ModelDrafter(draft_model), prompt, GenerationConfig(max_tokens=60, draft_tokens=4)
+    )
     kept, drafted = kept_against(plain, rounds), [len(r.drafted) for r in rounds]
     assert spec == plain and 0 < sum(kept) < sum(drafted)
     assert (summary.rounds, summary.tokens) == (len(rounds), len(plain))
@@ -89,8 +92,9 @@ def test_the_summary_counts_what_the_rounds_did(target_model, draft_model):
 
 def test_the_summary_times_and_sources_add_up_over_the_rounds(target_model, draft_model):
     prompt = encode(target_model, PROMPTS[0])
-    _, rounds, summary = run(target_model, ModelDrafter(draft_model), prompt,
-                             GenerationConfig(max_tokens=60, draft_tokens=4))
+    _, rounds, summary = run(
+        target_model, ModelDrafter(draft_model), prompt, GenerationConfig(max_tokens=60, draft_tokens=4)
+    )
     assert summary.draft_s == pytest.approx(sum(r.draft_s for r in rounds)) and summary.draft_s > 0
     assert summary.verify_s == pytest.approx(sum(r.verify_s for r in rounds))
     assert summary.draft_s + summary.verify_s <= summary.decode_s
@@ -153,8 +157,12 @@ def test_a_context_smaller_than_a_verify_pass_decodes_it_a_batch_at_a_time_and_s
     """--ctx 16 holds llama.cpp's batch to 16 tokens: a longer prompt is prefilled, and a longer
     verify pass decoded, 16 at a time, giving the tokens plain decoding gives."""
     text = "a b c d e f g h i j k l " * 6
-    child = subprocess.run([sys.executable, "-c", SMALL_CONTEXT, str(tiny_models["target"]), text],
-                           capture_output=True, text=True, timeout=120)
+    child = subprocess.run(
+        [sys.executable, "-c", SMALL_CONTEXT, str(tiny_models["target"]), text],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert child.returncode == 0, child.stderr[-2000:]
     small = json.loads(child.stdout)
     plain, _, _ = run(target_model, None, encode(target_model, text), GenerationConfig(max_tokens=60))

@@ -13,16 +13,19 @@ from hypothesis import strategies as st
 
 from specgen.decoding.drafters.pattern import PATTERNS, PLACE_MAX, RecordPattern, field_place
 
-ROWS = [("A-100", "Desk lamp", "24.90", "120", "true"), ("A-101", "Floor lamp", "59.00", "35", "true"),
-        ("B-200", "Office chair", "149.50", "12", "false"), ("B-201", "Standing desk", "329.00", "8", "true")]
+ROWS = [
+    ("A-100", "Desk lamp", "24.90", "120", "true"),
+    ("A-101", "Floor lamp", "59.00", "35", "true"),
+    ("B-200", "Office chair", "149.50", "12", "false"),
+    ("B-201", "Standing desk", "329.00", "8", "true"),
+]
 CSV = "Convert this CSV to JSON.\n\nsku,name,price,stock,active\n" + "\n".join(",".join(row) for row in ROWS)
 
 
 def record(row: tuple[str, ...]) -> str:
     """A row as the JSON a model writes for it (json.dumps, independent of the pattern)."""
     sku, name, price, stock, active = row
-    body = json.dumps({"sku": sku, "name": name, "price": 0, "stock": int(stock), "active": active == "true"},
-                      indent=4)
+    body = json.dumps({"sku": sku, "name": name, "price": 0, "stock": int(stock), "active": active == "true"}, indent=4)
     return "  " + body.replace('"price": 0', f'"price": {price}').replace("\n", "\n  ")
 
 
@@ -71,8 +74,12 @@ def test_streaming_the_output_in_pieces_reads_it_as_a_whole_would(step):
 
 
 def test_a_table_from_print_calls():
-    cities = [("Lisbon", "Portugal", "545000"), ("Porto", "Portugal", "232000"), ("Madrid", "Spain", "3305000"),
-              ("Lyon", "France", "522000")]
+    cities = [
+        ("Lisbon", "Portugal", "545000"),
+        ("Porto", "Portugal", "232000"),
+        ("Madrid", "Spain", "3305000"),
+        ("Lyon", "France", "522000"),
+    ]
     source = "Rewrite as a table.\n\n" + "\n".join(f'print("{c}", "{k}", {n})' for c, k, n in cities)
     table = "| City | Country | Population |\n|---|---|---|\n" + "".join(f"| {c} | {k} | {n} |\n" for c, k, n in cities)
     upto = table.index("| Madrid")
@@ -102,8 +109,12 @@ def test_patterns_are_bounded():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet="ab ,:\n\"1.", max_size=60), st.text(alphabet="ab ,:\n\"1.|-", max_size=80),
-       st.integers(1, 5), st.integers(0, 50))
+@given(
+    st.text(alphabet='ab ,:\n"1.', max_size=60),
+    st.text(alphabet='ab ,:\n"1.|-', max_size=80),
+    st.integers(1, 5),
+    st.integers(0, 50),
+)
 def test_any_text_read_in_any_pieces_gives_a_bounded_prediction(source, output, step, limit):
     made = RecordPattern(source)
     for start in range(0, len(output), step):
@@ -114,8 +125,11 @@ def test_any_text_read_in_any_pieces_gives_a_bounded_prediction(source, output, 
 def test_fields_that_the_same_punctuation_separates_are_told_apart_by_their_place():
     """The last field holds spaces, which separate the fields before it: it runs to the end of
     its line, and only it."""
-    rows = [("ana", "31", "porto", "reads old maps"), ("ben", "45", "leeds", "keeps bees at home"),
-            ("cai", "27", "turin", "builds small boats")]
+    rows = [
+        ("ana", "31", "porto", "reads old maps"),
+        ("ben", "45", "leeds", "keeps bees at home"),
+        ("cai", "27", "turin", "builds small boats"),
+    ]
     source = "Make a table.\n\n" + "\n".join(" ".join(row) for row in rows) + "\n"
     table = "".join(f"| {a} | {b} | {c} | {d} |\n" for a, b, c, d in rows)
     upto = table.index("cai")
@@ -123,7 +137,9 @@ def test_fields_that_the_same_punctuation_separates_are_told_apart_by_their_plac
     assert pattern(table[:upto], source, place=None).predict(100) != "cai | 27 | turin | builds small boats |\n| "
 
 
-@pytest.mark.parametrize("place, literal, expected", [
-    (0, " | ", 1), (2, ", ", 3), (4, " |\n| ", 0), (3, '",\n    "', 0), (PLACE_MAX, " ", PLACE_MAX)])
+@pytest.mark.parametrize(
+    "place, literal, expected",
+    [(0, " | ", 1), (2, ", ", 3), (4, " |\n| ", 0), (3, '",\n    "', 0), (PLACE_MAX, " ", PLACE_MAX)],
+)
 def test_a_value_is_placed_after_the_one_before_it_and_first_after_a_newline(place, literal, expected):
     assert field_place(place, literal) == expected

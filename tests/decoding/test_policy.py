@@ -168,7 +168,11 @@ def test_policy_reaches_its_share_of_an_oracle_that_knows_every_outcome_and_neve
     policy = simulate(profile, rounds, risk=math.inf)  # pricing alone: the oracle has no loss bound
     best = oracle(profile, rounds)
     assert policy.rate() <= best.rate() * (1 + ROUNDING), "no policy beats the best sequence of choices"
-    assert policy.rate() >= SHARE[profile.name] * best.rate(), (policy.rate() / best.rate(), policy.choices, best.choices)
+    assert policy.rate() >= SHARE[profile.name] * best.rate(), (
+        policy.rate() / best.rate(),
+        policy.choices,
+        best.choices,
+    )
     plain = never_drafting(profile, rounds).rate()
     if best.rate() >= DRAFTING_PAYS * plain:
         closed = (policy.rate() - plain) / (best.rate() - plain)
@@ -181,12 +185,18 @@ def brute_force_rate(profile, rounds, k_max: int) -> float:
     """The best tokens per second over every sequence of choices (copies up to one past the
     offer: longer ones only cost more), each round costed from scratch."""
     truth, best = profile.true(), 0.0
-    per_round = [[(Source.PLAIN, 0)] + [(Source.LOOKUP, d) for d in range(1, real.world.offer + 2)] +
-                 [(Source.MODEL, d) for d in range(k_max + 1)] for real in rounds]
+    per_round = [
+        [(Source.PLAIN, 0)]
+        + [(Source.LOOKUP, d) for d in range(1, real.world.offer + 2)]
+        + [(Source.MODEL, d) for d in range(k_max + 1)]
+        for real in rounds
+    ]
     for sequence in itertools.product(*per_round):
         tokens = seconds = lag = 0
         for real, (source, drafted) in zip(rounds, sequence):
-            kept = min(drafted, real.model_run if source == Source.MODEL else real.match if source == Source.LOOKUP else 0)
+            kept = min(
+                drafted, real.model_run if source == Source.MODEL else real.match if source == Source.LOOKUP else 0
+            )
             seconds += round_seconds(truth, source, drafted, lag) * real.slowdown
             tokens += kept + 1
             lag = 0 if source == Source.MODEL else lag + kept + 1
@@ -204,6 +214,7 @@ def test_the_oracle_is_the_best_of_every_sequence_of_choices(profile):
 def test_policy_recovers_from_a_ten_times_timing_hiccup(profile):
     """The same rounds with and without one round timed ten times too slow: once 200 rounds
     have passed, the policy makes as much of them either way."""
+
     def good(r, n):
         return World(0.85, 0.3, 4)
 
@@ -244,7 +255,9 @@ def test_cached_step_costs_hold_only_for_the_cpu_that_measured_them(target_model
     monkeypatch.setattr(calibrate_module, "cpu_info", lambda: ("Old Xeon", frozenset({"avx2", "amx_tile"})))
     cached_costs(target_model, draft_model)
     [stored] = (tmp_path / "step-costs").glob("*.json")
-    stored.write_text(json.dumps({"verify": {"1": 123.0}, "draft": {}, "switch": 0.0}))  # planted: no pass takes two minutes
+    stored.write_text(
+        json.dumps({"verify": {"1": 123.0}, "draft": {}, "switch": 0.0})
+    )  # planted: no pass takes two minutes
     assert cached_costs(target_model, draft_model).verify == {1: 123.0}  # the same CPU reads the cache
     for other in [("Old Xeon", frozenset({"avx2"})), ("New EPYC", frozenset({"avx2", "amx_tile"}))]:
         monkeypatch.setattr(calibrate_module, "cpu_info", lambda cpu=other: cpu)
@@ -278,7 +291,8 @@ def test_one_token_passes_well_under_their_calibrated_cost_show_a_calibration_fr
 
 
 def test_a_reply_that_finds_the_cached_costs_too_slow_removes_them_and_the_next_run_measures_again(
-        target_model, monkeypatch, tmp_path):
+    target_model, monkeypatch, tmp_path
+):
     """The real model's passes on a fake clock (each size at one price), so the calibration and
     the reply see the same machine however busy this one is."""
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
@@ -388,7 +402,9 @@ def test_auto_on_a_fast_machine_is_told_its_weighing_time_and_stays_exact(target
 def test_a_round_after_kept_drafts_is_weighed_whatever_weighing_cost_so_far():
     _, policy = weigh(FAST, 2000)
     assert not policy.worth_looking()
-    policy.observe(Outcome(Choice(Source.LOOKUP, 2), 2, 2, seconds=FAST.verify_cost(3), looked=1.0))  # a second's weighing
+    policy.observe(
+        Outcome(Choice(Source.LOOKUP, 2), 2, 2, seconds=FAST.verify_cost(3), looked=1.0)
+    )  # a second's weighing
     assert policy.worth_looking(), "a copy was kept: it grows as it pays"
     policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, seconds=FAST.verify_cost(1), looked=1.0))
     assert not policy.worth_looking()

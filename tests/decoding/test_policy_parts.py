@@ -92,8 +92,8 @@ def test_the_chooser_takes_the_copy_length_with_the_most_tokens_per_second():
     costs = StepCosts({1: 1.0, 65: 7.4}, {})
     policy = Policy(costs, 8, timed=False)
     policy.saved = 100.0
-    reach = [0.9 ** j for j in range(1, 41)]
-    speeds = {k: (1 + sum(0.9 ** j for j in range(1, k + 1))) / (1.0 + 0.1 * k) for k in range(1, 41)}
+    reach = [0.9**j for j in range(1, 41)]
+    speeds = {k: (1 + sum(0.9**j for j in range(1, k + 1))) / (1.0 + 0.1 * k) for k in range(1, 41)}
     assert policy.best_copy(reach) == Choice(Source.LOOKUP, max(speeds, key=speeds.get))
 
 
@@ -112,6 +112,7 @@ def test_a_copy_that_may_break_is_charged_the_switch_back_to_plain_passes():
 
 def _offer(policy: Policy, chance: float) -> tuple[CopyEvidence, tuple[int, ...]]:
     """A one-token offer that the policy prices at `chance`: its record is replaced by one that says so."""
+
     class Fixed(CopyRates):
         def reach(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
             return [chance][: len(offer)]

@@ -55,8 +55,11 @@ def predictions(plain: list[int], n_vocab: int) -> dict[str, list[int]]:
     other = [(t + 1) % n_vocab for t in plain]
     half = [other[i] if (i // 5) % 2 else t for i, t in enumerate(plain)]
     renamed = Counter(plain).most_common(1)[0][0]
-    edited = [x for t in [*plain[:10], *plain[18:40], *other[:6], *plain[40:]]
-              for x in (((renamed + 2) % n_vocab, (renamed + 3) % n_vocab) if t == renamed else (t,))]
+    edited = [
+        x
+        for t in [*plain[:10], *plain[18:40], *other[:6], *plain[40:]]
+        for x in (((renamed + 2) % n_vocab, (renamed + 3) % n_vocab) if t == renamed else (t,))
+    ]
     return {"right": plain, "half wrong": half, "edited": edited}
 
 
@@ -74,8 +77,12 @@ def drafters(kind: str, prediction: list[int], draft_model):
 def test_greedy_drafts_from_a_prediction_give_the_target_alone(target_model, draft_model, greedy, which, kind):
     prompt, plain = greedy
     prediction = predictions(plain, target_model.n_vocab)[which]
-    tokens, summary = run(target_model, drafters(kind, prediction, draft_model), prompt,
-                          GenerationConfig(max_tokens=LENGTH, draft_tokens=8))
+    tokens, summary = run(
+        target_model,
+        drafters(kind, prediction, draft_model),
+        prompt,
+        GenerationConfig(max_tokens=LENGTH, draft_tokens=8),
+    )
     assert tokens == plain
     drafted = summary.by_source.get("prediction")
     assert drafted is not None and drafted.kept > 0, summary.by_source  # prediction rounds happened, and paid
@@ -157,7 +164,8 @@ class Peeking(PeeksAtTheAcceptTest, Fixed):
 
 @pytest.mark.parametrize("peeking", [False, True], ids=["fixed K", "peeking"])
 def test_fixed_k_drafts_from_a_prediction_sample_the_target_distribution_and_a_peeking_one_fails(
-        target_model, sampled, peeking):
+    target_model, sampled, peeking
+):
     make = Counting(lambda: (Peeking if peeking else Fixed)(sampled[2]))
     ok, pvalues = same_distribution(target_model, sampled, make, 3)
     assert ok != peeking, pvalues
@@ -178,7 +186,8 @@ def unlikely(sampled):
 
 @pytest.mark.parametrize("biased", [False, True], ids=["the p/q test", "an accept test that keeps 10% more"])
 def test_an_unlikely_prediction_samples_the_target_distribution_and_a_slightly_biased_accept_test_fails(
-        target_model, sampled, unlikely, biased, monkeypatch):
+    target_model, sampled, unlikely, biased, monkeypatch
+):
     """The peeking drafter above biases which rounds draft; this bias is in the verification
     itself: a drafted token is also kept when the accept test's uniform is below 0.1, which only
     shows where the prediction holds tokens the target gives less than 10%."""

@@ -49,8 +49,29 @@ def test_the_source_holds_the_prompts_text_escaped_and_none_where_nothing_is_esc
     assert quoted_source([ord(c) for c in "nothing to escape"], CHARS) is None
 
 
-WORDS = random.Random(7).sample(["alpha", "brick", "cider", "delta", "ember", "fjord", "gusto", "heron", "ivory",
-                                  "jolly", "koala", "lemon", "mango", "noble", "oasis", "pearl", "quilt", "raven"], 18)
+WORDS = random.Random(7).sample(
+    [
+        "alpha",
+        "brick",
+        "cider",
+        "delta",
+        "ember",
+        "fjord",
+        "gusto",
+        "heron",
+        "ivory",
+        "jolly",
+        "koala",
+        "lemon",
+        "mango",
+        "noble",
+        "oasis",
+        "pearl",
+        "quilt",
+        "raven",
+    ],
+    18,
+)
 FILE = "".join(f'def {a}_{b}(x):\n    return "{c}" + x\n\n' for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3]))
 
 
@@ -101,7 +122,9 @@ def setting(target_model):
     baseline = samples(target_model, lambda: None, prompt, 0, range(10**6, 10**6 + N))
     before = samples(target_model, lambda: None, prompt, 0, range(10**7, 10**7 + 5))
     earlier = [t for sample in before for t in [*prompt, *sample] if t >= 0]
-    escaped = json_escaped(b"".join(map(target_model.piece, prompt[:-1])).decode())  # the loop prepares all but the last
+    escaped = json_escaped(
+        b"".join(map(target_model.piece, prompt[:-1])).decode()
+    )  # the loop prepares all but the last
     vocabulary = Vocabulary(target_model.piece, lambda text: earlier if text == escaped else [])
     return prompt, baseline, vocabulary, {sample[0] for sample in before}
 

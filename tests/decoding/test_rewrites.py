@@ -115,8 +115,11 @@ def test_a_change_is_learnt_as_the_parts_that_differ():
     rewrites.learn((20,), (20, 21), [])  # an insertion takes in the token before it
     rewrites.learn((30, 31), (32, 30, 31), [])  # or, at the start, the token after it
     assert {old: rule.new for old, rule in rewrites.rules.items()} == {
-        (1, 2): (9,), (5,): (8,), (20,): (20, 21), (30,): (32, 30)}
-
+        (1, 2): (9,),
+        (5,): (8,),
+        (20,): (20, 21),
+        (30,): (32, 30),
+    }
 
 
 def test_the_rules_are_bounded_and_the_oldest_go_first():
@@ -129,9 +132,14 @@ def test_the_rules_are_bounded_and_the_oldest_go_first():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 5), min_size=2, max_size=60), st.integers(0, 5),
-       st.lists(st.integers(6, 7), min_size=1, max_size=3), st.lists(st.integers(0, 7), max_size=20),
-       st.lists(st.integers(1, 6), min_size=1, max_size=40), st.integers(1, 12))
+@given(
+    st.lists(st.integers(0, 5), min_size=2, max_size=60),
+    st.integers(0, 5),
+    st.lists(st.integers(6, 7), min_size=1, max_size=3),
+    st.lists(st.integers(0, 7), max_size=20),
+    st.lists(st.integers(1, 6), min_size=1, max_size=40),
+    st.integers(1, 12),
+)
 def test_copying_with_rewrites_never_fails_on_any_text(source, old, new, tail, steps, k):
     """An output that reprints its source with one token renamed (6 and 7 are new tokens), then
     goes on its own way, written a few tokens a round: no offer raises, every offer holds at most

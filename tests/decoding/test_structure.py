@@ -32,14 +32,39 @@ from specgen.llama.library import llama
 CHARS = Vocabulary(piece=lambda t: chr(t).encode(), tokenize=lambda text: [ord(c) for c in text])
 CHEAP = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 64: 1.5}, {})  # copies pay at any length
 # a 2-core CPU's (measured 2026-11-26): a copy pays only where it is likely kept, so its price decides
-STEEP = StepCosts({1: .074, 2: .118, 4: .216, 8: .426, 16: .559, 32: .941, 64: 1.758}, {})
+STEEP = StepCosts({1: 0.074, 2: 0.118, 4: 0.216, 8: 0.426, 16: 0.559, 32: 0.941, 64: 1.758}, {})
 
 
 def test_the_shape_tells_keys_and_punctuation_from_values_and_each_values_key():
-    pieces = ["Sure:", ' {"', "name", '":', ' "', "Jane", ' D\\"o', 'e",', ' "tags', '": ["', "a", '", ', "12",
-              "]", ', "n', '": 7', "}", " done", ' {"x']
-    values = {"Jane": ("name", True), ' D\\"o': ("name", False), 'e",': ("name", False), "a": ("tags", True),
-              "12": ("tags", True), '": 7': ("n", True)}
+    pieces = [
+        "Sure:",
+        ' {"',
+        "name",
+        '":',
+        ' "',
+        "Jane",
+        ' D\\"o',
+        'e",',
+        ' "tags',
+        '": ["',
+        "a",
+        '", ',
+        "12",
+        "]",
+        ', "n',
+        '": 7',
+        "}",
+        " done",
+        ' {"x',
+    ]
+    values = {
+        "Jane": ("name", True),
+        ' D\\"o': ("name", False),
+        'e",': ("name", False),
+        "a": ("tags", True),
+        "12": ("tags", True),
+        '": 7': ("n", True),
+    }
     inside = {"Jane", ' D\\"o', "a", "12"}
     expected = [Role(piece in inside, *values.get(piece, (None, False))) for piece in pieces]
     shape = JsonShape()
@@ -73,12 +98,26 @@ def test_nothing_is_offered_inside_a_value_or_outside_the_json():
     assert offer_after(RECORDS + ' "role": "cook", "days": [1, 2]}]\nand then, name') is None  # after the JSON
 
 
-SCHEMA = {"type": "object", "required": ["shop", "staff"], "$defs": {"day": {"enum": ["Mon", "Tue"]}},
-          "properties": {"staff": {"type": "array", "items": {"type": "object", "required": ["role", "name"],
-                                                                "properties": {"name": {"type": "string"},
-                                                                               "days": {"type": "array", "items": {"$ref": "#/$defs/day"}},
-                                                                               "role": {"type": "string"}}}},
-                         "shop": {"type": ["string", "null"]}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["shop", "staff"],
+    "$defs": {"day": {"enum": ["Mon", "Tue"]}},
+    "properties": {
+        "staff": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["role", "name"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "days": {"type": "array", "items": {"$ref": "#/$defs/day"}},
+                    "role": {"type": "string"},
+                },
+            },
+        },
+        "shop": {"type": ["string", "null"]},
+    },
+}
 
 
 def test_the_schema_example_has_its_keys_in_the_grammars_order_two_elements_an_array_spaced_both_ways():
@@ -87,9 +126,13 @@ def test_the_schema_example_has_its_keys_in_the_grammars_order_two_elements_an_a
     spaced = compact.replace("{", "{ ").replace("}", " }").replace("[", "[ ").replace("]", " ]")
     assert schema_example(SCHEMA) == compact + "\n" + spaced
     assert schema_example({"type": "string"}) == ""  # no keys to offer
-    assert schema_example({"type": "object", "properties": {"tags": {"type": "object"}}}) == '{"tags": {}}\n{ "tags": {} }'
-    chain = {f"d{i}": {"type": "object", "properties": {f"p{j}": {"$ref": f"#/$defs/d{i + 1}"} for j in range(9)}}
-             for i in range(30)}
+    assert (
+        schema_example({"type": "object", "properties": {"tags": {"type": "object"}}}) == '{"tags": {}}\n{ "tags": {} }'
+    )
+    chain = {
+        f"d{i}": {"type": "object", "properties": {f"p{j}": {"$ref": f"#/$defs/d{i + 1}"} for j in range(9)}}
+        for i in range(30)
+    }
     assert len(schema_example({"$ref": "#/$defs/d0", "$defs": chain})) < 30_000  # 9**30 values described
 
 
@@ -118,11 +161,15 @@ def test_a_key_whose_values_repeated_is_priced_above_one_whose_values_never_did(
     for key, kept in (("days", 1), ("name", 0)) * 6:  # each a value's first token, judged alone
         roles = (Role(False, key, True),)
         rates.learn(CopyJudgement(CopyEvidence(12, source=Source.STRUCTURE, roles=roles), (1,), 0, 1, kept))
-    days, name = (rates.rates(CopyEvidence(12, source=Source.STRUCTURE, roles=(Role(False, key, True),)), (1,))[0]
-                  for key in ("days", "name"))
+    days, name = (
+        rates.rates(CopyEvidence(12, source=Source.STRUCTURE, roles=(Role(False, key, True),)), (1,))[0]
+        for key in ("days", "name")
+    )
     assert name < 0.2 < 0.8 < days, (name, days)
     keys = (Role(),) * 3  # keys and punctuation: a long skeleton match prices them above a short one
-    long, short = (rates.rates(CopyEvidence(match, source=Source.STRUCTURE, roles=keys), (1, 2, 3)) for match in (12, 2))
+    long, short = (
+        rates.rates(CopyEvidence(match, source=Source.STRUCTURE, roles=keys), (1, 2, 3)) for match in (12, 2)
+    )
     assert min(long) > max(short), (long, short)
 
 
@@ -130,13 +177,30 @@ def staff(count: int) -> str:
     """JSON records whose names all differ, whose other values repeat or not."""
     rng = random.Random(3)
     names = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 11))) for _ in range(count)]
-    return "[" + ", ".join(f'{{"name": "{name}", "team": "{rng.choice(["north", "south"])}", '
-                           f'"days": ["Mon", "Tue", "Wed"], "wage": {rng.randint(10, 99)}}}' for name in names) + "]"
+    return (
+        "["
+        + ", ".join(
+            f'{{"name": "{name}", "team": "{rng.choice(["north", "south"])}", '
+            f'"days": ["Mon", "Tue", "Wed"], "wage": {rng.randint(10, 99)}}}'
+            for name in names
+        )
+        + "]"
+    )
 
 
-STAFF = {"type": "array", "items": {"type": "object", "required": ["name", "team", "days", "wage"], "properties": {
-    "name": {"type": "string"}, "team": {"enum": ["north", "south"]}, "days": {"type": "array", "items": {"type": "string"}},
-    "wage": {"type": "integer"}}}}
+STAFF = {
+    "type": "array",
+    "items": {
+        "type": "object",
+        "required": ["name", "team", "days", "wage"],
+        "properties": {
+            "name": {"type": "string"},
+            "team": {"enum": ["north", "south"]},
+            "days": {"type": "array", "items": {"type": "string"}},
+            "wage": {"type": "integer"},
+        },
+    },
+}
 
 
 def written(structure: bool, records: int = 12, example: str = "", risk: float = math.inf) -> tuple[int, dict]:
@@ -146,8 +210,9 @@ def written(structure: bool, records: int = 12, example: str = "", risk: float =
     prompt = [ord(c) for c in "list the staff as JSON:\n"]
     output = [ord(c) for c in staff(records)]
     target = WritesBack(prompt, output)
-    drafter = AutoDrafter(None, Policy(STEEP, 8, timed=False, risk=risk), vocabulary=CHARS, quoted=True,
-                          example=example)
+    drafter = AutoDrafter(
+        None, Policy(STEEP, 8, timed=False, risk=risk), vocabulary=CHARS, quoted=True, example=example
+    )
     if not structure:
         drafter.sources = [source for source in drafter.sources if not isinstance(source, StructureSource)]
     *rounds, summary = generate(target, drafter, prompt, GenerationConfig(max_tokens=len(output), draft_tokens=8))
@@ -259,7 +324,8 @@ def sharp_baseline(target_model):
 
 @pytest.mark.parametrize("biased", [False, True], ids=["the p/q test", "an accept test that keeps 15% more"])
 def test_structure_copies_sample_the_sharper_distribution_and_a_slightly_biased_accept_test_fails(
-        target_model, sharp_baseline, biased, monkeypatch):
+    target_model, sharp_baseline, biased, monkeypatch
+):
     """A bias of realistic size beside the peeking copier's: the p/q test keeps a drafted digit
     with 1.15 times the probability it should."""
     if biased:
@@ -287,13 +353,15 @@ class NearlyTied(WritesBack):
 
 @pytest.mark.parametrize("biased", [False, True], ids=["exact", "near-ties kept"])
 def test_greedy_structure_copies_give_the_target_alone_and_a_verification_that_keeps_near_ties_fails(
-        biased, monkeypatch):
+    biased, monkeypatch
+):
     if biased:
         keeps_near_ties(monkeypatch)
     prompt = [ord(c) for c in "list the staff as JSON:\n"]
     output = [ord(c) for c in staff(12)]
     drafter = AutoDrafter(None, Policy(STEEP, 8, timed=False, risk=math.inf), sources=[StructureSource(CHARS)])
-    *rounds, summary = generate(NearlyTied(prompt, output), drafter, prompt,
-                                GenerationConfig(max_tokens=len(output), draft_tokens=8))
+    *rounds, summary = generate(
+        NearlyTied(prompt, output), drafter, prompt, GenerationConfig(max_tokens=len(output), draft_tokens=8)
+    )
     assert ([t for r in rounds for t in r.tokens] == output) != biased
     assert summary.by_source[Source.STRUCTURE].kept > 0, summary.by_source

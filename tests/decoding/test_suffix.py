@@ -29,6 +29,7 @@ def brute_force(source: list[int], context: list[int]):
     """Every earlier position's match length with the end of `context`; the branches the index
     should report when it may look at every occurrence: the longest key level any position
     reaches, the positions reaching it grouped by next token."""
+
     def match(p):
         m = 0
         while m < min(MAX_MATCH, p, len(context)) and source[p - 1 - m] == context[-1 - m]:

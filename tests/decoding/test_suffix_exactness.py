@@ -73,11 +73,13 @@ def test_greedy_copying_from_the_memory_equals_the_target_alone(target_model, se
     memory = LookupMemory(10_000)
     wrong = (plain[25] + 1) % target_model.n_vocab
     memory.add([*prompt, *plain[:25], wrong, *plain[25:]])  # the answer, with one wrong token in it
-    fixed = tokens_of(target_model, PromptLookupDrafter((memory.index,)), prompt,
-                      GenerationConfig(max_tokens=40, draft_tokens=16))
+    fixed = tokens_of(
+        target_model, PromptLookupDrafter((memory.index,)), prompt, GenerationConfig(max_tokens=40, draft_tokens=16)
+    )
     auto_config = GenerationConfig(max_tokens=40, draft_tokens=8)
-    events = list(generate(target_model, AutoDrafter(None, Policy(CHEAP, 8, timed=False), (memory.index,)),
-                           prompt, auto_config))
+    events = list(
+        generate(target_model, AutoDrafter(None, Policy(CHEAP, 8, timed=False), (memory.index,)), prompt, auto_config)
+    )
     auto, summary = [t for e in events[:-1] for t in e.tokens], events[-1]
     assert fixed == plain and auto == plain
     assert summary.lookup_rounds > 0 and summary.accepted >= 20  # the memory really was copied
@@ -172,7 +174,6 @@ def test_a_copier_that_peeks_at_the_accept_test_fails_the_same_test(target_model
     assert not ok, pvalues
 
 
-
 # one character per token both ways, so that a planted text stands for exactly the tokens it was
 # made of (the tiny models emit byte tokens that are no valid UTF-8 on their own)
 CHARACTERS = Vocabulary(lambda token: chr(0x4E00 + token).encode(), lambda text: [ord(c) - 0x4E00 for c in text])
@@ -216,7 +217,11 @@ class Patterning(AutoDrafter):
 
     def propose(self, history, last, k, params, draws, keep=None):
         draft = super().propose(history, last, k, params, draws, keep)
-        if self.peek and draft.source == Source.PATTERN and accept_uniform(params.seed, self.prompt_length, history) >= 0.5:
+        if (
+            self.peek
+            and draft.source == Source.PATTERN
+            and accept_uniform(params.seed, self.prompt_length, history) >= 0.5
+        ):
             return NO_DRAFT
         self.pattern_rounds += draft.source == Source.PATTERN
         return draft
@@ -231,7 +236,8 @@ def test_greedy_copies_by_a_half_wrong_record_pattern_give_the_target_alone(targ
     assert [t for e in events[:-1] for t in e.tokens] == plain
     assert drafter.pattern_rounds > 3 and events[-1].pattern_rounds == drafter.pattern_rounds
     assert any(e.source == Source.PATTERN and e.accepted for e in events[:-1]) and any(
-        e.source == Source.PATTERN and e.accepted < len(e.drafted) for e in events[:-1])  # kept and refused
+        e.source == Source.PATTERN and e.accepted < len(e.drafted) for e in events[:-1]
+    )  # kept and refused
 
 
 def likely_pattern(setting) -> PlantedPattern:
@@ -256,5 +262,6 @@ def test_copies_by_the_record_pattern_sample_the_target_distribution(target_mode
 def test_record_pattern_copies_that_peek_at_the_accept_test_fail_the_same_test(target_model, setting):
     pattern = likely_pattern(setting)
     ok, pvalues = same_distribution(
-        target_model, setting, lambda: Patterning(Policy(CHEAP, 4, timed=False, risk=math.inf), pattern, peek=True), 4)
+        target_model, setting, lambda: Patterning(Policy(CHEAP, 4, timed=False, risk=math.inf), pattern, peek=True), 4
+    )
     assert not ok, pvalues

@@ -12,8 +12,15 @@ def a_round(drafted: int, accepted: int, source: Source = Source.TEXT) -> Round:
 
 
 def test_each_kind_of_drafter_is_counted_apart_with_its_missed_rounds():
-    rounds = [a_round(3, 0), a_round(3, 3), a_round(16, 5), a_round(4, 0, Source.MODEL), a_round(4, 2, Source.MODEL),
-              a_round(8, 0, source=Source.PATTERN), a_round(0, 0)]
+    rounds = [
+        a_round(3, 0),
+        a_round(3, 3),
+        a_round(16, 5),
+        a_round(4, 0, Source.MODEL),
+        a_round(4, 2, Source.MODEL),
+        a_round(8, 0, source=Source.PATTERN),
+        a_round(0, 0),
+    ]
     tally = Tally()
     for event in rounds:
         tally.add(event)

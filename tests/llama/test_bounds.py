@@ -27,18 +27,23 @@ def refused(schema, field: str) -> str:
     return str(caught.value)
 
 
-@pytest.mark.parametrize("schema, field", [
-    ({"type": "string", "maxLength": 5_000_000}, "schema.maxLength is 5000000"),
-    ({"type": "array", "items": {"type": "integer"}, "minItems": 2_000_000}, "schema.minItems is 2000000"),
-    ({"type": "object", "properties": {"tags": {"type": "array", "maxItems": MAX_COUNT + 1}}},
-     f"schema.properties.tags.maxItems is {MAX_COUNT + 1}"),
-    ({"type": "object", "minProperties": 10**9}, "schema.minProperties"),
-    ({"type": "string", "pattern": "^(a{1000}){1000}$"}, "schema.pattern"),
-    ({"type": "string", "pattern": "x{99999999999999999999}"}, "schema.pattern"),
-    ({"enum": list(range(5000))}, "schema.enum lists 5000 values"),
-    ({"$ref": "https://example.com/schema.json"}, "schema.$ref"),
-    ({"type": "integer", "minimum": 10**40}, "schema.minimum"),
-])
+@pytest.mark.parametrize(
+    "schema, field",
+    [
+        ({"type": "string", "maxLength": 5_000_000}, "schema.maxLength is 5000000"),
+        ({"type": "array", "items": {"type": "integer"}, "minItems": 2_000_000}, "schema.minItems is 2000000"),
+        (
+            {"type": "object", "properties": {"tags": {"type": "array", "maxItems": MAX_COUNT + 1}}},
+            f"schema.properties.tags.maxItems is {MAX_COUNT + 1}",
+        ),
+        ({"type": "object", "minProperties": 10**9}, "schema.minProperties"),
+        ({"type": "string", "pattern": "^(a{1000}){1000}$"}, "schema.pattern"),
+        ({"type": "string", "pattern": "x{99999999999999999999}"}, "schema.pattern"),
+        ({"enum": list(range(5000))}, "schema.enum lists 5000 values"),
+        ({"$ref": "https://example.com/schema.json"}, "schema.$ref"),
+        ({"type": "integer", "minimum": 10**40}, "schema.minimum"),
+    ],
+)
 def test_a_schema_past_a_bound_is_refused_naming_the_field(schema, field):
     refused(schema, field)
 
@@ -46,8 +51,10 @@ def test_a_schema_past_a_bound_is_refused_naming_the_field(schema, field):
 def test_depth_and_node_count_are_bounded():
     deep = json.loads('{"type": "array", "items": ' * 100 + '{"type": "integer"}' + "}" * 100)
     assert "nests deeper" in refused(deep, "schema.items")
-    wide = {"type": "object", "properties": {f"p{i}": {"type": "object", "properties": {"a": {"type": "string"}}}
-                                             for i in range(3000)}}
+    wide = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "object", "properties": {"a": {"type": "string"}}} for i in range(3000)},
+    }
     refused(wide, "more than 5000 schemas")
 
 
@@ -64,9 +71,16 @@ def test_pattern_size_counts_nested_repetitions():
 
 
 def test_tool_parameters_take_the_same_bounds_named_by_tool():
-    tools = [{"type": "function", "function": {"name": "ok", "parameters": {"type": "object"}}},
-             {"type": "function", "function": {"name": "big", "parameters": {
-                 "type": "object", "properties": {"s": {"type": "string", "maxLength": 5_000_000}}}}}]
+    tools = [
+        {"type": "function", "function": {"name": "ok", "parameters": {"type": "object"}}},
+        {
+            "type": "function",
+            "function": {
+                "name": "big",
+                "parameters": {"type": "object", "properties": {"s": {"type": "string", "maxLength": 5_000_000}}},
+            },
+        },
+    ]
     start = time.perf_counter()
     with pytest.raises(GrammarError, match=r"tools\[1\]\.function\.parameters\.properties\.s\.maxLength"):
         call_grammar(HERMES, tools, single=True)
@@ -90,8 +104,10 @@ def small(tiny_models):
 
 @pytest.mark.parametrize("count", [6, 40, 90])
 def test_a_long_conversation_drops_the_turns_the_one_pass_way_would(small, count):
-    history = [(("user", "the print of self " * (i % 3)) if i % 2 == 0 else ("assistant", "return a" * (i % 4)))
-               for i in range(count)]
+    history = [
+        (("user", "the print of self " * (i % 3)) if i % 2 == 0 else ("assistant", "return a" * (i % 4)))
+        for i in range(count)
+    ]
     conversation = Conversation(small, system="be brief")
     conversation.restore([("system", "be brief"), *history])
     prompt = conversation.prompt("and then", reserve=16)
@@ -127,18 +143,24 @@ def test_a_message_longer_than_the_context_is_refused_in_one_pass(small):
 MESSAGES = [{"role": "user", "content": "hi"}]
 
 
-@pytest.mark.parametrize("source, why", [
-    ("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}", "ran over"),
-    ("{{ 2 ** 99999999 }}", "power"),
-    ("{{ 'x' * 100000000 }}", "count or width"),
-    ("{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "text of"),
-    ("{% set ns = namespace(s='xxxx') %}{% for i in range(20) %}{% set ns.s = ns.s.replace('x', ns.s) %}"
-     "{% endfor %}", "text of"),
-    ("{{ '%999999999d' % 1 }}", "width"),
-    ("{{ '{:999999999}'.format(1) }}", "width"),
-    ("{{ 'x'|center(999999999) }}", "count or width"),
-    ("{% for i in range(99999) %}{{ 'y' * 99999 }}{% endfor %}", "characters"),
-])
+@pytest.mark.parametrize(
+    "source, why",
+    [
+        ("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}", "ran over"),
+        ("{{ 2 ** 99999999 }}", "power"),
+        ("{{ 'x' * 100000000 }}", "count or width"),
+        ("{% set ns = namespace(s='x') %}{% for i in range(60) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "text of"),
+        (
+            "{% set ns = namespace(s='xxxx') %}{% for i in range(20) %}{% set ns.s = ns.s.replace('x', ns.s) %}"
+            "{% endfor %}",
+            "text of",
+        ),
+        ("{{ '%999999999d' % 1 }}", "width"),
+        ("{{ '{:999999999}'.format(1) }}", "width"),
+        ("{{ 'x'|center(999999999) }}", "count or width"),
+        ("{% for i in range(99999) %}{{ 'y' * 99999 }}{% endfor %}", "characters"),
+    ],
+)
 def test_a_template_that_would_run_away_stops_within_its_budget(source, why):
     start = time.perf_counter()
     with pytest.raises(TemplateError, match=why):

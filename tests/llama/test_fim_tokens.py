@@ -14,14 +14,20 @@ from specgen.llama.model import FimTokens, LoadOptions, Model
 def header_ids(path) -> dict[str, int]:
     """The token ids the header names, read with the gguf package."""
     reader = gguf.GGUFReader(str(path))
-    return {key.split(".")[-1].removesuffix("_token_id"): int(field.parts[-1][0])
-            for key, field in reader.fields.items() if key.endswith("_token_id")}
+    return {
+        key.split(".")[-1].removesuffix("_token_id"): int(field.parts[-1][0])
+        for key, field in reader.fields.items()
+        if key.endswith("_token_id")
+    }
 
 
-@pytest.mark.parametrize("role, roles", [
-    ("target_fim", dict(zip(("pre", "suf", "mid", "pad", "rep", "sep"), FIM))),
-    ("target_fim_old_keys", dict(zip(("pre", "suf", "mid"), FIM_OLD))),
-])
+@pytest.mark.parametrize(
+    "role, roles",
+    [
+        ("target_fim", dict(zip(("pre", "suf", "mid", "pad", "rep", "sep"), FIM))),
+        ("target_fim_old_keys", dict(zip(("pre", "suf", "mid"), FIM_OLD))),
+    ],
+)
 def test_the_fim_tokens_are_the_ones_the_header_names(tiny_models, role, roles):
     ids = header_ids(tiny_models[role])
     with Model(tiny_models[role], LoadOptions(n_ctx=64, n_threads=1)) as model:

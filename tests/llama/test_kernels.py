@@ -73,7 +73,9 @@ DIED_TWICE = "AMX probe died with SIGSEGV; probe without AMX died with SIGSEGV"
 
 
 def test_death_by_a_signal_with_and_without_amx_turns_them_off_and_is_cached(amx_machine, tiny_models):
-    assert kernels.extra_buffer_types() == kernels.KernelChoice(False, "AMX CPU not probed yet; the next model load probes it")
+    assert kernels.extra_buffer_types() == kernels.KernelChoice(
+        False, "AMX CPU not probed yet; the next model load probes it"
+    )
     amx_machine.setattr(kernels, "probe_command", lambda path, amx=True: SEGFAULT)
     assert kernels.extra_buffer_types(tiny_models["target"]) == kernels.KernelChoice(False, DIED_TWICE, False)
     [entry] = json.loads(kernels.verdicts_path().read_text()).values()
@@ -82,7 +84,9 @@ def test_death_by_a_signal_with_and_without_amx_turns_them_off_and_is_cached(amx
         assert model.kernels == kernels.KernelChoice(False, DIED_TWICE + " (cached)", False)
     amx_machine.setattr(kernels, "build_info", lambda: ("10.0.0", "CPU : AMX_INT8 = 1 |"))
     amx_machine.setattr(kernels, "probe_command", REAL_PROBE)
-    assert kernels.extra_buffer_types(tiny_models["target"]) == kernels.KernelChoice(True, "AMX probe passed"), "a new build probes again"
+    assert kernels.extra_buffer_types(tiny_models["target"]) == kernels.KernelChoice(True, "AMX probe passed"), (
+        "a new build probes again"
+    )
 
 
 def test_when_amx_dies_the_repacked_kernels_run_without_it(amx_machine, tiny_models):
@@ -91,8 +95,11 @@ def test_when_amx_dies_the_repacked_kernels_run_without_it(amx_machine, tiny_mod
     from specgen.llama.library import extra_buffer_type_names
 
     asked = []
-    amx_machine.setattr(kernels, "probe_command",
-                        lambda path, amx=True: asked.append(amx) or (SEGFAULT if amx else REAL_PROBE(path, amx=False)))
+    amx_machine.setattr(
+        kernels,
+        "probe_command",
+        lambda path, amx=True: asked.append(amx) or (SEGFAULT if amx else REAL_PROBE(path, amx=False)),
+    )
     choice = kernels.extra_buffer_types(tiny_models["target"])
     assert asked == [True, False]
     assert choice == (True, "AMX probe died with SIGSEGV; probe without AMX passed", False)
@@ -105,17 +112,21 @@ def test_when_amx_dies_the_repacked_kernels_run_without_it(amx_machine, tiny_mod
 
 def test_the_probe_child_without_amx_really_takes_it_out(tiny_models):
     """Run in a child: taking AMX out is for the whole process."""
-    code = ("from specgen.llama.library import extra_buffer_type_names as n, drop_amx_buffer_type as d\n"
-            "before = n(); d(); after = n()\n"
-            "assert 'AMX' not in after and [x for x in before if x != 'AMX'] == after, (before, after)\n"
-            "print(before, after)")
+    code = (
+        "from specgen.llama.library import extra_buffer_type_names as n, drop_amx_buffer_type as d\n"
+        "before = n(); d(); after = n()\n"
+        "assert 'AMX' not in after and [x for x in before if x != 'AMX'] == after, (before, after)\n"
+        "print(before, after)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
 
 def test_a_probe_that_fails_without_a_signal_is_not_cached(amx_machine, tiny_models):
     amx_machine.setattr(kernels, "probe_command", lambda path, amx=True: FAILS)
-    assert kernels.extra_buffer_types(tiny_models["target"]) == kernels.KernelChoice(False, "AMX probe failed (exit 3); off to be safe")
+    assert kernels.extra_buffer_types(tiny_models["target"]) == kernels.KernelChoice(
+        False, "AMX probe failed (exit 3); off to be safe"
+    )
     assert not kernels.verdicts_path().exists()
 
 
@@ -128,9 +139,28 @@ def test_a_corrupt_cache_means_probing_again(amx_machine, tiny_models):
 
 def test_run_json_says_which_kernels(tiny_models):
     env = {**os.environ, kernels.ENV: "0"}
-    result = subprocess.run([sys.executable, "-m", "specgen", "run", "def", "--target", str(tiny_models["target"]),
-                             "--no-draft", "--raw", "-n", "3", "-t", "1", "--json"], capture_output=True, text=True, env=env,
-                            timeout=120)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "specgen",
+            "run",
+            "def",
+            "--target",
+            str(tiny_models["target"]),
+            "--no-draft",
+            "--raw",
+            "-n",
+            "3",
+            "-t",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert record["extra_bufts"] is False and record["extra_bufts_reason"] == "forced by SPECGEN_EXTRA_BUFTS=0"

@@ -52,8 +52,11 @@ def test_greedy_output_is_the_targets(pair):
         for text in PROMPTS:
             prompt = target.tokenize(text, add_special=True, parse_special=False)
             alone = tokens_of(target, None, prompt, GenerationConfig(48, 0))
-            for config, auto in ((GenerationConfig(48, 1), False), (GenerationConfig(48, 4), False),
-                                 (GenerationConfig(48, 6), True)):
+            for config, auto in (
+                (GenerationConfig(48, 1), False),
+                (GenerationConfig(48, 4), False),
+                (GenerationConfig(48, 6), True),
+            ):
                 assert tokens_of(target, ModelDrafter(draft), prompt, config, auto) == alone, (config, auto)
         if target.n_vocab > draft_size:  # the target really emits what the draft lacks
             assert any(t in padding for t in alone)
@@ -109,8 +112,9 @@ def test_sampled_output_follows_the_targets_distribution(pair):
             configs = (GenerationConfig(3, k, SamplingParams(temperature=1.0, seed=s)) for s in seeds)
             return [tuple(tokens_of(target, drafter, prompt, config)) for config in configs]
 
-        pvalues = position_pvalues(first_tokens(ModelDrafter(draft), 3, range(500)),
-                                   first_tokens(None, 0, range(10**6, 10**6 + 500)))
+        pvalues = position_pvalues(
+            first_tokens(ModelDrafter(draft), 3, range(500)), first_tokens(None, 0, range(10**6, 10**6 + 500))
+        )
         assert min(pvalues) > 0.001 / len(pvalues), pvalues
 
 
@@ -119,8 +123,22 @@ def test_specgen_run_prints_the_targets_text(pair, capsys):
 
     def run(*args: str) -> str:
         with pytest.raises(SystemExit) as done:
-            cli.main(["run", "--target", str(pair.target), "--raw", "-n", "24", "--ctx", "256", "-t", "2", *args,
-                      "the print of self"])
+            cli.main(
+                [
+                    "run",
+                    "--target",
+                    str(pair.target),
+                    "--raw",
+                    "-n",
+                    "24",
+                    "--ctx",
+                    "256",
+                    "-t",
+                    "2",
+                    *args,
+                    "the print of self",
+                ]
+            )
         out, err = capsys.readouterr()
         assert done.value.code == 0, err
         return out

@@ -21,8 +21,19 @@ SPECGEN = [sys.executable, "-m", "specgen"]
 # says the same): -m, -hf, -hff, -c, -ngl, -md (--spec-draft-model), -hfd (--spec-draft-hf),
 # -ngld (--spec-draft-ngl), --spec-type, --spec-draft-n-max, --spec-draft-n-min. This version has
 # removed --draft-max and --draft-min ("use --spec-draft-n-max").
-LLAMA_SERVER_FLAGS = {"-m", "-hf", "-hff", "-c", "-ngl", "-md", "-hfd", "-ngld", "--spec-type",
-                      "--spec-draft-n-max", "--spec-draft-n-min"}
+LLAMA_SERVER_FLAGS = {
+    "-m",
+    "-hf",
+    "-hff",
+    "-c",
+    "-ngl",
+    "-md",
+    "-hfd",
+    "-ngld",
+    "--spec-type",
+    "--spec-draft-n-max",
+    "--spec-draft-n-min",
+}
 LLAMA_SPEC_TYPES = {"draft-simple", "ngram-simple", "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache"}
 VLLM_METHODS = {"draft_model", "ngram", "suffix"}
 PAIR = "qwen2.5-coder-7b:0.5b"
@@ -35,7 +46,7 @@ def export(*args: str) -> subprocess.CompletedProcess:
 def options(argv: list[str]) -> dict[str, str]:
     """'-x value' pairs of a command line (every option export emits takes a value)."""
     start = 3 if argv[0] == "vllm" else 1  # after `vllm serve MODEL`, or `llama-server`
-    return dict(zip(argv[start::2], argv[start + 1::2]))
+    return dict(zip(argv[start::2], argv[start + 1 :: 2]))
 
 
 def test_llama_server_gets_the_pairs_hub_files_draft_length_and_documented_flags_only():
@@ -44,10 +55,18 @@ def test_llama_server_gets_the_pairs_hub_files_draft_length_and_documented_flags
     argv = shlex.split(done.stdout)
     pair = load_registry().get(PAIR)
     assert argv[0] == "llama-server" and set(argv[1::2]) <= LLAMA_SERVER_FLAGS
-    assert options(argv) == {"-hf": pair.target.repo, "-hff": pair.target.file, "-hfd": pair.draft.repo,
-                             "-md": pair.draft.file, "-c": "4096", "-ngl": "99", "-ngld": "99",
-                             "--spec-type": "draft-simple", "--spec-draft-n-max": str(pair.draft_tokens),
-                             "--spec-draft-n-min": "0"}
+    assert options(argv) == {
+        "-hf": pair.target.repo,
+        "-hff": pair.target.file,
+        "-hfd": pair.draft.repo,
+        "-md": pair.draft.file,
+        "-c": "4096",
+        "-ngl": "99",
+        "-ngld": "99",
+        "--spec-type": "draft-simple",
+        "--spec-draft-n-max": str(pair.draft_tokens),
+        "--spec-draft-n-min": "0",
+    }
     assert f"draft, K={pair.draft_tokens}" in done.stderr
 
 
@@ -91,8 +110,10 @@ def test_vllm_serves_the_original_models_with_a_speculative_config():
 def test_a_pair_without_its_original_model_exports_the_gguf_with_a_note():
     user = Path(os.environ["SPECGEN_CONFIG_DIR"]) / "models.toml"
     user.parent.mkdir(parents=True, exist_ok=True)
-    user.write_text('[pairs."mine-2b:1b".target]\nrepo = "me/Mine-2B-GGUF"\nfile = "mine-2b-Q4_K_M.gguf"\n'
-                    'quant = "Q4_K_M"\n[pairs."mine-2b:1b".draft]\nrepo = "me/Mine-1B-GGUF"\nfile = "mine-1b.gguf"\n')
+    user.write_text(
+        '[pairs."mine-2b:1b".target]\nrepo = "me/Mine-2B-GGUF"\nfile = "mine-2b-Q4_K_M.gguf"\n'
+        'quant = "Q4_K_M"\n[pairs."mine-2b:1b".draft]\nrepo = "me/Mine-1B-GGUF"\nfile = "mine-1b.gguf"\n'
+    )
     done = export("mine-2b:1b", "--to", "vllm")
     assert shlex.split(done.stdout)[2] == "me/Mine-2B-GGUF:Q4_K_M"
     assert "vllm-gguf-plugin" in done.stderr and "--tokenizer" in done.stderr
@@ -100,20 +121,30 @@ def test_a_pair_without_its_original_model_exports_the_gguf_with_a_note():
 
 def bench_document(best: str, configs: list[dict], runs: list[dict], outcome: str = "pays") -> dict:
     """The parts of a `specgen bench --json` document (docs/bench-json.md) that export reads."""
-    return {"schema": "specgen-bench/1", "verdict": {"best": best, "outcome": outcome}, "configs": configs,
-            "runs": runs}
+    return {
+        "schema": "specgen-bench/1",
+        "verdict": {"best": best, "outcome": outcome},
+        "configs": configs,
+        "runs": runs,
+    }
 
 
-@pytest.mark.parametrize("best, drafter, k, adaptive, lookup_rounds, method, exported_k", [
-    ("lookup-k8", "lookup", 8, False, 0, "ngram", 8),  # prompt lookup won: copying
-    ("draft-k3", "model", 3, False, 0, "draft", 3),
-    ("draft-auto", "model", 6, True, 30, "ngram", 6),  # auto copied in 30 of 40 rounds
-    ("draft-auto", "model", 6, True, 5, "draft", 6),
-])
-def test_bench_results_choose_the_method_and_length(tmp_path, best, drafter, k, adaptive, lookup_rounds, method,
-                                                    exported_k):
-    configs = [{"name": "target", "drafter": "none", "k": 0, "adaptive": False},
-               {"name": best, "drafter": drafter, "k": k, "adaptive": adaptive}]
+@pytest.mark.parametrize(
+    "best, drafter, k, adaptive, lookup_rounds, method, exported_k",
+    [
+        ("lookup-k8", "lookup", 8, False, 0, "ngram", 8),  # prompt lookup won: copying
+        ("draft-k3", "model", 3, False, 0, "draft", 3),
+        ("draft-auto", "model", 6, True, 30, "ngram", 6),  # auto copied in 30 of 40 rounds
+        ("draft-auto", "model", 6, True, 5, "draft", 6),
+    ],
+)
+def test_bench_results_choose_the_method_and_length(
+    tmp_path, best, drafter, k, adaptive, lookup_rounds, method, exported_k
+):
+    configs = [
+        {"name": "target", "drafter": "none", "k": 0, "adaptive": False},
+        {"name": best, "drafter": drafter, "k": k, "adaptive": adaptive},
+    ]
     runs = [{"config": best, "rounds": 20, "lookup_rounds": lookup_rounds // 2, "drafted": 10}] * 2
     path = tmp_path / "bench.json"
     path.write_text(json.dumps(bench_document(best, configs, runs)))
@@ -126,8 +157,10 @@ def test_bench_results_choose_the_method_and_length(tmp_path, best, drafter, k, 
 
 
 def test_a_bench_of_other_model_files_is_refused(tmp_path):
-    configs = [{"name": "target", "drafter": "none", "k": 0, "adaptive": False},
-               {"name": "draft-k3", "drafter": "model", "k": 3, "adaptive": False}]
+    configs = [
+        {"name": "target", "drafter": "none", "k": 0, "adaptive": False},
+        {"name": "draft-k3", "drafter": "model", "k": 3, "adaptive": False},
+    ]
     document = bench_document("draft-k3", configs, [{"config": "draft-k3", "rounds": 20, "drafted": 10}])
     pair = load_registry().get(PAIR)
     for target, refused in (("/models/other-8b.gguf", True), (f"/somewhere/{pair.target.file}", False)):
@@ -140,8 +173,12 @@ def test_a_bench_of_other_model_files_is_refused(tmp_path):
 
 def test_unreadable_bench_and_unknown_engine_are_one_line(tmp_path):
     (tmp_path / "bad.json").write_text('{"results": []}')
-    for args in (["--to", "tgi"], ["--to", "vllm", "--bench", str(tmp_path / "bad.json")],
-                 ["--to", "vllm", "--bench", str(tmp_path / "missing.json")], ["--to", "vllm", "--method", "eagle"]):
+    for args in (
+        ["--to", "tgi"],
+        ["--to", "vllm", "--bench", str(tmp_path / "bad.json")],
+        ["--to", "vllm", "--bench", str(tmp_path / "missing.json")],
+        ["--to", "vllm", "--method", "eagle"],
+    ):
         done = export(PAIR, *args)
         assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1, args
         assert done.stderr.startswith("specgen: error: ")

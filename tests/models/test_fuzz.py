@@ -172,23 +172,51 @@ def run_cli(*args: str) -> tuple[int, str, str]:
 
 
 NAMES = ["mine-2b:1b", "x", "a-1b:2m", "llama3-8b:1b"]
-KEYS = ["repo", "file", "quant", "size_gb", "license", "gated", "description", "draft_tokens", "default_pair",
-        "target", "draft", "pairs", "other"]
+KEYS = [
+    "repo",
+    "file",
+    "quant",
+    "size_gb",
+    "license",
+    "gated",
+    "description",
+    "draft_tokens",
+    "default_pair",
+    "target",
+    "draft",
+    "pairs",
+    "other",
+]
 REPOS = ["me/Mine-GGUF", "a/..", "../b", "a/b/c", "a--b/c", "-a/b", "a/b.git", "", "a/" + "b" * 97, "a/b c"]
 FILES = ["x.gguf", "sub/x.gguf", "../x.gguf", "/etc/x.gguf", "a\\\\x.gguf", "a//x.gguf", "x.bin", ""]
 _strings = st.sampled_from(REPOS + FILES + NAMES) | st.text(max_size=12)
-_scalars = (st.builds(lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"', _strings)
-            | st.integers(-10, 10**20).map(str) | st.floats(allow_nan=True).map(repr)
-            | st.sampled_from(["true", "false"])
-            | st.just("1979-05-27T07:32:00Z"))
-_values = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3).map(lambda v: "[" + ", ".join(v) + "]")
-                       | st.lists(st.tuples(st.sampled_from(KEYS), inner), max_size=3).map(
-                           lambda kv: "{" + ", ".join(f"{k} = {v}" for k, v in kv) + "}"), max_leaves=6)
-_headers = (st.builds(lambda name, role: f'[pairs."{name}"{role}]', st.sampled_from(NAMES),
-                      st.sampled_from(["", ".target", ".draft", ".other"]))
-            | st.sampled_from(["[pairs]", "[x]", "[[pairs]]"]))
-_lines = (st.builds(lambda k, v: f"{k} = {v}", st.sampled_from(KEYS), _values) | _headers
-          | st.text(max_size=20).filter(lambda t: "\n" not in t and "\r" not in t))
+_scalars = (
+    st.builds(lambda s: '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"', _strings)
+    | st.integers(-10, 10**20).map(str)
+    | st.floats(allow_nan=True).map(repr)
+    | st.sampled_from(["true", "false"])
+    | st.just("1979-05-27T07:32:00Z")
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3).map(lambda v: "[" + ", ".join(v) + "]")
+        | st.lists(st.tuples(st.sampled_from(KEYS), inner), max_size=3).map(
+            lambda kv: "{" + ", ".join(f"{k} = {v}" for k, v in kv) + "}"
+        )
+    ),
+    max_leaves=6,
+)
+_headers = st.builds(
+    lambda name, role: f'[pairs."{name}"{role}]',
+    st.sampled_from(NAMES),
+    st.sampled_from(["", ".target", ".draft", ".other"]),
+) | st.sampled_from(["[pairs]", "[x]", "[[pairs]]"])
+_lines = (
+    st.builds(lambda k, v: f"{k} = {v}", st.sampled_from(KEYS), _values)
+    | _headers
+    | st.text(max_size=20).filter(lambda t: "\n" not in t and "\r" not in t)
+)
 
 
 @FUZZ

@@ -376,8 +376,9 @@ def small_header_reads(monkeypatch):
     monkeypatch.setattr(hubmod, "HEADER_FIRST", 4096)
 
 
-def test_a_mismatched_pair_fails_from_its_headers_before_any_download(user_pairs, fake_hub, tiny_models, capsys,
-                                                                     small_header_reads):
+def test_a_mismatched_pair_fails_from_its_headers_before_any_download(
+    user_pairs, fake_hub, tiny_models, capsys, small_header_reads
+):
     for command in (("pull", "tinybad-2b:1b"), ("run", "--pair", "tinybad-2b:1b", "hello")):
         code, out, err = specgen(capsys, *command)
         line = one_error_line(err)

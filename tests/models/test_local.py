@@ -32,8 +32,12 @@ def variants(tmp_path_factory, tiny_models) -> dict[str, Path]:
     tokens more (still compatible), one with a renamed token and one of another tokenizer type."""
     folder = tmp_path_factory.mktemp("variants")
     small = replace(DRAFT, n_layer=1)
-    specs = {"small": small, "padded": replace(small, extra_tokens=64), "renamed": replace(small, rename_token=139),
-             "gpt2": replace(small, vocab_type="gpt2")}
+    specs = {
+        "small": small,
+        "padded": replace(small, extra_tokens=64),
+        "renamed": replace(small, rename_token=139),
+        "gpt2": replace(small, vocab_type="gpt2"),
+    }
     built = {name: write_model(folder / f"tiny-{name}.gguf", spec) for name, spec in specs.items()}
     return {"target": tiny_models["target"], **built}
 
@@ -65,8 +69,10 @@ def ollama_model(store: Path, name: str, source: Path | None) -> Path:
     model, tag = name.split(":")
     manifest = store / "manifests" / "registry.ollama.ai" / "library" / model / tag
     manifest.parent.mkdir(parents=True, exist_ok=True)
-    layers = [{"mediaType": "application/vnd.ollama.image.license", "digest": "sha256:" + "0" * 64, "size": 10},
-              {"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}", "size": len(data)}]
+    layers = [
+        {"mediaType": "application/vnd.ollama.image.license", "digest": "sha256:" + "0" * 64, "size": 10},
+        {"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}", "size": len(data)},
+    ]
     manifest.write_text(json.dumps({"schemaVersion": 2, "layers": layers}))
     return blob
 
@@ -98,8 +104,15 @@ def disk(tmp_path, monkeypatch, variants) -> dict:
     extra = tmp_path / "extra"
     (extra / "deeper").mkdir(parents=True)
     shutil.copy(variants["gpt2"], extra / "deeper" / "tiny-gpt2.gguf")
-    return {"target": lmstudio / "tiny-target.gguf", "small": small, "padded": padded, "ghost": ghost,
-            "locked": locked, "extra": extra, "own": own}
+    return {
+        "target": lmstudio / "tiny-target.gguf",
+        "small": small,
+        "padded": padded,
+        "ghost": ghost,
+        "locked": locked,
+        "extra": extra,
+        "own": own,
+    }
 
 
 def readable(path: Path) -> bool:
@@ -140,8 +153,12 @@ def test_broken_files_are_skipped_and_counted_on_stderr(disk):
 def test_scan_reads_each_file_once_and_reports_reasons(disk):
     found = discover.scan([disk["extra"]])
     names = sorted(model.name for model in found.models)
-    expected = ["deeper/tiny-gpt2.gguf", "lmstudio-community/Tiny-GGUF/tiny-target.gguf",
-                "specgen-test/Tiny-Draft-GGUF/tiny-draft.gguf", "tiny-padded:1b"]
+    expected = [
+        "deeper/tiny-gpt2.gguf",
+        "lmstudio-community/Tiny-GGUF/tiny-target.gguf",
+        "specgen-test/Tiny-Draft-GGUF/tiny-draft.gguf",
+        "tiny-padded:1b",
+    ]
     if readable(disk["locked"]):
         expected.append("locked.gguf")
     assert names == sorted(expected)  # two HF revisions, one blob: listed once
@@ -159,14 +176,27 @@ def test_incompatible_vocabularies_are_never_paired(disk, variants):
     for name in ("target", "renamed", "gpt2", "small"):
         shutil.copy(variants[name], clean / f"{name}.gguf")
     found = discover.scan([clean])
-    paired = {(pair.target.path.name, pair.draft.path.name) for pair in found.pairs
-              if pair.target.path.parent == pair.draft.path.parent == clean}
+    paired = {
+        (pair.target.path.name, pair.draft.path.name)
+        for pair in found.pairs
+        if pair.target.path.parent == pair.draft.path.parent == clean
+    }
     assert paired == {("target.gguf", "small.gguf")}  # renamed and gpt2 are smaller too, but do not fit
 
 
 def test_listed_files_run_by_path_even_an_ollama_blob(disk):
-    result = specgen("run", "--target", str(disk["target"]), "--draft", str(disk["padded"]), "-n", "6", "--raw",
-                     "-q", "def add(a, b):")
+    result = specgen(
+        "run",
+        "--target",
+        str(disk["target"]),
+        "--draft",
+        str(disk["padded"]),
+        "-n",
+        "6",
+        "--raw",
+        "-q",
+        "def add(a, b):",
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout and result.stderr == ""
 
@@ -209,8 +239,14 @@ def test_hundreds_of_files_scan_fast(disk, variants, tmp_path, capsys):
 
 def test_on_a_terminal_each_pair_is_a_ready_to_run_command(disk):
     pexpect = pytest.importorskip("pexpect")
-    child = pexpect.spawn(SPECGEN[0], [*SPECGEN[1:], "pairs", "--local"], env=dict(os.environ), encoding="utf-8",
-                          timeout=60, dimensions=(40, 100))
+    child = pexpect.spawn(
+        SPECGEN[0],
+        [*SPECGEN[1:], "pairs", "--local"],
+        env=dict(os.environ),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 100),
+    )
     output = child.read()
     child.close()
     assert child.exitstatus == 0, output

@@ -35,7 +35,11 @@ REQUIRED = {
     ),
 }
 ALSO_REQUIRED = [
-    "qwen2.5-7b:0.5b", "qwen2.5-14b:0.5b", "qwen2.5-32b:0.5b", "qwen2.5-coder-7b:0.5b", "qwen2.5-coder-32b:0.5b",
+    "qwen2.5-7b:0.5b",
+    "qwen2.5-14b:0.5b",
+    "qwen2.5-32b:0.5b",
+    "qwen2.5-coder-7b:0.5b",
+    "qwen2.5-coder-32b:0.5b",
 ]
 
 USER_PAIR = """
@@ -133,10 +137,19 @@ def test_unknown_pair_suggests_the_closest_names():
     [
         ('[pairs."a-1b:1b"\nrepo = 1', r"models\.toml:1: .*fix the TOML syntax"),
         (USER_PAIR.replace('file = "mine-1b.gguf"', ""), r"models\.toml:12: pair 'mine-2b:1b' draft is missing 'file'"),
-        (USER_PAIR.replace("draft_tokens = 3", 'draft_tokens = "three"'), r"models\.toml:6: .*draft_tokens must be a whole"),
-        (USER_PAIR.replace('repo = "me/Mine-2B-GGUF"', 'repo = "Mine-2B-GGUF"'), r"models\.toml:9: .*should be 'owner/name'"),
+        (
+            USER_PAIR.replace("draft_tokens = 3", 'draft_tokens = "three"'),
+            r"models\.toml:6: .*draft_tokens must be a whole",
+        ),
+        (
+            USER_PAIR.replace('repo = "me/Mine-2B-GGUF"', 'repo = "Mine-2B-GGUF"'),
+            r"models\.toml:9: .*should be 'owner/name'",
+        ),
         (USER_PAIR.replace('file = "mine-2b.gguf"', 'file = "mine-2b.bin"'), r"models\.toml:10: .*not a \.gguf file"),
-        (USER_PAIR.replace("draft_tokens = 3", "draft_token = 3"), r"models\.toml:6: pair 'mine-2b:1b' has an unknown key"),
+        (
+            USER_PAIR.replace("draft_tokens = 3", "draft_token = 3"),
+            r"models\.toml:6: pair 'mine-2b:1b' has an unknown key",
+        ),
         (USER_PAIR.replace('"mine-2b:1b"', '"mine"'), r"models\.toml:\d+: pair name 'mine' should look like"),
         (USER_PAIR.replace('default_pair = "mine-2b:1b"', 'default_pair = "nope-2b:1b"'), r"default_pair 'nope-2b:1b'"),
     ],
@@ -147,10 +160,39 @@ def test_malformed_user_file_names_file_line_and_problem(text, message):
         load_registry()
 
 
-BAD_FILES = ["../../../elsewhere/x.gguf", "/etc/x.gguf", "sub/../x.gguf", "sub\\x.gguf", "sub//x.gguf",
-             "./x.gguf", "sub/./x.gguf", "/x.gguf", "C:/x.gguf", "C:x.gguf"]
-BAD_REPOS = ["a/..", "a/.", "../b", "a/b/c", "a//b", "/b", "a/", "a/b--c", "a/b..c", "-a/b", "a/b-", "a/.b",
-             "a/b.", "a/b c", "a/b\u00e9", "a/b.git", "a/" + "b" * 97, "a/b?x", "a/b%2e"]
+BAD_FILES = [
+    "../../../elsewhere/x.gguf",
+    "/etc/x.gguf",
+    "sub/../x.gguf",
+    "sub\\x.gguf",
+    "sub//x.gguf",
+    "./x.gguf",
+    "sub/./x.gguf",
+    "/x.gguf",
+    "C:/x.gguf",
+    "C:x.gguf",
+]
+BAD_REPOS = [
+    "a/..",
+    "a/.",
+    "../b",
+    "a/b/c",
+    "a//b",
+    "/b",
+    "a/",
+    "a/b--c",
+    "a/b..c",
+    "-a/b",
+    "a/b-",
+    "a/.b",
+    "a/b.",
+    "a/b c",
+    "a/b\u00e9",
+    "a/b.git",
+    "a/" + "b" * 97,
+    "a/b?x",
+    "a/b%2e",
+]
 
 
 @pytest.mark.parametrize("file", BAD_FILES)
@@ -209,9 +251,11 @@ def test_registry_found_from_an_installed_wheel(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         assert archive.read("specgen/models/models.toml") == (ROOT / "specgen" / "models" / "models.toml").read_bytes()
     subprocess.run([*pip, "install", "--no-deps", "--target", tmp_path / "site", wheel], check=True)
-    probe = ("import importlib, pkgutil, specgen\n"
-             "for m in pkgutil.walk_packages(specgen.__path__, 'specgen.'): m.name.endswith('__main__') or importlib.import_module(m.name)\n"
-             "from specgen.models import registry as r; print(r.shipped_path()); print(len(r.load_registry().pairs))")
+    probe = (
+        "import importlib, pkgutil, specgen\n"
+        "for m in pkgutil.walk_packages(specgen.__path__, 'specgen.'): m.name.endswith('__main__') or importlib.import_module(m.name)\n"
+        "from specgen.models import registry as r; print(r.shipped_path()); print(len(r.load_registry().pairs))"
+    )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "SPECGEN_CONFIG_DIR": str(tmp_path / "empty")}
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True

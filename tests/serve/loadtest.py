@@ -28,8 +28,14 @@ from dataclasses import dataclass, field
 import httpx
 from abuse import ANSWERED, PROBES, health_while, probe, trickle
 
-GARBAGE = [b"{not json", b'{"prompt": 5, "max_tokens": "many"}', b'{"messages": [{"role": 1}]}', b"[]",
-           b'{"prompt": "x", "max_tokens": -3}', b'{"prompt": "x", "stop": [' + b'"ab",' * 40 + b'"c"]}']
+GARBAGE = [
+    b"{not json",
+    b'{"prompt": 5, "max_tokens": "many"}',
+    b'{"messages": [{"role": 1}]}',
+    b"[]",
+    b'{"prompt": "x", "max_tokens": -3}',
+    b'{"prompt": "x", "stop": [' + b'"ab",' * 40 + b'"c"]}',
+]
 CHECK = {"prompt": "def fibonacci(n):", "max_tokens": 24, "temperature": 0}
 
 
@@ -56,8 +62,9 @@ class Tally:
             self.problems.append(text)
 
 
-def stream(http: httpx.Client, url: str, body: dict, tally: Tally, kind: str,
-           hang_up_after: int | None = None) -> str | None:
+def stream(
+    http: httpx.Client, url: str, body: dict, tally: Tally, kind: str, hang_up_after: int | None = None
+) -> str | None:
     """One streamed completion; returns its text, or None where it was refused or broke off.
     Hangs up after `hang_up_after` chunks if set; waits out a 503's Retry-After (at most 2 s)."""
     start, text, chunks = time.perf_counter(), [], 0
@@ -98,8 +105,11 @@ def client(url: str, deadline: float, tally: Tally, seed: int, max_tokens: int) 
             roll = rng.random()
             try:
                 if roll < 0.15:
-                    status = http.post(url + "/v1/completions", content=rng.choice(GARBAGE),
-                                       headers={"Content-Type": "application/json"}).status_code
+                    status = http.post(
+                        url + "/v1/completions",
+                        content=rng.choice(GARBAGE),
+                        headers={"Content-Type": "application/json"},
+                    ).status_code
                     tally.count(f"garbage: {status // 100}xx")
                     if status >= 500:
                         tally.problem(f"garbage got {status}")
@@ -158,8 +168,9 @@ def abuser(url: str, deadline: float, tally: Tally, names: list[str]) -> None:
         answer = probe(url, name, timeout=30)
         fair = name in ANSWERED
         tally.count(f"abuse: {name}: {answer.status}")
-        if answer.status is None or (answer.status != 200 if fair else not (
-                400 <= answer.status < 500 or answer.status == 503)):
+        if answer.status is None or (
+            answer.status != 200 if fair else not (400 <= answer.status < 500 or answer.status == 503)
+        ):
             tally.problem(f"abuse: {name}: status {answer.status} {answer.note}")
         elif answer.seconds > 1.0:
             tally.problem(f"abuse: {name}: answered after {answer.seconds:.2f} s")
@@ -175,8 +186,16 @@ def trickler(url: str, deadline: float, tally: Tally, count: int) -> None:
             tally.count("trickle: still open at the end", result.open_at_end)
 
 
-def run(url: str, pid: int, seconds: float, clients: int = 6, max_tokens: int = 48, burst_size: int = 16,
-        abuse: tuple[str, ...] = (), trickling: int = 0) -> tuple[Tally, str]:
+def run(
+    url: str,
+    pid: int,
+    seconds: float,
+    clients: int = 6,
+    max_tokens: int = 48,
+    burst_size: int = 16,
+    abuse: tuple[str, ...] = (),
+    trickling: int = 0,
+) -> tuple[Tally, str]:
     """Load the server for `seconds`, with a burst of `burst_size` streams halfway (none if 0), and
     the named `abuse` probes and `trickling` connections beside (tests/serve/abuse.py); returns
     what the clients saw and the check reply alone."""
@@ -185,8 +204,9 @@ def run(url: str, pid: int, seconds: float, clients: int = 6, max_tokens: int = 
         alone = stream(http, url, CHECK, tally, "greedy alone")
     start = time.perf_counter()
     deadline = start + seconds
-    threads = [threading.Thread(target=client, args=(url, deadline, tally, seed, max_tokens))
-               for seed in range(clients)]
+    threads = [
+        threading.Thread(target=client, args=(url, deadline, tally, seed, max_tokens)) for seed in range(clients)
+    ]
     threads.append(threading.Thread(target=sample_rss, args=(pid, start, deadline, tally)))
     if burst_size:
         threads.append(threading.Thread(target=burst, args=(url, start + seconds / 2, burst_size, tally)))
@@ -224,13 +244,15 @@ def report(tally: Tally, alone: str, seconds: float) -> str:
     if tally.rss_mib:
         rss = [mib for _, mib in tally.rss_mib]
         quarter = max(1, len(rss) // 4)
-        lines.append(f"server RSS: first quarter median {statistics.median(rss[:quarter]):.0f} MiB, last quarter "
-                     f"median {statistics.median(rss[-quarter:]):.0f} MiB, max {max(rss):.0f} MiB")
+        lines.append(
+            f"server RSS: first quarter median {statistics.median(rss[:quarter]):.0f} MiB, last quarter "
+            f"median {statistics.median(rss[-quarter:]):.0f} MiB, max {max(rss):.0f} MiB"
+        )
     same = sum(text == alone for text in tally.greedy)
     lines.append(f"greedy check under load: {same}/{len(tally.greedy)} equal to the reply alone")
     for text in sorted(set(tally.greedy) - {alone}):
         at = next(i for i, (a, b) in enumerate(zip(text + "\0", alone + "\0", strict=False)) if a != b)
-        lines.append(f"  differs at character {at}: alone {alone[at:at + 20]!r}, under load {text[at:at + 20]!r}")
+        lines.append(f"  differs at character {at}: alone {alone[at : at + 20]!r}, under load {text[at : at + 20]!r}")
     lines.append(f"problems: {len(tally.problems)}" + "".join(f"\n  {p}" for p in tally.problems[:10]))
     return "\n".join(lines)
 
@@ -242,12 +264,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=180)
     parser.add_argument("--clients", type=int, default=6)
     parser.add_argument("--max-tokens", type=int, default=48)
-    parser.add_argument("--abuse", nargs="*", default=[], choices=[*PROBES, *ANSWERED], metavar="PROBE",
-                        help="hostile requests to send beside the clients (tests/serve/abuse.py)")
+    parser.add_argument(
+        "--abuse",
+        nargs="*",
+        default=[],
+        choices=[*PROBES, *ANSWERED],
+        metavar="PROBE",
+        help="hostile requests to send beside the clients (tests/serve/abuse.py)",
+    )
     parser.add_argument("--trickle", type=int, default=0, help="connections trickling their headers, per wave")
     args = parser.parse_args(argv)
-    tally, alone = run(args.url, args.pid, args.seconds, args.clients, args.max_tokens, abuse=tuple(args.abuse),
-                       trickling=args.trickle)
+    tally, alone = run(
+        args.url, args.pid, args.seconds, args.clients, args.max_tokens, abuse=tuple(args.abuse), trickling=args.trickle
+    )
     print(report(tally, alone, args.seconds))
     return 1 if tally.problems else 0
 

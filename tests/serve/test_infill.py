@@ -24,24 +24,67 @@ FILES = (("util.py", "def square(x):\n    return x * x\n"), ("notes.txt", "the p
 # the greedy reply to this gap has a line break, then a line that starts at column 0
 BROKEN_PREFIX, BROKEN_SUFFIX = "print in:\n    ", "\n    return x\n"
 # llama.vim's FIM request (autoload/llama.vim), with its own response_fields
-LLAMA_VIM = {"id_slot": 0, "n_predict": 24, "stop": [], "n_indent": 0, "top_k": 40, "top_p": 0.90,
-             "samplers": ["top_k", "top_p", "infill"], "stream": False, "cache_prompt": True,
-             "t_max_prompt_ms": 500, "t_max_predict_ms": 1000,
-             "response_fields": ["content", "timings/prompt_n", "timings/prompt_ms", "timings/prompt_per_token_ms",
-                                 "timings/prompt_per_second", "timings/predicted_n", "timings/predicted_ms",
-                                 "timings/predicted_per_token_ms", "timings/predicted_per_second", "truncated",
-                                 "tokens_cached"]}
+LLAMA_VIM = {
+    "id_slot": 0,
+    "n_predict": 24,
+    "stop": [],
+    "n_indent": 0,
+    "top_k": 40,
+    "top_p": 0.90,
+    "samplers": ["top_k", "top_p", "infill"],
+    "stream": False,
+    "cache_prompt": True,
+    "t_max_prompt_ms": 500,
+    "t_max_predict_ms": 1000,
+    "response_fields": [
+        "content",
+        "timings/prompt_n",
+        "timings/prompt_ms",
+        "timings/prompt_per_token_ms",
+        "timings/prompt_per_second",
+        "timings/predicted_n",
+        "timings/predicted_ms",
+        "timings/predicted_per_token_ms",
+        "timings/predicted_per_second",
+        "truncated",
+        "tokens_cached",
+    ],
+}
 # llama.vscode's (src/llama-server.ts): three completions asked for, chunks stamped with a time, and
 # the name of the chat model it is set up for (its default ai_model)
-LLAMA_VSCODE = {"id_slot": 0, "n_predict": 24, "n_cmpl": 3, "model": "google/gemini-2.5-flash", "top_k": 40, "top_p": 0.99, "stream": False,
-                "samplers": ["top_k", "top_p", "infill"], "cache_prompt": True, "t_max_prompt_ms": 500,
-                "t_max_predict_ms": 2500}
+LLAMA_VSCODE = {
+    "id_slot": 0,
+    "n_predict": 24,
+    "n_cmpl": 3,
+    "model": "google/gemini-2.5-flash",
+    "top_k": 40,
+    "top_p": 0.99,
+    "stream": False,
+    "samplers": ["top_k", "top_p", "infill"],
+    "cache_prompt": True,
+    "t_max_prompt_ms": 500,
+    "t_max_predict_ms": 2500,
+}
 
 
 @pytest.fixture(scope="module")
 def fim_server(tiny_models):
-    running = Server("--target", str(tiny_models["target_fim"]), "--draft", str(tiny_models["draft_fim"]), "-k", "3",
-                     "--ctx", "2048", "-t", "1", "-n", "24", "--api-key", KEY)
+    running = Server(
+        "--target",
+        str(tiny_models["target_fim"]),
+        "--draft",
+        str(tiny_models["draft_fim"]),
+        "-k",
+        "3",
+        "--ctx",
+        "2048",
+        "-t",
+        "1",
+        "-n",
+        "24",
+        "--api-key",
+        KEY,
+    )
     yield running
     running.stop()
 
@@ -72,8 +115,9 @@ def infill(server: Server, **body) -> dict:
 def streamed(server: Server, **body) -> list[dict]:
     """The events of a streamed /infill, each parsed; the raw lines must all be events."""
     with httpx.Client(timeout=60) as http:
-        with http.stream("POST", server.url + "/infill", json={**body, "stream": True},
-                         headers={"Authorization": f"Bearer {KEY}"}) as response:
+        with http.stream(
+            "POST", server.url + "/infill", json={**body, "stream": True}, headers={"Authorization": f"Bearer {KEY}"}
+        ) as response:
             assert response.status_code == 200
             lines = [line for line in response.iter_lines() if line]
     assert all(line.startswith("data: ") for line in lines) and lines[-1] != "data: [DONE]"
@@ -111,8 +155,13 @@ def test_a_streamed_infill_sends_pieces_then_the_final_body_without_done(fim_ser
 
 
 def test_llama_vims_request_gets_exactly_the_fields_it_names(fim_server, fim_target, fim_draft):
-    body = {**LLAMA_VIM, "input_prefix": PREFIX[:-3], "prompt": "a =", "input_suffix": SUFFIX,
-            "input_extra": [{"text": text, "time": 1764000000.5, "filename": name} for name, text in FILES]}
+    body = {
+        **LLAMA_VIM,
+        "input_prefix": PREFIX[:-3],
+        "prompt": "a =",
+        "input_suffix": SUFFIX,
+        "input_extra": [{"text": text, "time": 1764000000.5, "filename": name} for name, text in FILES],
+    }
     reply = infill(fim_server, **body)
     assert set(reply) == set(LLAMA_VIM["response_fields"])
     prompt = laid_out(fim_target, PREFIX, SUFFIX, FILES)  # the text at the cursor continues the prefix
@@ -122,8 +171,9 @@ def test_llama_vims_request_gets_exactly_the_fields_it_names(fim_server, fim_tar
 
 def test_llama_vscodes_request_is_served_one_completion(fim_server):
     chunks = [{"text": text, "time": 1764000000123, "filename": name} for name, text in FILES]
-    reply = infill(fim_server, **LLAMA_VSCODE, input_prefix=PREFIX, input_suffix=SUFFIX, input_extra=chunks,
-                   prompt="", n_indent=4)
+    reply = infill(
+        fim_server, **LLAMA_VSCODE, input_prefix=PREFIX, input_suffix=SUFFIX, input_extra=chunks, prompt="", n_indent=4
+    )
     assert isinstance(reply, dict) and reply["content"] and reply["generation_settings"]["n_indent"] == 4
 
 
@@ -132,8 +182,19 @@ def test_an_editors_warm_up_request_fills_the_cache_the_next_one_reuses(fim_serv
     and the next completion finds everything up to its prefix cached (files no other test sends)."""
     opened = (("warm.py", "import os\n"), *FILES)
     files = [{"filename": name, "text": text} for name, text in opened]
-    warm = infill(fim_server, input_prefix="", input_suffix="", prompt="", input_extra=files, n_predict=0,
-                  samplers=[], cache_prompt=True, t_max_prompt_ms=1, t_max_predict_ms=1, response_fields=[""])
+    warm = infill(
+        fim_server,
+        input_prefix="",
+        input_suffix="",
+        prompt="",
+        input_extra=files,
+        n_predict=0,
+        samplers=[],
+        cache_prompt=True,
+        t_max_prompt_ms=1,
+        t_max_predict_ms=1,
+        response_fields=[""],
+    )
     assert warm == {}
     warm = infill(fim_server, input_prefix="", input_suffix="", input_extra=files, n_predict=0)
     assert warm["content"] == "" and warm["tokens_predicted"] == 0 and warm["specgen"]["first_token_s"] is None
@@ -163,8 +224,7 @@ def test_n_indent_ends_the_reply_before_a_line_indented_less(fim_server, fim_tar
 def test_t_max_predict_ms_ends_the_reply_at_a_line_end_past_the_time(fim_server, fim_target, fim_draft):
     """The first line break comes a dozen tokens in, past 1 ms: the reply ends right after it."""
     text = reference(fim_target, fim_draft, laid_out(fim_target, BROKEN_PREFIX, BROKEN_SUFFIX), 40)[0]
-    reply = infill(fim_server, input_prefix=BROKEN_PREFIX, input_suffix=BROKEN_SUFFIX, n_predict=40,
-                   t_max_predict_ms=1)
+    reply = infill(fim_server, input_prefix=BROKEN_PREFIX, input_suffix=BROKEN_SUFFIX, n_predict=40, t_max_predict_ms=1)
     assert reply["content"] == text[: text.index("\n") + 1] and reply["specgen"]["stop_reason"] == "time limit"
 
 
@@ -206,8 +266,9 @@ def test_a_completion_with_a_suffix_fills_the_gap(fim_server, fim_target, fim_dr
     text, tokens, _ = reference(fim_target, fim_draft, prompt, 20)
     assert reply.choices[0].text == text and reply.usage.prompt_tokens == len(prompt)
     assert reply.usage.completion_tokens == len(tokens)
-    pieces = list(api.completions.create(model="tiny-target_fim", prompt=PREFIX, suffix=SUFFIX, max_tokens=20,
-                                         stream=True))
+    pieces = list(
+        api.completions.create(model="tiny-target_fim", prompt=PREFIX, suffix=SUFFIX, max_tokens=20, stream=True)
+    )
     assert "".join(piece.choices[0].text for piece in pieces) == text
     plain = api.completions.create(model="tiny-target_fim", prompt=PREFIX, suffix="", max_tokens=20)
     assert plain.usage.prompt_tokens == len(fim_target.tokenize(PREFIX, add_special=True, parse_special=False))
@@ -219,30 +280,33 @@ def test_a_completion_with_a_suffix_fills_the_gap(fim_server, fim_target, fim_dr
 GAP = {"input_prefix": "a", "input_suffix": "b"}
 
 
-@pytest.mark.parametrize("body, param", [
-    ({"input_suffix": "b"}, "input_prefix"),
-    ({"input_prefix": "a", "input_suffix": None}, "input_suffix"),
-    ({**GAP, "input_extra": "def f(): pass"}, "input_extra"),
-    ({**GAP, "input_extra": {"text": "x"}}, "input_extra"),
-    ({**GAP, "input_extra": ["x"]}, "input_extra[0]"),
-    ({**GAP, "input_extra": [{"filename": "a.py"}]}, "input_extra[0]"),
-    ({**GAP, "input_extra": [{"text": "x"}, {"text": 3}]}, "input_extra[1]"),
-    ({**GAP, "input_extra": [{"text": "x", "path": "a.py"}]}, "input_extra[0]"),
-    ({**GAP, "input_extra": [{"text": "x", "filename": 3}]}, "input_extra[0].filename"),
-    ({**GAP, "min_p": 0.05}, "min_p"),
-    ({**GAP, "n_predict": "5"}, "n_predict"),
-    ({**GAP, "n_predict": -2}, "n_predict"),
-    ({**GAP, "stream": "yes"}, "stream"),
-    ({**GAP, "temperature": "hot"}, "temperature"),
-    ({**GAP, "stop": [1]}, "stop"),
-    ({**GAP, "response_fields": [1]}, "response_fields"),
-    ({**GAP, "samplers": 3}, "samplers"),
-    ({**GAP, "cache_prompt": "yes"}, "cache_prompt"),
-    ({**GAP, "n_cmpl": 0}, "n_cmpl"),
-    ({**GAP, "n_indent": -1}, "n_indent"),
-    ({**GAP, "lora": [{"id": 0, "scale": 0.5}]}, "lora"),
-    ({**GAP, "model": 7}, "model"),
-])
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({"input_suffix": "b"}, "input_prefix"),
+        ({"input_prefix": "a", "input_suffix": None}, "input_suffix"),
+        ({**GAP, "input_extra": "def f(): pass"}, "input_extra"),
+        ({**GAP, "input_extra": {"text": "x"}}, "input_extra"),
+        ({**GAP, "input_extra": ["x"]}, "input_extra[0]"),
+        ({**GAP, "input_extra": [{"filename": "a.py"}]}, "input_extra[0]"),
+        ({**GAP, "input_extra": [{"text": "x"}, {"text": 3}]}, "input_extra[1]"),
+        ({**GAP, "input_extra": [{"text": "x", "path": "a.py"}]}, "input_extra[0]"),
+        ({**GAP, "input_extra": [{"text": "x", "filename": 3}]}, "input_extra[0].filename"),
+        ({**GAP, "min_p": 0.05}, "min_p"),
+        ({**GAP, "n_predict": "5"}, "n_predict"),
+        ({**GAP, "n_predict": -2}, "n_predict"),
+        ({**GAP, "stream": "yes"}, "stream"),
+        ({**GAP, "temperature": "hot"}, "temperature"),
+        ({**GAP, "stop": [1]}, "stop"),
+        ({**GAP, "response_fields": [1]}, "response_fields"),
+        ({**GAP, "samplers": 3}, "samplers"),
+        ({**GAP, "cache_prompt": "yes"}, "cache_prompt"),
+        ({**GAP, "n_cmpl": 0}, "n_cmpl"),
+        ({**GAP, "n_indent": -1}, "n_indent"),
+        ({**GAP, "lora": [{"id": 0, "scale": 0.5}]}, "lora"),
+        ({**GAP, "model": 7}, "model"),
+    ],
+)
 def test_a_bad_infill_body_is_a_400_naming_the_field(fim_server, body, param):
     reply = post(fim_server, "/infill", json=body)
     assert reply.status_code == 400, reply.text
@@ -250,13 +314,16 @@ def test_a_bad_infill_body_is_a_400_naming_the_field(fim_server, body, param):
     assert error["param"] == param and error["type"] == "invalid_request_error" and error["message"]
 
 
-@pytest.mark.parametrize("body, param", [
-    ({"input_prefix": "def f\u0000(x)", "input_suffix": ""}, "input_prefix"),
-    ({"input_prefix": "", "input_suffix": "\u0000"}, "input_suffix"),
-    ({**GAP, "prompt": "x\u0000"}, "prompt"),
-    ({**GAP, "input_extra": [{"text": "ok"}, {"text": "a\u0000b"}]}, "input_extra[1].text"),
-    ({**GAP, "input_extra": [{"text": "ok", "filename": "a\u0000.py"}]}, "input_extra[0].filename"),
-])
+@pytest.mark.parametrize(
+    "body, param",
+    [
+        ({"input_prefix": "def f\u0000(x)", "input_suffix": ""}, "input_prefix"),
+        ({"input_prefix": "", "input_suffix": "\u0000"}, "input_suffix"),
+        ({**GAP, "prompt": "x\u0000"}, "prompt"),
+        ({**GAP, "input_extra": [{"text": "ok"}, {"text": "a\u0000b"}]}, "input_extra[1].text"),
+        ({**GAP, "input_extra": [{"text": "ok", "filename": "a\u0000.py"}]}, "input_extra[0].filename"),
+    ],
+)
 def test_a_nul_in_any_infill_text_is_a_400_naming_it(fim_server, body, param):
     reply = post(fim_server, "/infill", json=body)
     assert reply.status_code == 400 and reply.json()["error"]["param"] == param and "NUL" in reply.text
@@ -316,12 +383,15 @@ def test_a_gap_that_repeats_nearby_text_drafts_from_it(walk_server):
     prefix, in the suffix: the same text, drafted from where it stands."""
     alone = walk(walk_server, "k-none")
     text = alone["content"]
-    assert len(set(text)) == len(text) == 17 and set(text) <= set(string.digits + string.punctuation), \
+    assert len(set(text)) == len(text) == 17 and set(text) <= set(string.digits + string.punctuation), (
         "the construction: seventeen different characters, so the reply never repeats itself"
+    )
     assert alone["specgen"]["accepted"] == 0 and alone["specgen"]["rounds"] == 17
-    placements = {"k-files": {"input_extra": [{"filename": "walk.txt", "text": text}]},
-                  "k-prefix": {"input_prefix": text + "\n" + PREFIX},
-                  "k-suffix": {"input_suffix": SUFFIX + text + "\n"}}
+    placements = {
+        "k-files": {"input_extra": [{"filename": "walk.txt", "text": text}]},
+        "k-prefix": {"input_prefix": text + "\n" + PREFIX},
+        "k-suffix": {"input_suffix": SUFFIX + text + "\n"},
+    }
     for key, gap in placements.items():
         copied = walk(walk_server, key, **gap)
         assert copied["content"] == text, key
@@ -343,8 +413,16 @@ def test_the_prompt_puts_files_first_then_prefix_suffix_and_middle():
     assert fim_prompt(CHARS, 1, chars("ab"), chars("cd"), [], 100).tokens == [1, 1001, 97, 98, 1002, 99, 100, 1003]
     assert fim_prompt(CHARS, None, [], [], [], 100).tokens == [1001, 1002, 1003]
     files = files_tokens(CHARS, chars, (("x.py", "XY"), ("y", "")))
-    assert files == [1005, *chars("myproject\n"), 1006, *chars("x.py\nXY"), 1006, *chars("y\n"), 1006,
-                     *chars("filename\n")]
+    assert files == [
+        1005,
+        *chars("myproject\n"),
+        1006,
+        *chars("x.py\nXY"),
+        1006,
+        *chars("y\n"),
+        1006,
+        *chars("filename\n"),
+    ]
     assert fim_prompt(CHARS, 1, chars("ab"), [], files, 100).tokens == [1, *files, 1001, 97, 98, 1002, 1003]
     assert files_tokens(CHARS, chars, ()) == []
     bare = FimTokens(pre=1001, suf=1002, mid=1003)  # no repository or file tokens: snippet lines between files
@@ -407,4 +485,6 @@ def test_t_max_predict_ms_ends_at_the_first_line_break_past_the_deadline():
 def test_response_fields_pick_values_by_path():
     body = {"content": "x", "timings": {"prompt_n": 3}, "stop": True}
     assert picked(body, ("content", "timings/prompt_n", "timings/nothing", "stop/deeper", "")) == {
-        "content": "x", "timings/prompt_n": 3}
+        "content": "x",
+        "timings/prompt_n": 3,
+    }

@@ -16,9 +16,11 @@ from specgen.serve.tools import CallStream, parse_calls
 from specgen.serve.wire import ApiError, parse_request
 
 TEXT = st.text(alphabet=st.sampled_from('ab[]{}"\\:,\n'), max_size=6)
-VALUES = st.recursive(st.none() | st.integers() | TEXT,
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
-                      max_leaves=20)
+VALUES = st.recursive(
+    st.none() | st.integers() | TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TEXT, inner, max_size=3),
+    max_leaves=20,
+)
 
 
 def nesting(value) -> int:
@@ -40,10 +42,14 @@ def test_brackets_inside_strings_and_escaped_quotes_do_not_count():
     assert depth(json.dumps({"a": "[[[{{{", "b": ['\\"]]', "\\"]})) == 2
 
 
-DEEP_CALL = [{"role": "user", "content": "hi"},
-             {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
-                                                   "function": {"name": "f", "arguments": "[" * 100_000}}]},
-             {"role": "tool", "tool_call_id": "c1", "content": "ok"}]
+DEEP_CALL = [
+    {"role": "user", "content": "hi"},
+    {
+        "role": "assistant",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "[" * 100_000}}],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+]
 
 
 def test_earlier_call_arguments_nested_too_deep_are_a_400_naming_them():
@@ -55,17 +61,25 @@ def test_earlier_call_arguments_nested_too_deep_are_a_400_naming_them():
 
 def test_earlier_call_arguments_as_deep_as_allowed_are_read():
     arguments = "[" * MAX_DEPTH + "]" * MAX_DEPTH
-    messages = [DEEP_CALL[0], {**DEEP_CALL[1], "tool_calls": [{"id": "c1", "type": "function",
-                                                              "function": {"name": "f", "arguments": arguments}}]}]
+    messages = [
+        DEEP_CALL[0],
+        {
+            **DEEP_CALL[1],
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}],
+        },
+    ]
     spec = parse_request({"messages": messages}, "chat", ("m",))
     assert nesting(spec.chat[1]["tool_calls"][0]["function"]["arguments"]) == MAX_DEPTH
 
 
-@pytest.mark.parametrize("fmt, text", [
-    (HERMES, '<tool_call>\n{"name": "f", "arguments": ' + "[" * 100_000 + "}\n</tool_call>"),
-    (HERMES, '<tool_call>\n{"name": "f", "arguments": "' + "[" * 100_000 + '"}\n</tool_call>'),
-    (LLAMA3, '{"name": "f", "parameters": ' + "{" * 100_000),
-])
+@pytest.mark.parametrize(
+    "fmt, text",
+    [
+        (HERMES, '<tool_call>\n{"name": "f", "arguments": ' + "[" * 100_000 + "}\n</tool_call>"),
+        (HERMES, '<tool_call>\n{"name": "f", "arguments": "' + "[" * 100_000 + '"}\n</tool_call>'),
+        (LLAMA3, '{"name": "f", "parameters": ' + "{" * 100_000),
+    ],
+)
 def test_a_call_the_model_nested_too_deep_stays_text(fmt, text):
     assert parse_calls(text, fmt) == (text, [])
     stream = CallStream(fmt)

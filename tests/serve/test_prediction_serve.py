@@ -58,8 +58,13 @@ def edited(text: str) -> str:
 @pytest.mark.parametrize("which", ["same", "edited"])
 def test_a_chat_with_a_prediction_gives_the_same_text_and_openais_counts(server, alone, which):
     predicted = alone if which == "same" else edited(alone)
-    reply = client(server).chat.completions.create(model=MODEL, messages=WALK, max_tokens=LENGTH, temperature=0,
-                                                   prediction={"type": "content", "content": predicted})
+    reply = client(server).chat.completions.create(
+        model=MODEL,
+        messages=WALK,
+        max_tokens=LENGTH,
+        temperature=0,
+        prediction={"type": "content", "content": predicted},
+    )
     assert reply.choices[0].message.content == alone
     details = reply.usage.completion_tokens_details
     assert details.accepted_prediction_tokens == common_subsequence(predicted, alone)
@@ -74,9 +79,17 @@ def test_a_chat_with_a_prediction_gives_the_same_text_and_openais_counts(server,
 
 def test_a_streamed_chat_carries_the_counts_in_its_usage_chunk(server, alone):
     predicted = edited(alone)
-    chunks = list(client(server).chat.completions.create(
-        model=MODEL, messages=WALK, max_tokens=LENGTH, temperature=0, stream=True,
-        stream_options={"include_usage": True}, prediction={"type": "content", "content": predicted}))
+    chunks = list(
+        client(server).chat.completions.create(
+            model=MODEL,
+            messages=WALK,
+            max_tokens=LENGTH,
+            temperature=0,
+            stream=True,
+            stream_options={"include_usage": True},
+            prediction={"type": "content", "content": predicted},
+        )
+    )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == alone
     details = chunks[-1].usage.completion_tokens_details
     assert details.accepted_prediction_tokens == common_subsequence(predicted, alone)
@@ -86,8 +99,13 @@ def test_a_streamed_chat_carries_the_counts_in_its_usage_chunk(server, alone):
 
 def test_a_completion_takes_a_prediction_in_text_parts(server, alone):
     parts = [{"type": "text", "text": alone[:10]}, {"type": "text", "text": alone[10:]}]
-    reply = client(server).completions.create(model=MODEL, prompt="walk", max_tokens=LENGTH, temperature=0,
-                                              extra_body={"prediction": {"type": "content", "content": parts}})
+    reply = client(server).completions.create(
+        model=MODEL,
+        prompt="walk",
+        max_tokens=LENGTH,
+        temperature=0,
+        extra_body={"prediction": {"type": "content", "content": parts}},
+    )
     text = reply.choices[0].text
     details = reply.usage.completion_tokens_details
     assert details.accepted_prediction_tokens == common_subsequence(alone, text)
@@ -95,12 +113,15 @@ def test_a_completion_takes_a_prediction_in_text_parts(server, alone):
     assert reply.model_dump()["specgen"]["prediction"]["kept"] > 0  # the served prediction really drafted
 
 
-@pytest.mark.parametrize("prediction, param", [
-    ({"type": "text", "content": "x"}, "prediction.type"),
-    ({"type": "content", "content": 7}, "prediction.content"),
-    ({"type": "content", "content": [{"type": "image_url", "image_url": "x"}]}, "prediction.content[0]"),
-    ("the text", "prediction"),
-])
+@pytest.mark.parametrize(
+    "prediction, param",
+    [
+        ({"type": "text", "content": "x"}, "prediction.type"),
+        ({"type": "content", "content": 7}, "prediction.content"),
+        ({"type": "content", "content": [{"type": "image_url", "image_url": "x"}]}, "prediction.content[0]"),
+        ("the text", "prediction"),
+    ],
+)
 def test_a_prediction_of_the_wrong_shape_is_a_400_naming_it(server, prediction, param):
     with pytest.raises(openai.BadRequestError) as caught:
         client(server).chat.completions.create(model=MODEL, messages=WALK, max_tokens=4, prediction=prediction)
@@ -108,8 +129,11 @@ def test_a_prediction_of_the_wrong_shape_is_a_400_naming_it(server, prediction, 
 
 
 def test_a_prediction_longer_than_the_context_is_a_400(server):
-    reply = post(server, "/v1/chat/completions", json={
-        "messages": WALK, "max_tokens": 4, "prediction": {"type": "content", "content": "0123456789" * 60}})
+    reply = post(
+        server,
+        "/v1/chat/completions",
+        json={"messages": WALK, "max_tokens": 4, "prediction": {"type": "content", "content": "0123456789" * 60}},
+    )
     assert reply.status_code == 400
     error = reply.json()["error"]
     assert error["param"] == "prediction" and error["code"] == "context_length_exceeded", error

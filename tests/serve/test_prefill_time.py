@@ -45,4 +45,3 @@ def test_saving_the_last_users_caches_is_not_counted_in_the_next_users_prefill(t
     assert second.outcome.prefill.seconds < SLOW_SAVE_S / 2, second.outcome.prefill
     assert first.outcome.prefill.seconds < SLOW_SAVE_S / 2  # nothing to save before the first
     target_model.truncate(0)
-

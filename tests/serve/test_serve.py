@@ -40,8 +40,13 @@ class Server:
 
     def __init__(self, *args: str, keys: str = "", env: dict[str, str] | None = None):
         env = {**os.environ, "SPECGEN_API_KEY": keys, **(env or {})}
-        self.process = subprocess.Popen([*SPECGEN, "serve", "--port", "0", *args], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env=env)
+        self.process = subprocess.Popen(
+            [*SPECGEN, "serve", "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         self.lines: list[str] = []
         self._changed = threading.Condition()
         threading.Thread(target=self._read, daemon=True).start()
@@ -58,7 +63,8 @@ class Server:
         with self._changed:
             found = self._changed.wait_for(
                 lambda: len([x for x in self.lines if fragment in x]) >= count or self.process.poll() is not None,
-                timeout)
+                timeout,
+            )
             hits = [x for x in self.lines if fragment in x]
             assert found and len(hits) >= count, f"no {fragment!r} on stderr:\n" + "\n".join(self.lines)
             return hits[count - 1]
@@ -89,8 +95,24 @@ def pinned_costs(folder: Path, *args: str, flat: bool = False) -> dict[str, str]
 @pytest.fixture(scope="module")
 def server(tiny_models):
     """The tiny pair with K = 3, the session fixtures' context and threads, and two API keys."""
-    running = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "-k", "3",
-                     "--ctx", "2048", "-t", "1", "--api-key", KEY, "--api-key", OTHER_KEY, "-n", "24")
+    running = Server(
+        "--target",
+        str(tiny_models["target"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "-k",
+        "3",
+        "--ctx",
+        "2048",
+        "-t",
+        "1",
+        "--api-key",
+        KEY,
+        "--api-key",
+        OTHER_KEY,
+        "-n",
+        "24",
+    )
     yield running
     running.stop()
 
@@ -98,8 +120,22 @@ def server(tiny_models):
 @pytest.fixture(scope="module")
 def endless(tiny_models):
     """A target that never ends a reply, a large context, and room for one waiting request."""
-    running = Server("--target", str(tiny_models["target_endless"]), "--draft", str(tiny_models["draft"]),
-                     "-k", "3", "--ctx", "32768", "--queue", "1", "-n", "100000", "-t", "1")
+    running = Server(
+        "--target",
+        str(tiny_models["target_endless"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "-k",
+        "3",
+        "--ctx",
+        "32768",
+        "--queue",
+        "1",
+        "-n",
+        "100000",
+        "-t",
+        "1",
+    )
     yield running
     running.stop()
 
@@ -159,8 +195,11 @@ def test_streamed_replies_equal_whole_ones_and_end_with_stats(server):
     assert last["usage"]["completion_tokens"] == whole.usage.completion_tokens
     assert last["specgen"]["drafter"] == "speculative" and last["specgen"]["draft_model"] == "tiny-draft.gguf"
 
-    pieces = list(api.completions.create(model="tiny-target", prompt="x = 1", max_tokens=12, stream=True,
-                                         stream_options={"include_usage": True}))
+    pieces = list(
+        api.completions.create(
+            model="tiny-target", prompt="x = 1", max_tokens=12, stream=True, stream_options={"include_usage": True}
+        )
+    )
     assert pieces[-1].choices == [] and pieces[-1].usage.completion_tokens == 12
     assert pieces[-2].choices[0].finish_reason == "length"
     text = "".join(p.choices[0].text for p in pieces[:-1])
@@ -168,8 +207,9 @@ def test_streamed_replies_equal_whole_ones_and_end_with_stats(server):
 
 
 def test_usage_and_specgen_stats_add_up(server):
-    reply = client(server).chat.completions.create(model="tiny-target", max_tokens=20,
-                                                   messages=[{"role": "user", "content": "print the"}])
+    reply = client(server).chat.completions.create(
+        model="tiny-target", max_tokens=20, messages=[{"role": "user", "content": "print the"}]
+    )
     stats, usage = reply.model_dump()["specgen"], reply.usage
     assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
     assert stats["draft_tokens"] == 3 and stats["drafted"] >= stats["accepted"] > 0
@@ -191,15 +231,19 @@ def test_stop_string_spanning_two_tokens_cuts_the_reply(server, target_model, dr
     tokens = target_model.tokenize("if self", add_special=True, parse_special=False)
     text, out, _ = reference(target_model, draft_model, tokens, 24)
     pieces = [target_model.piece(t).decode("utf-8", "replace") for t in out]
-    i = next(i for i in range(2, len(pieces) - 1) if pieces[i].isascii() and pieces[i + 1].isascii()
-             and pieces[i].strip() and pieces[i + 1].strip())
+    i = next(
+        i
+        for i in range(2, len(pieces) - 1)
+        if pieces[i].isascii() and pieces[i + 1].isascii() and pieces[i].strip() and pieces[i + 1].strip()
+    )
     stop = pieces[i][-1] + pieces[i + 1][0]  # the end of one token and the start of the next
     expected = text[: text.index(stop)]
     api = client(server)
     whole = api.completions.create(model="tiny-target", prompt="if self", max_tokens=24, stop=["zzz", stop])
     assert whole.choices[0].text == expected and whole.choices[0].finish_reason == "stop"
-    streamed = list(api.completions.create(model="tiny-target", prompt="if self", max_tokens=24, stop=stop,
-                                           stream=True))
+    streamed = list(
+        api.completions.create(model="tiny-target", prompt="if self", max_tokens=24, stop=stop, stream=True)
+    )
     assert "".join(c.choices[0].text for c in streamed) == expected
     assert streamed[-1].choices[0].finish_reason == "stop"
 
@@ -243,8 +287,10 @@ def test_the_next_chat_turn_reuses_the_kv_cache(server, target_model, draft_mode
     api = client(server)
     messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "def add"}]
     first = api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=12)
-    messages += [{"role": "assistant", "content": first.choices[0].message.content},
-                 {"role": "user", "content": "and self"}]
+    messages += [
+        {"role": "assistant", "content": first.choices[0].message.content},
+        {"role": "user", "content": "and self"},
+    ]
     second = api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=12)
     history = first.usage.prompt_tokens + first.usage.completion_tokens
     assert second.usage.prompt_tokens_details.cached_tokens >= history - 1
@@ -266,8 +312,9 @@ def test_concurrent_requests_wait_their_turn_and_all_get_their_answer(server):
     answers: dict[str, str] = {}
 
     def ask(prompt: str) -> None:
-        answers[prompt] = client(server).completions.create(model="tiny-target", prompt=prompt,
-                                                            max_tokens=20).choices[0].text
+        answers[prompt] = (
+            client(server).completions.create(model="tiny-target", prompt=prompt, max_tokens=20).choices[0].text
+        )
 
     threads = [threading.Thread(target=ask, args=(p,)) for p in prompts]
     for thread in threads:
@@ -281,8 +328,9 @@ def test_access_log_has_one_line_per_request_with_the_speculative_stats(server):
     before = len([x for x in server.lines if "POST /v1/completions" in x])
     client(server).completions.create(model="tiny-target", prompt="a", max_tokens=5)
     line = server.wait_for("POST /v1/completions", before + 1)
-    assert re.search(r"POST /v1/completions 200 .*prompt \d+ .*\d tokens at .* tok/s, speculative accepted \d+/\d+",
-                     line), line
+    assert re.search(
+        r"POST /v1/completions 200 .*prompt \d+ .*\d tokens at .* tok/s, speculative accepted \d+/\d+", line
+    ), line
 
 
 def test_the_access_log_escapes_what_a_client_sends_so_no_line_can_be_forged(server):
@@ -315,23 +363,26 @@ def test_a_wrong_or_missing_key_is_401(server):
         client(server, key="nope").models.list()
 
 
-@pytest.mark.parametrize("body, status, fragment", [
-    (b"{not json", 400, "not valid JSON"),
-    (b"[1, 2]", 400, "JSON object"),
-    (b'{"model": "gpt-4", "prompt": "a"}', 404, "gpt-4"),
-    (b'{"prompt": "a", "temperature": "hot"}', 400, "temperature must be a number"),
-    (b'{"prompt": "a", "max_tokens": 0}', 400, "max_tokens must be at least 1"),
-    (b'{"prompt": "a", "max_tokens": "5"}', 400, "max_tokens must be a whole number"),
-    (b'{"prompt": "a", "stream": "yes"}', 400, "stream must be true or false"),
-    (b'{"prompt": "a", "stop": [1]}', 400, "stop must be"),
-    (b'{"prompt": "a", "n": 2}', 400, "n must be 1"),
-    (b'{"prompt": {"x": 1}}', 400, "prompt must be"),
-    (b'{"prompt": [999999]}', 400, "not in the vocabulary"),
-    (b'{"prompt": []}', 400, "prompt must be"),
-    (b'{"prompt": ["a", "b"]}', 400, "send one per request"),
-    (b'[' * 100000, 400, "not valid JSON"),
-    (b'{"prompt": "word ' + b"word " * 3000 + b'"}', 400, "context"),
-])
+@pytest.mark.parametrize(
+    "body, status, fragment",
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b"[1, 2]", 400, "JSON object"),
+        (b'{"model": "gpt-4", "prompt": "a"}', 404, "gpt-4"),
+        (b'{"prompt": "a", "temperature": "hot"}', 400, "temperature must be a number"),
+        (b'{"prompt": "a", "max_tokens": 0}', 400, "max_tokens must be at least 1"),
+        (b'{"prompt": "a", "max_tokens": "5"}', 400, "max_tokens must be a whole number"),
+        (b'{"prompt": "a", "stream": "yes"}', 400, "stream must be true or false"),
+        (b'{"prompt": "a", "stop": [1]}', 400, "stop must be"),
+        (b'{"prompt": "a", "n": 2}', 400, "n must be 1"),
+        (b'{"prompt": {"x": 1}}', 400, "prompt must be"),
+        (b'{"prompt": [999999]}', 400, "not in the vocabulary"),
+        (b'{"prompt": []}', 400, "prompt must be"),
+        (b'{"prompt": ["a", "b"]}', 400, "send one per request"),
+        (b"[" * 100000, 400, "not valid JSON"),
+        (b'{"prompt": "word ' + b"word " * 3000 + b'"}', 400, "context"),
+    ],
+)
 def test_bad_completion_requests_get_openai_errors(server, body, status, fragment):
     reply = post(server, "/v1/completions", content=body)
     assert reply.status_code == status, reply.text
@@ -339,28 +390,46 @@ def test_bad_completion_requests_get_openai_errors(server, body, status, fragmen
     assert fragment in error["message"] and error["type"]
 
 
-@pytest.mark.parametrize("messages, fragment", [
-    (None, "messages must be"),
-    ([], "messages must be"),
-    (["hi"], "messages[0] must be an object"),
-    ([{"content": "hi"}], "messages[0].role"),
-    ([{"role": "user", "content": 5}], "messages[0].content"),
-    ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}], "text only"),
-])
+@pytest.mark.parametrize(
+    "messages, fragment",
+    [
+        (None, "messages must be"),
+        ([], "messages must be"),
+        (["hi"], "messages[0] must be an object"),
+        ([{"content": "hi"}], "messages[0].role"),
+        ([{"role": "user", "content": 5}], "messages[0].content"),
+        ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}], "text only"),
+    ],
+)
 def test_bad_chat_messages_get_400(server, messages, fragment):
     reply = post(server, "/v1/chat/completions", json={"model": "tiny-target", "messages": messages})
     assert reply.status_code == 400 and fragment in reply.json()["error"]["message"], reply.text
 
 
-@pytest.mark.parametrize("path, body, param", [
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "def add\u0000(a, b)"}]}, "messages[0].content"),
-    ("/v1/chat/completions", {"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": [
-        {"type": "text", "text": "hi"}, {"type": "text", "text": "x\u0000"}]}]}, "messages[1].content[1].text"),
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "stop": ["a", "\u0000b"]}, "stop"),
-    ("/v1/completions", {"prompt": "the print\u0000 of self"}, "prompt"),
-    ("/v1/completions", {"prompt": ["\u0000"]}, "prompt"),
-    ("/v1/completions", {"prompt": "a", "stop": "x\u0000"}, "stop"),
-])
+@pytest.mark.parametrize(
+    "path, body, param",
+    [
+        (
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "def add\u0000(a, b)"}]},
+            "messages[0].content",
+        ),
+        (
+            "/v1/chat/completions",
+            {
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": [{"type": "text", "text": "hi"}, {"type": "text", "text": "x\u0000"}]},
+                ]
+            },
+            "messages[1].content[1].text",
+        ),
+        ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "stop": ["a", "\u0000b"]}, "stop"),
+        ("/v1/completions", {"prompt": "the print\u0000 of self"}, "prompt"),
+        ("/v1/completions", {"prompt": ["\u0000"]}, "prompt"),
+        ("/v1/completions", {"prompt": "a", "stop": "x\u0000"}, "stop"),
+    ],
+)
 def test_a_nul_in_any_text_the_tokenizer_reads_is_a_400_naming_the_field(server, path, body, param):
     """ctypes would end the text at the NUL and the rest would go unread without a word."""
     reply = post(server, path, json={**body, "max_tokens": 2})
@@ -375,19 +444,32 @@ def test_oversized_body_unknown_route_and_method_then_the_server_still_answers(s
     assert post(server, "/v1/nothing", json={}).status_code == 404
     wrong = httpx.get(server.url + "/v1/completions", headers={"Authorization": f"Bearer {KEY}"})
     assert wrong.status_code == 405 and wrong.json()["error"]["message"]
-    ok = post(server, "/v1/chat/completions", json={"messages": [{"role": "user", "content": [
-        {"type": "text", "text": "hi"}]}], "max_tokens": 3, "logit_bias": {}, "user": "u-1"})
+    ok = post(
+        server,
+        "/v1/chat/completions",
+        json={
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+            "max_tokens": 3,
+            "logit_bias": {},
+            "user": "u-1",
+        },
+    )
     assert ok.status_code == 200 and ok.json()["usage"]["completion_tokens"] == 3, "hints and no-op values pass"
-    unknown = post(server, "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}],
-                                                          "frobnicate": True})
+    unknown = post(
+        server, "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}], "frobnicate": True}
+    )
     assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "frobnicate"
     assert "Traceback" not in "\n".join(server.lines)
 
 
 def test_binding_beyond_loopback_needs_a_key(tiny_models):
-    result = subprocess.run([*SPECGEN, "serve", "--host", "0.0.0.0", "--target", str(tiny_models["target"]),
-                             "--no-draft"], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "SPECGEN_API_KEY": ""})
+    result = subprocess.run(
+        [*SPECGEN, "serve", "--host", "0.0.0.0", "--target", str(tiny_models["target"]), "--no-draft"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SPECGEN_API_KEY": ""},
+    )
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "--api-key" in result.stderr and "Traceback" not in result.stderr
 
@@ -397,8 +479,9 @@ def test_binding_beyond_loopback_needs_a_key(tiny_models):
 
 def _open_stream(server: Server, http: httpx.Client, max_tokens: int = 100000):
     """Start a long streamed completion and read its first chunk; returns the open response."""
-    request = http.build_request("POST", server.url + "/v1/completions",
-                                 json={"prompt": "x = 1", "max_tokens": max_tokens, "stream": True})
+    request = http.build_request(
+        "POST", server.url + "/v1/completions", json={"prompt": "x = 1", "max_tokens": max_tokens, "stream": True}
+    )
     response = http.send(request, stream=True)
     lines = response.iter_lines()
     assert next(line for line in lines if line.startswith("data: "))
@@ -421,8 +504,11 @@ def test_a_full_queue_answers_503_with_retry_after(endless):
     results = {}
     with httpx.Client(timeout=60) as http:
         running, _ = _open_stream(endless, http)
-        waiting = threading.Thread(target=lambda: results.update(
-            waited=post(endless, "/v1/completions", key=None, json={"prompt": "a", "max_tokens": 4})))
+        waiting = threading.Thread(
+            target=lambda: results.update(
+                waited=post(endless, "/v1/completions", key=None, json={"prompt": "a", "max_tokens": 4})
+            )
+        )
         waiting.start()
         deadline = time.time() + 20
         while httpx.get(endless.url + "/health").json()["waiting"] < 1 and time.time() < deadline:
@@ -436,8 +522,19 @@ def test_a_full_queue_answers_503_with_retry_after(endless):
 
 
 def test_a_queue_of_0_serves_a_request_on_an_idle_server_and_refuses_one_that_would_wait(tiny_models):
-    lone = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768", "-t", "1",
-                  "--queue", "0")
+    lone = Server(
+        "--target",
+        str(tiny_models["target_endless"]),
+        "--no-draft",
+        "-k",
+        "0",
+        "--ctx",
+        "32768",
+        "-t",
+        "1",
+        "--queue",
+        "0",
+    )
     try:
         idle = post(lone, "/v1/completions", key=None, json={"prompt": "a", "max_tokens": 4})
         assert idle.status_code == 200 and idle.json()["usage"]["completion_tokens"] == 4
@@ -455,7 +552,9 @@ def test_a_queue_of_0_serves_a_request_on_an_idle_server_and_refuses_one_that_wo
 
 def test_ctrl_c_finishes_the_running_reply_then_exits(tiny_models):
     # 4000 tokens take the tiny model most of a second: the signal lands while the reply runs
-    draining = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "8192", "-t", "1")
+    draining = Server(
+        "--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "8192", "-t", "1"
+    )
     with httpx.Client(timeout=60) as http:
         response, lines = _open_stream(draining, http, max_tokens=4000)
         draining.process.send_signal(signal.SIGINT)
@@ -468,7 +567,9 @@ def test_ctrl_c_finishes_the_running_reply_then_exits(tiny_models):
 
 
 def test_a_second_ctrl_c_stops_the_running_reply_at_once(tiny_models):
-    stopping = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768", "-t", "1")
+    stopping = Server(
+        "--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768", "-t", "1"
+    )
     with httpx.Client(timeout=60) as http:
         _, lines = _open_stream(stopping, http)
         stopping.process.send_signal(signal.SIGINT)
@@ -490,8 +591,10 @@ def _chat_turns(api, opening: str, turns: int) -> list:
     for turn in range(turns):
         reply = api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=12)
         replies.append(reply)
-        messages += [{"role": "assistant", "content": reply.choices[0].message.content},
-                     {"role": "user", "content": f"and then {turn}"}]
+        messages += [
+            {"role": "assistant", "content": reply.choices[0].message.content},
+            {"role": "user", "content": f"and then {turn}"},
+        ]
     return replies
 
 
@@ -503,8 +606,10 @@ def test_clients_taking_turns_each_find_their_own_history_cached(server):
     first = {"a": None, "b": None}
     for name, messages in (("a", a), ("b", b)):
         first[name] = api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=12)
-        messages += [{"role": "assistant", "content": first[name].choices[0].message.content},
-                     {"role": "user", "content": "and self"}]
+        messages += [
+            {"role": "assistant", "content": first[name].choices[0].message.content},
+            {"role": "user", "content": "and self"},
+        ]
     for name, messages in (("a", a), ("b", b)):
         second = api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=12)
         history = first[name].usage.prompt_tokens + first[name].usage.completion_tokens
@@ -528,8 +633,9 @@ def test_a_reply_cut_off_by_a_disconnect_is_not_in_the_next_turns_cached_history
     """The client read part of a reply and hung up; its next turn, built from what it received,
     is told of none of the cut-off reply as cached (the server went on past what it got)."""
     with httpx.Client(timeout=60) as http:
-        request = http.build_request("POST", endless.url + "/v1/completions",
-                                     json={"prompt": "x = 1", "max_tokens": 100000, "stream": True})
+        request = http.build_request(
+            "POST", endless.url + "/v1/completions", json={"prompt": "x = 1", "max_tokens": 100000, "stream": True}
+        )
         response = http.send(request, stream=True)
         lines = response.iter_lines()
         received = []
@@ -540,8 +646,9 @@ def test_a_reply_cut_off_by_a_disconnect_is_not_in_the_next_turns_cached_history
                 break
         response.close()
     endless.wait_for("client gone")
-    follow = client(endless).completions.create(model="tiny-target_endless", prompt="x = 1" + "".join(received),
-                                                max_tokens=2)
+    follow = client(endless).completions.create(
+        model="tiny-target_endless", prompt="x = 1" + "".join(received), max_tokens=2
+    )
     with Model(tiny_models["target_endless"], LoadOptions(n_ctx=64, n_threads=1)) as model:
         opening = len(model.tokenize("x = 1", True, False))
     assert follow.usage.prompt_tokens > opening
@@ -558,8 +665,11 @@ def test_a_client_gone_during_a_long_prefill_frees_the_scheduler_within_a_chunk(
         post(alone, "/v1/completions", key=None, json={"prompt": long_prompt, "max_tokens": 1})
         full = time.perf_counter() - start
         with httpx.Client(timeout=60) as http:
-            request = http.build_request("POST", alone.url + "/v1/completions",
-                                         json={"prompt": long_prompt[::-1], "max_tokens": 1, "stream": True})
+            request = http.build_request(
+                "POST",
+                alone.url + "/v1/completions",
+                json={"prompt": long_prompt[::-1], "max_tokens": 1, "stream": True},
+            )
             http.send(request, stream=True).close()
         time.sleep(0.2)
         start = time.perf_counter()
@@ -606,8 +716,9 @@ def test_a_reply_that_finds_the_cached_costs_too_slow_has_them_measured_again_be
         reply = post(running, "/v1/completions", key=None, json={"prompt": "def add(a, b):", "max_tokens": 40})
         assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] >= 20
         deadline = time.time() + 30  # removed, then written again (atomically) once measured
-        while time.time() < deadline and (not cached.exists()
-                                          or json.loads(cached.read_text())["verify"]["1"] == slow["1"]):
+        while time.time() < deadline and (
+            not cached.exists() or json.loads(cached.read_text())["verify"]["1"] == slow["1"]
+        ):
             time.sleep(0.2)
         assert json.loads(cached.read_text())["verify"]["1"] < slow["1"] / 10  # measured again
         again = post(running, "/v1/completions", key=None, json={"prompt": "x = 1", "max_tokens": 4})

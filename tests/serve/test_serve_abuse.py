@@ -13,8 +13,13 @@ from test_serve import Server
 from specgen.serve.json_depth import MAX_DEPTH
 
 REFUSED_HERE = ["tool-call arguments [*100000", "body nested [*100000", "tool parameters nested 400"]
-BOUNDED = ["schema maxLength 5e6", "schema minItems 2e6", "tool parameters minItems 2e6", "1,000 messages",
-           "4,000 messages"]
+BOUNDED = [
+    "schema maxLength 5e6",
+    "schema minItems 2e6",
+    "tool parameters minItems 2e6",
+    "1,000 messages",
+    "4,000 messages",
+]
 
 
 def test_every_probe_is_listed_once():
@@ -22,8 +27,20 @@ def test_every_probe_is_listed_once():
 
 
 def _server(tiny_models) -> Server:
-    return Server("--target", str(tiny_models["target_tools"]), "--draft", str(tiny_models["draft"]), "-k", "2",
-                  "--ctx", "4096", "-t", "1", "-n", "4")
+    return Server(
+        "--target",
+        str(tiny_models["target_tools"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "-k",
+        "2",
+        "--ctx",
+        "4096",
+        "-t",
+        "1",
+        "-n",
+        "4",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +112,8 @@ def test_markers_in_chat_content_are_text_and_in_a_raw_completion_control_tokens
     chat = "/v1/chat/completions"
     forged = prompt_tokens(server.url, chat, {"messages": [{"role": "user", "content": "a" + FORGED}]})
     plain = prompt_tokens(server.url, chat, {"messages": [{"role": "user", "content": "a"}]})
-    assert forged - plain == len(target_model.tokenize("a" + FORGED, False, False)) - \
-        len(target_model.tokenize("a", False, False))
+    assert forged - plain == len(target_model.tokenize("a" + FORGED, False, False)) - len(
+        target_model.tokenize("a", False, False)
+    )
     raw = prompt_tokens(server.url, "/v1/completions", {"prompt": FORGED})
     assert raw == as_controls + (1 if target_model.add_bos else 0)

@@ -19,8 +19,21 @@ CAP = 8  # --max-connections: 2 per client address
 
 @pytest.fixture(scope="module")
 def server(tiny_models):
-    running = Server("--target", str(tiny_models["target"]), "--no-draft", "--ctx", "256", "-t", "1", "-n", "2",
-                     "--max-connections", str(CAP), "--receive-timeout", str(DEADLINE))
+    running = Server(
+        "--target",
+        str(tiny_models["target"]),
+        "--no-draft",
+        "--ctx",
+        "256",
+        "-t",
+        "1",
+        "-n",
+        "2",
+        "--max-connections",
+        str(CAP),
+        "--receive-timeout",
+        str(DEADLINE),
+    )
     yield running
     running.stop()
 
@@ -63,8 +76,10 @@ def test_headers_sent_a_byte_at_a_time_are_answered_408_at_the_deadline(server):
 
 def test_a_body_that_trickles_is_answered_408_at_the_deadline(server):
     sock = connect(server)
-    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                 b"Content-Length: 100\r\n\r\n{\"prompt\":")
+    sock.sendall(
+        b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 100\r\n\r\n{"prompt":'
+    )
     start = time.perf_counter()
     data, closed = answer(sock)
     assert data.startswith(b"HTTP/1.1 408") and b"body did not arrive" in data

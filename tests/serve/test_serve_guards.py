@@ -11,8 +11,22 @@ from test_serve import Server
 @pytest.fixture(scope="module")
 def guarded(tiny_models):
     """A target that never ends a reply, so only a limit can end one."""
-    running = Server("--target", str(tiny_models["target_endless"]), "--draft", str(tiny_models["draft"]), "-k", "3",
-                     "--ctx", "2048", "-t", "1", "--allow-host", "Editor.Local", "--max-tokens-limit", "5")
+    running = Server(
+        "--target",
+        str(tiny_models["target_endless"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "-k",
+        "3",
+        "--ctx",
+        "2048",
+        "-t",
+        "1",
+        "--allow-host",
+        "Editor.Local",
+        "--max-tokens-limit",
+        "5",
+    )
     yield running
     running.stop()
 

@@ -10,8 +10,22 @@ from test_serve import Server
 
 
 def test_the_server_keeps_every_promise_under_load(tiny_models):
-    server = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "-k", "3",
-                    "--ctx", "2048", "-t", "1", "--queue", "2", "--cache-ram", "16")
+    server = Server(
+        "--target",
+        str(tiny_models["target"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "-k",
+        "3",
+        "--ctx",
+        "2048",
+        "-t",
+        "1",
+        "--queue",
+        "2",
+        "--cache-ram",
+        "16",
+    )
     try:
         tally, alone = run(server.url, server.process.pid, seconds=20, clients=5, max_tokens=48, burst_size=12)
         print(report(tally, alone, 20))
@@ -32,8 +46,12 @@ def test_the_server_keeps_every_promise_under_load(tiny_models):
     assert "Traceback" not in "\n".join(server.lines)
 
 
-HOSTILE = ("tool-call arguments [*100000", "body nested [*100000", "tool parameters nested 400",
-           "control tokens in content")
+HOSTILE = (
+    "tool-call arguments [*100000",
+    "body nested [*100000",
+    "tool parameters nested 400",
+    "control tokens in content",
+)
 
 
 def test_normal_clients_are_not_held_up_by_hostile_ones_beside_them(tiny_models):
@@ -42,12 +60,34 @@ def test_normal_clients_are_not_held_up_by_hostile_ones_beside_them(tiny_models)
     connections trickling their headers from another address (64 held to the deadline, the rest
     refused at once): their median latency moves by under a second, /health answers within a
     second throughout, and every probe is refused within a second."""
-    server = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "-k", "3",
-                    "--ctx", "2048", "-t", "1", "--queue", "4", "--receive-timeout", "2")
+    server = Server(
+        "--target",
+        str(tiny_models["target"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "-k",
+        "3",
+        "--ctx",
+        "2048",
+        "-t",
+        "1",
+        "--queue",
+        "4",
+        "--receive-timeout",
+        "2",
+    )
     try:
         calm, alone = run(server.url, server.process.pid, seconds=10, clients=3, max_tokens=24, burst_size=0)
-        rough, _ = run(server.url, server.process.pid, seconds=10, clients=3, max_tokens=24, burst_size=0,
-                       abuse=HOSTILE, trickling=80)
+        rough, _ = run(
+            server.url,
+            server.process.pid,
+            seconds=10,
+            clients=3,
+            max_tokens=24,
+            burst_size=0,
+            abuse=HOSTILE,
+            trickling=80,
+        )
         print(report(calm, alone, 10), report(rough, alone, 10), sep="\n")
         assert calm.problems == [] and rough.problems == []  # includes /health and the probes' times
         assert sum(n for kind, n in rough.outcomes.items() if kind.startswith("abuse:")) >= 8

@@ -19,8 +19,20 @@ MODEL = "tiny-target"
 
 @pytest.fixture(scope="module")
 def server(tiny_models):
-    running = Server("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "-k", "3",
-                     "--ctx", "2048", "-t", "1", "-n", "24")
+    running = Server(
+        "--target",
+        str(tiny_models["target"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "-k",
+        "3",
+        "--ctx",
+        "2048",
+        "-t",
+        "1",
+        "-n",
+        "24",
+    )
     yield running
     running.stop()
 
@@ -34,12 +46,14 @@ def expected(target, prompt: list[int], max_tokens: int, top: int) -> list[tuple
     events = list(generate(target, None, prompt, GenerationConfig(max_tokens, 0)))[:-1]
     reply = [t for e in events for t in e.tokens]
     target.truncate(0)
-    rows = np.array(target.forward([*prompt, *reply], all_logits=True), dtype=np.float64)[len(prompt) - 1: -1]
+    rows = np.array(target.forward([*prompt, *reply], all_logits=True), dtype=np.float64)[len(prompt) - 1 : -1]
     target.truncate(0)
     rows -= rows.max(axis=1, keepdims=True)
     rows -= np.log(np.exp(rows).sum(axis=1, keepdims=True))
-    return [(token, row[token], [(int(t), row[t]) for t in np.argsort(-row, kind="stable")[:top]])
-            for token, row in zip(reply, rows)]
+    return [
+        (token, row[token], [(int(t), row[t]) for t in np.argsort(-row, kind="stable")[:top]])
+        for token, row in zip(reply, rows)
+    ]
 
 
 def text(target, token: int) -> str:
@@ -60,8 +74,10 @@ def test_completion_logprobs_are_the_targets_own_whole_and_streamed(server, targ
             ones[text(target_model, token)] = value
         assert list(shown) == list(ones) and list(shown.values()) == pytest.approx(list(ones.values()), abs=2e-3)
     pieces = [target_model.piece(t) for t, _, _ in want]  # a token's text begins where the decoded text before it ends
-    assert got.text_offset == [len(prompt) + len(codecs.getincrementaldecoder("utf-8")("replace").decode(
-        b"".join(pieces[:i]))) for i in range(len(pieces))]
+    assert got.text_offset == [
+        len(prompt) + len(codecs.getincrementaldecoder("utf-8")("replace").decode(b"".join(pieces[:i])))
+        for i in range(len(pieces))
+    ]
     assert reply.model_dump()["specgen"]["accepted"] > 0, "rows of multi-token verify batches were read"
 
     chunks = list(api.completions.create(model=MODEL, prompt=prompt, max_tokens=24, logprobs=3, stream=True))
@@ -79,15 +95,18 @@ def test_chat_logprobs_carry_bytes_and_top_ones_whole_and_streamed(server, targe
     content = reply.choices[0].logprobs.content
     assert [c.bytes for c in content] == [list(target_model.piece(t)) for t, _, _ in want]
     assert [c.logprob for c in content] == pytest.approx([lp for _, lp, _ in want], abs=2e-3)
-    assert [[t.bytes for t in c.top_logprobs] for c in content] == \
-        [[list(target_model.piece(t)) for t, _ in top] for _, _, top in want]
+    assert [[t.bytes for t in c.top_logprobs] for c in content] == [
+        [list(target_model.piece(t)) for t, _ in top] for _, _, top in want
+    ]
     data = b"".join(bytes(c.bytes) for c in content)
     assert codecs.getincrementaldecoder("utf-8")("replace").decode(data) == reply.choices[0].message.content
 
-    chunks = list(api.chat.completions.create(model=MODEL, messages=messages, logprobs=True, top_logprobs=2,
-                                              stream=True))
-    streamed = [c for chunk in chunks if chunk.choices and chunk.choices[0].logprobs
-                for c in chunk.choices[0].logprobs.content]
+    chunks = list(
+        api.chat.completions.create(model=MODEL, messages=messages, logprobs=True, top_logprobs=2, stream=True)
+    )
+    streamed = [
+        c for chunk in chunks if chunk.choices and chunk.choices[0].logprobs for c in chunk.choices[0].logprobs.content
+    ]
     assert [(c.token, c.logprob) for c in streamed] == [(c.token, c.logprob) for c in content]
     plain = api.chat.completions.create(model=MODEL, messages=messages)
     assert plain.choices[0].logprobs is None and plain.choices[0].message.content == reply.choices[0].message.content
@@ -105,8 +124,9 @@ def test_a_stop_string_keeps_the_logprobs_of_the_text_sent(server):
     assert tokens == whole.choices[0].logprobs.tokens[: len(tokens)]
 
 
-@pytest.mark.parametrize("extra, param", [({"top_logprobs": 2}, "top_logprobs"),
-                                          ({"logprobs": True, "top_logprobs": 21}, "top_logprobs")])
+@pytest.mark.parametrize(
+    "extra, param", [({"top_logprobs": 2}, "top_logprobs"), ({"logprobs": True, "top_logprobs": 21}, "top_logprobs")]
+)
 def test_top_logprobs_out_of_bounds_or_alone_is_a_400(server, extra, param):
     with pytest.raises(openai.BadRequestError) as error:
         client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}], **extra)

@@ -12,8 +12,18 @@ PROMPT = "zq the print of self wx"
 
 @pytest.fixture(scope="module")
 def auto_server(tiny_models, tmp_path_factory):
-    args = ("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "--ctx", "2048", "-t", "1",
-            "-n", "40")
+    args = (
+        "--target",
+        str(tiny_models["target"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "--ctx",
+        "2048",
+        "-t",
+        "1",
+        "-n",
+        "40",
+    )
     running = Server(*args, env=pinned_costs(tmp_path_factory.mktemp("costs"), *args))
     yield running
     running.stop()

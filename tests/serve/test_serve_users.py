@@ -21,16 +21,30 @@ OPENING = "shared system text with a long common prefix " * 12
 def users_server(tiny_models, tmp_path_factory):
     """Auto drafting (the default), so the copy memory is in play, and keys from the environment;
     a change of pass size costs nothing (`pinned_costs`)."""
-    args = ("--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]), "--ctx", "2048", "-t", "1",
-            "-n", "8")
+    args = (
+        "--target",
+        str(tiny_models["target"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "--ctx",
+        "2048",
+        "-t",
+        "1",
+        "-n",
+        "8",
+    )
     running = Server(*args, keys=" , ".join(KEYS), env=pinned_costs(tmp_path_factory.mktemp("costs"), *args))
     yield running
     running.stop()
 
 
 def complete(server: Server, key: str, prompt: str, **fields) -> dict:
-    reply = httpx.post(f"{server.url}/v1/completions", json={"prompt": prompt, "max_tokens": 8, **fields},
-                       headers={"Authorization": f"Bearer {key}"}, timeout=60)
+    reply = httpx.post(
+        f"{server.url}/v1/completions",
+        json={"prompt": prompt, "max_tokens": 8, **fields},
+        headers={"Authorization": f"Bearer {key}"},
+        timeout=60,
+    )
     assert reply.status_code == 200, reply.text
     return reply.json()
 
@@ -49,8 +63,12 @@ def test_every_key_is_served_and_others_are_refused(users_server):
         reply = httpx.get(f"{users_server.url}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=60)
         assert reply.status_code == 200 and reply.json()["data"][0]["id"] == "tiny-target"
     for key in ("key-one,key-two", "KEY-ONE", "key"):
-        reply = httpx.post(f"{users_server.url}/v1/completions", json={"prompt": "a", "max_tokens": 1},
-                           headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        reply = httpx.post(
+            f"{users_server.url}/v1/completions",
+            json={"prompt": "a", "max_tokens": 1},
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=60,
+        )
         assert reply.status_code == 401 and reply.json()["error"]["code"] == "invalid_api_key"
 
 
@@ -84,25 +102,50 @@ def test_a_reply_served_to_one_key_is_not_copied_for_another(users_server):
     again = complete(users_server, KEYS[2], **request)["specgen"]
     other = complete(users_server, KEYS[3], **request)["specgen"]
     assert again["rounds"] < first["rounds"], "the key's own memory is used"
-    assert (other["rounds"], other["accepted"], other["drafted"]) == (first["rounds"], first["accepted"],
-                                                                       first["drafted"])
+    assert (other["rounds"], other["accepted"], other["drafted"]) == (
+        first["rounds"],
+        first["accepted"],
+        first["drafted"],
+    )
 
 
 def test_one_key_cannot_fill_the_queue_the_keys_share(tiny_models):
     """A queue of 4 and two keys: one key may hold 3 of the 5 places (the running request and two
     waiting); its third waiting request is refused, while the other key's is queued."""
     keys = ("key-a", "key-b")
-    running = Server("--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768",
-                     "-t", "1", "--queue", "4", "-n", "100000", keys=",".join(keys))
+    running = Server(
+        "--target",
+        str(tiny_models["target_endless"]),
+        "--no-draft",
+        "-k",
+        "0",
+        "--ctx",
+        "32768",
+        "-t",
+        "1",
+        "--queue",
+        "4",
+        "-n",
+        "100000",
+        keys=",".join(keys),
+    )
     held = []
     try:
+
         def send(key: str) -> None:  # a request left open on a raw socket: hung up by closing it
             body = b'{"prompt": "x = 1", "max_tokens": 100000, "stream": true}'
-            sock = socket.create_connection((running.url.split("//")[1].rsplit(":", 1)[0],
-                                             int(running.url.rsplit(":", 1)[1])), timeout=10)
-            sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                         b"Authorization: Bearer " + key.encode() + b"\r\nContent-Length: " + str(len(body)).encode()
-                         + b"\r\n\r\n" + body)
+            sock = socket.create_connection(
+                (running.url.split("//")[1].rsplit(":", 1)[0], int(running.url.rsplit(":", 1)[1])), timeout=10
+            )
+            sock.sendall(
+                b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                b"Authorization: Bearer "
+                + key.encode()
+                + b"\r\nContent-Length: "
+                + str(len(body)).encode()
+                + b"\r\n\r\n"
+                + body
+            )
             held.append(sock)
 
         def health() -> dict:
@@ -119,8 +162,12 @@ def test_one_key_cannot_fill_the_queue_the_keys_share(tiny_models):
         for waiting in (1, 2):
             send("key-a")
             settle(waiting)
-        refused = httpx.post(f"{running.url}/v1/completions", json={"prompt": "a", "max_tokens": 2},
-                             headers={"Authorization": "Bearer key-a"}, timeout=10)
+        refused = httpx.post(
+            f"{running.url}/v1/completions",
+            json={"prompt": "a", "max_tokens": 2},
+            headers={"Authorization": "Bearer key-a"},
+            timeout=10,
+        )
         assert refused.status_code == 503 and "share of the queue" in refused.json()["error"]["message"]
         assert int(refused.headers["Retry-After"]) >= 1
         send("key-b")
@@ -134,8 +181,21 @@ def test_one_key_cannot_fill_the_queue_the_keys_share(tiny_models):
 def test_keys_from_a_file_are_each_a_user_and_the_command_line_key_gets_a_note(tiny_models, tmp_path):
     keys = tmp_path / "keys"
     keys.write_text("# the editor\nfile-key-one\n\n  file-key-two  \n")
-    running = Server("--target", str(tiny_models["target"]), "--no-draft", "--ctx", "256", "-t", "1", "-n", "2",
-                     "--api-key-file", str(keys), "--api-key", "cli-key")
+    running = Server(
+        "--target",
+        str(tiny_models["target"]),
+        "--no-draft",
+        "--ctx",
+        "256",
+        "-t",
+        "1",
+        "-n",
+        "2",
+        "--api-key-file",
+        str(keys),
+        "--api-key",
+        "cli-key",
+    )
     try:
         for key, status in (("file-key-one", 200), ("file-key-two", 200), ("cli-key", 200), ("# the editor", 401)):
             reply = httpx.get(f"{running.url}/v1/models", headers={"Authorization": f"Bearer {key}"}, timeout=10)
@@ -150,7 +210,11 @@ def test_an_unreadable_or_empty_key_file_is_one_line_of_error(tiny_models, tmp_p
     keys = tmp_path / "keys"
     if content is not None:
         keys.write_text(content)
-    done = subprocess.run([*SPECGEN, "serve", "--target", str(tiny_models["target"]), "--api-key-file", str(keys)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*SPECGEN, "serve", "--target", str(tiny_models["target"]), "--api-key-file", str(keys)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0 and error in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""

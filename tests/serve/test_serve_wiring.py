@@ -17,11 +17,18 @@ from specgen.serve.scheduler import Failed, Finished, Gone, Job, Limits, Schedul
 from specgen.serve.wire import parse_request
 
 QUESTION = [{"role": "user", "content": 'What is the weather in "Paris"?\nSay it in JSON.'}]
-WEATHER = {"type": "function", "function": {
-    "name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                                          "required": ["city"]}}}
-RECORD = {"type": "object", "properties": {"city": {"type": "string"}, "warm": {"type": "boolean"}},
-          "required": ["city", "warm"]}
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+RECORD = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "warm": {"type": "boolean"}},
+    "required": ["city", "warm"],
+}
 
 
 async def _served(scheduler: Scheduler, body: dict):
@@ -44,10 +51,14 @@ def built_for(target, body: dict, monkeypatch, tmp_path):
     return generation
 
 
-@pytest.mark.parametrize("body", [
-    {"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": RECORD}}},
-    {"response_format": {"type": "json_object"}},
-], ids=["json_schema", "json_object"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": RECORD}}},
+        {"response_format": {"type": "json_object"}},
+    ],
+    ids=["json_schema", "json_object"],
+)
 def test_a_response_format_is_quoted(tools_target, monkeypatch, tmp_path, body):
     generation = built_for(tools_target, body, monkeypatch, tmp_path)
     assert generation.request.grammar is not None

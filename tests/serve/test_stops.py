@@ -32,8 +32,10 @@ def streamed(stops: tuple[str, ...], chunks: list[str]) -> tuple[str, bool]:
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.text("abc", min_size=1, max_size=5), min_size=1, max_size=4),
-       st.lists(st.text("abcd", max_size=6), min_size=1, max_size=8))
+@given(
+    st.lists(st.text("abc", min_size=1, max_size=5), min_size=1, max_size=4),
+    st.lists(st.text("abcd", max_size=6), min_size=1, max_size=8),
+)
 def test_streamed_matching_equals_a_brute_force_search(stops, chunks):
     assert streamed(tuple(stops), chunks) == reference(tuple(stops), "".join(chunks))
 
@@ -70,10 +72,13 @@ def test_long_overlapping_stop_strings_cost_steps_linear_in_the_reply():
     assert 4 * 2000 <= steps[2000] <= 6 * 4 * 2000, steps  # one to six steps a character
 
 
-@pytest.mark.parametrize("stop, fragment", [
-    (["x"] * (MAX_STOPS + 1), f"at most {MAX_STOPS} strings"),
-    (["y" * (MAX_STOP_CHARS + 1)], f"at most {MAX_STOP_CHARS} characters"),
-])
+@pytest.mark.parametrize(
+    "stop, fragment",
+    [
+        (["x"] * (MAX_STOPS + 1), f"at most {MAX_STOPS} strings"),
+        (["y" * (MAX_STOP_CHARS + 1)], f"at most {MAX_STOP_CHARS} characters"),
+    ],
+)
 def test_too_many_or_too_long_stop_strings_are_a_400(stop, fragment):
     with pytest.raises(ApiError) as error:
         parse_request({"prompt": "x", "stop": stop}, "completion", ("m",))
@@ -90,4 +95,4 @@ def test_a_server_sent_event_stays_one_line_for_every_line_reader():
     text = "a\x85b\u2028c\u2029d\ne"
     event = sse_event({"text": text}).decode()
     assert event.endswith("\n\n") and len(event[:-2].splitlines()) == 1
-    assert json.loads(event[len("data: "):])["text"] == text
+    assert json.loads(event[len("data: ") :])["text"] == text

@@ -21,14 +21,29 @@ from specgen.serve.scheduler import reply_example
 from specgen.serve.wire import parse_request
 
 MODEL = "tiny-target_tools"
-RECORD = {"type": "object", "properties": {"id": {"type": "integer"}, "ok": {"type": "boolean"},
-                                           "tag": {"enum": ["red", "blue"]}}, "required": ["id", "ok", "tag"]}
+RECORD = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "ok": {"type": "boolean"}, "tag": {"enum": ["red", "blue"]}},
+    "required": ["id", "ok", "tag"],
+}
 
 
 def tools_server(tiny_models, max_tokens: int) -> Server:
     """A server on the tiny target with Qwen2.5's template (tools, structured output), K = 3."""
-    return Server("--target", str(tiny_models["target_tools"]), "--draft", str(tiny_models["draft"]), "-k", "3",
-                  "--ctx", "2048", "-t", "1", "-n", str(max_tokens))
+    return Server(
+        "--target",
+        str(tiny_models["target_tools"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "-k",
+        "3",
+        "--ctx",
+        "2048",
+        "-t",
+        "1",
+        "-n",
+        str(max_tokens),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,50 +66,76 @@ def alone(target, messages: list[tuple[str, str]], gbnf: str, max_tokens: int = 
 
 def test_a_json_schema_reply_is_the_constrained_targets_and_fits(server, tools_target):
     fmt = {"type": "json_schema", "json_schema": {"name": "record", "schema": RECORD, "strict": True}}
-    reply = client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "the print"}],
-                                                   response_format=fmt)
+    reply = client(server).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "the print"}], response_format=fmt
+    )
     text = reply.choices[0].message.content
     assert text == alone(tools_target, [("user", "the print")], schema_grammar(RECORD))
     record = json.loads(text)
     assert set(record) == {"id", "ok", "tag"} and record["tag"] in ("red", "blue")
     assert reply.model_dump()["specgen"]["drafted"] > 0
     streamed = client(server).chat.completions.create(
-        model=MODEL, messages=[{"role": "user", "content": "the print"}], response_format=fmt, stream=True)
+        model=MODEL, messages=[{"role": "user", "content": "the print"}], response_format=fmt, stream=True
+    )
     assert "".join(c.choices[0].delta.content or "" for c in streamed) == text
 
 
 def test_a_json_object_reply_is_the_constrained_targets(server, tools_target):
-    reply = client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "for i in"}],
-                                                   response_format={"type": "json_object"}, max_tokens=40)
+    reply = client(server).chat.completions.create(
+        model=MODEL,
+        messages=[{"role": "user", "content": "for i in"}],
+        response_format={"type": "json_object"},
+        max_tokens=40,
+    )
     text = reply.choices[0].message.content
     assert text.startswith("{") and text == alone(tools_target, [("user", "for i in")], json_grammar(), 40)
 
 
-@pytest.mark.parametrize("fmt, param", [
-    ({"type": "xml"}, "response_format.type"),
-    ("json", "response_format"),
-    ({"type": "json_schema", "json_schema": {"name": "x", "schema": [1]}}, "response_format.json_schema.schema"),
-    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": 5}}},
-     "response_format.json_schema.schema"),
-    # nested 30,000 deep: llama.cpp's grammar parser would overflow its stack and take the server down
-    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "^a{0,30000}$"}}},
-     "response_format.json_schema.schema"),
-])
+@pytest.mark.parametrize(
+    "fmt, param",
+    [
+        ({"type": "xml"}, "response_format.type"),
+        ("json", "response_format"),
+        ({"type": "json_schema", "json_schema": {"name": "x", "schema": [1]}}, "response_format.json_schema.schema"),
+        (
+            {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": 5}}},
+            "response_format.json_schema.schema",
+        ),
+        # nested 30,000 deep: llama.cpp's grammar parser would overflow its stack and take the server down
+        (
+            {
+                "type": "json_schema",
+                "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "^a{0,30000}$"}},
+            },
+            "response_format.json_schema.schema",
+        ),
+    ],
+)
 def test_a_response_format_that_cannot_be_followed_is_a_400_naming_it(server, fmt, param):
     with pytest.raises(openai.BadRequestError) as error:
-        client(server).chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "x"}],
-                                               response_format=fmt)
+        client(server).chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "x"}], response_format=fmt
+        )
     assert error.value.body["param"] == param
     assert "'xml'" in error.value.body["message"] if fmt == {"type": "xml"} else True  # what was wrong, not "an object"
     assert client(server).models.list().data, "the server still answers"
 
 
-@pytest.mark.parametrize("extra, example", [
-    ({"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": RECORD}}}, True),
-    ({"response_format": {"type": "json_object"}}, False),  # no keys known
-    ({"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": RECORD}},
-      "tools": [{"type": "function", "function": {"name": "f", "parameters": RECORD}}], "tool_choice": "required"}, False),
-])
+@pytest.mark.parametrize(
+    "extra, example",
+    [
+        ({"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": RECORD}}}, True),
+        ({"response_format": {"type": "json_object"}}, False),  # no keys known
+        (
+            {
+                "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": RECORD}},
+                "tools": [{"type": "function", "function": {"name": "f", "parameters": RECORD}}],
+                "tool_choice": "required",
+            },
+            False,
+        ),
+    ],
+)
 def test_auto_is_given_the_schemas_example_only_for_a_json_schema_reply(extra, example):
     request = parse_request({"messages": [{"role": "user", "content": "a record"}], **extra}, "chat", (MODEL,))
     assert reply_example(request) == (schema_example(RECORD) if example else "")

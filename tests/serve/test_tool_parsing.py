@@ -21,7 +21,7 @@ CASES = [
     (HERMES, TWO, "Let me check.", [("get_weather", {"city": "Paris"}), ("get_time", {})]),
     (HERMES, f"<tool_call>\n{PARIS}", "", [("get_weather", {"city": "Paris"})]),  # ended at the end of turn
     (HERMES, "No call: <tool_call> is a tag I know.", "No call: <tool_call> is a tag I know.", []),
-    (HERMES, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1", "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": 1", []),
+    (HERMES, '<tool_call>\n{"name": "f", "arguments": {"a": 1', '<tool_call>\n{"name": "f", "arguments": {"a": 1', []),
     (HERMES, "plain answer", "plain answer", []),
     (LLAMA3, '{"name": "get_weather", "parameters": {"city": "Paris"}}', "", [("get_weather", {"city": "Paris"})]),
     (LLAMA3, '<|python_tag|>{"name": "f", "parameters": {}}', "", [("f", {})]),

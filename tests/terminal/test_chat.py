@@ -38,15 +38,26 @@ SPECGEN = str(Path(sys.executable).with_name("specgen"))
 ESC = re.compile(r"\x1b\[[0-9;]*m")
 
 ROUNDS = [
-    Round(drafted=(10, 11, 12), accepted=2, token=13, accepted_text="Hello", target_text=",",
-          rejected_text="XYZ"),
+    Round(drafted=(10, 11, 12), accepted=2, token=13, accepted_text="Hello", target_text=",", rejected_text="XYZ"),
     Round(drafted=(14, 15), accepted=2, token=16, accepted_text=" wor", target_text="ld", rejected_text=""),
     Round(drafted=(17,), accepted=0, token=None, accepted_text="", target_text="", rejected_text="\nQ"),
 ]
 SUMMARY = Summary(
-    mode="speculative", draft_tokens=3, prompt_tokens=9, prefilled_tokens=8, tokens=6, rounds=3, drafted=6,
-    accepted=4, tokens_per_second=123.4, prefill_s=0.01,
-    decode_s=0.05, draft_s=0.02, verify_s=0.02, other_s=0.01, stop_reason="eog",
+    mode="speculative",
+    draft_tokens=3,
+    prompt_tokens=9,
+    prefilled_tokens=8,
+    tokens=6,
+    rounds=3,
+    drafted=6,
+    accepted=4,
+    tokens_per_second=123.4,
+    prefill_s=0.01,
+    decode_s=0.05,
+    draft_s=0.02,
+    verify_s=0.02,
+    other_s=0.01,
+    stop_reason="eog",
 )
 
 
@@ -66,8 +77,9 @@ class _Tty(io.StringIO):
 
 
 def terminal() -> Console:
-    return Console(force_terminal=True, color_system="standard", file=io.StringIO(), width=80, height=24,
-                   highlight=False)
+    return Console(
+        force_terminal=True, color_system="standard", file=io.StringIO(), width=80, height=24, highlight=False
+    )
 
 
 # -- renderers on recorded events ----------------------------------------------------------
@@ -92,8 +104,11 @@ def test_rich_view_colours_accepted_and_target_tokens_and_shows_the_status():
 def test_show_rejected_strikes_the_rejected_draft_tokens_through():
     text = styled(ROUNDS[0], show_rejected=True)
     assert text.plain == "HelloXYZ,"
-    assert [(text.plain[s.start:s.end], str(s.style)) for s in text.spans] == [
-        ("Hello", "green"), ("XYZ", "red dim strike"), (",", "cyan")]
+    assert [(text.plain[s.start : s.end], str(s.style)) for s in text.spans] == [
+        ("Hello", "green"),
+        ("XYZ", "red dim strike"),
+        (",", "cyan"),
+    ]
     assert styled(ROUNDS[2], show_rejected=True).plain == "↵Q", "a rejected newline must not break the line"
     out = terminal()
     RichView(show_rejected=True, console=out, errors=terminal()).render(recorded(), k=3)
@@ -202,17 +217,39 @@ def test_a_reply_the_template_cannot_carry_keeps_its_tokens(pair):
     conversation.commit(first, "a\x00b", [target.bos, 300, 301])  # a NUL ends the template's C string
     second = conversation.prompt("next", reserve=16)
     assert list(second.tokens[: len(conversation.tokens)]) == conversation.tokens
-    assert second.tokens[len(conversation.tokens):] == tuple(
-        target.tokenize("<|im_end|>\n<|im_start|>user\nnext<|im_end|>\n<|im_start|>assistant\n", False, True))
+    assert second.tokens[len(conversation.tokens) :] == tuple(
+        target.tokenize("<|im_end|>\n<|im_start|>user\nnext<|im_end|>\n<|im_start|>assistant\n", False, True)
+    )
 
 
 def test_slash_commands_change_k_temperature_and_reset(pair):
     err = io.StringIO()
     chat = new_chat(*pair, PlainView(io.StringIO(), err))
     left = []
-    chat.loop(script("/help", "hi", "/k 2", "hi again", "/temp 0.8", "/k 40", "/k x", "/temp -1", "/stats",
-                     "/reset", "hello", "/k auto", "/temp 0", "and you", "/k 0", "bye", "/nope", "/quit", "unread",
-                     left=left))
+    chat.loop(
+        script(
+            "/help",
+            "hi",
+            "/k 2",
+            "hi again",
+            "/temp 0.8",
+            "/k 40",
+            "/k x",
+            "/temp -1",
+            "/stats",
+            "/reset",
+            "hello",
+            "/k auto",
+            "/temp 0",
+            "and you",
+            "/k 0",
+            "bye",
+            "/nope",
+            "/quit",
+            "unread",
+            left=left,
+        )
+    )
     log = err.getvalue()
     assert "/reset" in log and "/temp T" in log, "/help lists the commands"
     assert "K = 2" in log and "temperature = 0.8" in log and "conversation cleared" in log
@@ -240,8 +277,9 @@ def test_a_full_context_is_a_notice_with_a_way_on(tiny_models):
     assert chat.totals.replies == 3, "the chat went on after each notice"
 
 
-def test_a_reply_that_finds_the_cached_costs_too_slow_has_the_next_reply_measure_them_again(pair, monkeypatch,
-                                                                                              tmp_path):
+def test_a_reply_that_finds_the_cached_costs_too_slow_has_the_next_reply_measure_them_again(
+    pair, monkeypatch, tmp_path
+):
     """Costs cached while the machine was busy (planted: 50 times this machine's) are found too
     slow by the first reply's one-token passes; the second reply measures them again."""
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
@@ -261,13 +299,29 @@ def test_a_reply_that_finds_the_cached_costs_too_slow_has_the_next_reply_measure
 
 
 def model_args(tiny_models, *extra):
-    return ["chat", "--target", str(tiny_models["target"]), "--draft", str(tiny_models["draft"]),
-            "--threads", "1", "--ctx", "2048", *extra]
+    return [
+        "chat",
+        "--target",
+        str(tiny_models["target"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "--threads",
+        "1",
+        "--ctx",
+        "2048",
+        *extra,
+    ]
 
 
 def test_piped_chat_writes_two_plain_replies(tiny_models, pair):
-    done = subprocess.run([SPECGEN, *model_args(tiny_models, "-n", "24")], input="hi\nsecond\n/quit\n",
-                          capture_output=True, text=True, timeout=60, env={**os.environ, "TERM": "xterm-256color"})
+    done = subprocess.run(
+        [SPECGEN, *model_args(tiny_models, "-n", "24")],
+        input="hi\nsecond\n/quit\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TERM": "xterm-256color"},
+    )
     assert done.returncode == 0, done.stderr
     out = io.StringIO()
     new_chat(*pair, PlainView(out, io.StringIO()), max_tokens=24).loop(script("hi", "second"))
@@ -280,15 +334,17 @@ def test_chat_refuses_a_model_without_a_chat_template(tiny_models):
     args = ["chat", "--target", str(tiny_models["target_no_template"]), "--no-draft"]
     done = subprocess.run([SPECGEN, *args], input="hi\n", capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and done.stdout == ""
-    assert done.stderr.strip().endswith("has no chat template, so chat cannot tell the turns apart; "
-                                        "use 'specgen run --raw' for plain completion")
+    assert done.stderr.strip().endswith(
+        "has no chat template, so chat cannot tell the turns apart; use 'specgen run --raw' for plain completion"
+    )
 
 
 def spawn(tiny_models, *extra) -> pexpect.spawn:
     env = {**os.environ, "TERM": "xterm-256color"}
     env.pop("NO_COLOR", None)
-    return pexpect.spawn(SPECGEN, model_args(tiny_models, *extra), env=env, encoding="utf-8",
-                         dimensions=(30, 100), timeout=30)
+    return pexpect.spawn(
+        SPECGEN, model_args(tiny_models, *extra), env=env, encoding="utf-8", dimensions=(30, 100), timeout=30
+    )
 
 
 def test_chat_in_a_terminal_shows_colours_legend_and_status(tiny_models):
@@ -313,10 +369,22 @@ def test_chat_in_a_terminal_shows_colours_legend_and_status(tiny_models):
 
 
 def test_ctrl_c_stops_the_reply_and_keeps_the_chat(tiny_models):
-    args = ["chat", "--target", str(tiny_models["target_endless"]), "--draft", str(tiny_models["draft"]),
-            "--threads", "1", "--ctx", "8192", "-n", "100000"]
-    child = pexpect.spawn(SPECGEN, args, env={**os.environ, "TERM": "xterm-256color"}, encoding="utf-8",
-                          dimensions=(30, 100), timeout=30)
+    args = [
+        "chat",
+        "--target",
+        str(tiny_models["target_endless"]),
+        "--draft",
+        str(tiny_models["draft"]),
+        "--threads",
+        "1",
+        "--ctx",
+        "8192",
+        "-n",
+        "100000",
+    ]
+    child = pexpect.spawn(
+        SPECGEN, args, env={**os.environ, "TERM": "xterm-256color"}, encoding="utf-8", dimensions=(30, 100), timeout=30
+    )
     child.expect_exact("you> ")
     child.sendline("hi")
     child.expect("tok/s")  # the live status line: the reply is streaming

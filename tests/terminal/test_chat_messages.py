@@ -53,8 +53,9 @@ def test_lines_between_triple_quotes_are_one_message(pair):
     chat, err = plain_chat(pair)
     pasted = "/usr/bin/env python\nprint(1)"  # a pasted block that starts with a slash is no command
     chat.loop(keys('"""', "    def f():", "", "/help", "        return 1", '"""', "/stats", "  one line  ", pasted))
-    assert users(chat) == ["    def f():\n\n/help\n        return 1", "one line", pasted], \
+    assert users(chat) == ["    def f():\n\n/help\n        return 1", "one line", pasted], (
         "the block kept its lines and indentation; /help inside it is text"
+    )
     assert chat.totals.replies == 3 and "commands:" not in err.getvalue() and "unknown command" not in err.getvalue()
 
 
@@ -71,10 +72,15 @@ def test_a_file_goes_with_the_next_message_fenced_under_its_name(pair, tmp_path,
     (tmp_path / "b.py").write_text("x = 1")
     chat, err = plain_chat(pair)
     monkeypatch.chdir(tmp_path)
-    chat.loop(keys("/file", "/file missing.py", f"/file {tmp_path}", "/file 'my notes.md'", "/file b.py",
-                   "explain", "and now?"))
-    assert users(chat) == ["my notes.md:\n````md\nUse ```code``` here\n````\n\nb.py:\n```py\nx = 1\n```\n\nexplain",
-                           "and now?"], "attached once, to the next message only"
+    chat.loop(
+        keys(
+            "/file", "/file missing.py", f"/file {tmp_path}", "/file 'my notes.md'", "/file b.py", "explain", "and now?"
+        )
+    )
+    assert users(chat) == [
+        "my notes.md:\n````md\nUse ```code``` here\n````\n\nb.py:\n```py\nx = 1\n```\n\nexplain",
+        "and now?",
+    ], "attached once, to the next message only"
     log = err.getvalue()
     assert "/file needs a path: /file PATH" in log
     assert "cannot read missing.py: no such file" in log
@@ -144,28 +150,45 @@ def test_a_loaded_chat_that_ends_with_the_user_is_answered_at_once(pair, tmp_pat
     chat, err = plain_chat(pair, system="dropped by the load")
     chat.loop(keys(f"/load {bench_prompt}"))
     assert "loaded 1 turn(s) from" in err.getvalue() and "without a system prompt" in err.getvalue()
-    assert chat.totals.replies == 1 and chat.conversation.messages == [("user", "hi"), ("assistant", chat.totals.last.text)]
+    assert chat.totals.replies == 1 and chat.conversation.messages == [
+        ("user", "hi"),
+        ("assistant", chat.totals.last.text),
+    ]
 
 
-@pytest.mark.parametrize("content, problem", [
-    (None, "cannot load {path}: no such file"),  # read as attachments are: the same words
-    ("", "cannot load {path}: it is empty"),
-    ("{not json\n", "cannot load {path}: line 1 is not valid JSON"),
-    ('{"prompt": "hi"}\n\n', 'cannot load {path}: line 1 has no "messages" list; /load reads the files /save writes'),
-    ('{"messages": [{"role": "user", "content": "a"}], "reply": 3}', 'cannot load {path}: line 1: "reply" must be a string'),
-    ('{"messages": [{"role": "tool", "content": "a"}]}', 'cannot load {path}: line 1: each message needs a "role"'),
-    ('{"messages": [{"role": "system", "content": "a"}]}', "cannot load {path}: line 1 holds no user message"),
-    ('{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}',
-     "cannot load {path}: line 1: message 2 is the user's where the assistant's belongs"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        (None, "cannot load {path}: no such file"),  # read as attachments are: the same words
+        ("", "cannot load {path}: it is empty"),
+        ("{not json\n", "cannot load {path}: line 1 is not valid JSON"),
+        (
+            '{"prompt": "hi"}\n\n',
+            'cannot load {path}: line 1 has no "messages" list; /load reads the files /save writes',
+        ),
+        (
+            '{"messages": [{"role": "user", "content": "a"}], "reply": 3}',
+            'cannot load {path}: line 1: "reply" must be a string',
+        ),
+        ('{"messages": [{"role": "tool", "content": "a"}]}', 'cannot load {path}: line 1: each message needs a "role"'),
+        ('{"messages": [{"role": "system", "content": "a"}]}', "cannot load {path}: line 1 holds no user message"),
+        (
+            '{"messages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}',
+            "cannot load {path}: line 1: message 2 is the user's where the assistant's belongs",
+        ),
+    ],
+)
 def test_a_file_that_is_not_a_conversation_is_one_line_and_the_chat_goes_on(pair, tmp_path, content, problem):
     path = tmp_path / "bad.jsonl"
     if content is not None:
         path.write_text(content)
     chat, err = plain_chat(pair)
     chat.loop(keys("hi", f"/load {path}"))
-    expected = problem.format(path=path).replace("cannot load", "cannot read") if content is None else \
-        problem.format(path=path)
+    expected = (
+        problem.format(path=path).replace("cannot load", "cannot read")
+        if content is None
+        else problem.format(path=path)
+    )
     assert expected in err.getvalue()
     assert users(chat) == ["hi"] and chat.conversation.turns == 1, "the conversation is as it was"
 
@@ -213,14 +236,40 @@ def test_specgen_bench_times_each_turn_of_a_saved_chat(tiny_models, pair, tmp_pa
     chat, _ = plain_chat(pair, system="be brief")
     chat.loop(keys("hi", "the print of self", f"/save {tmp_path / 'talk.jsonl'}"))
     done = subprocess.run(
-        [SPECGEN, "bench", str(tmp_path / "talk.jsonl"), "--target", str(tiny_models["target"]), "--draft",
-         str(tiny_models["draft"]), "--threads", "1", "-k", "auto", "-n", "8", "-r", "1", "--warmup", "0",
-         "--json", str(tmp_path / "bench.json")], capture_output=True, text=True, timeout=120)
+        [
+            SPECGEN,
+            "bench",
+            str(tmp_path / "talk.jsonl"),
+            "--target",
+            str(tiny_models["target"]),
+            "--draft",
+            str(tiny_models["draft"]),
+            "--threads",
+            "1",
+            "-k",
+            "auto",
+            "-n",
+            "8",
+            "-r",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+            str(tmp_path / "bench.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "bench.json").read_text())
     assert [(p["name"], p["text"]) for p in report["prompts"]] == [("talk:1", "hi"), ("talk:2", "the print of self")]
     assert sorted((r["prompt"], r["config"]) for r in report["runs"]) == [
-        ("talk:1", "draft-auto"), ("talk:1", "target"), ("talk:2", "draft-auto"), ("talk:2", "target")]
+        ("talk:1", "draft-auto"),
+        ("talk:1", "target"),
+        ("talk:2", "draft-auto"),
+        ("talk:2", "target"),
+    ]
 
 
 # -- a real terminal --------------------------------------------------------------------------
@@ -253,8 +302,9 @@ def test_a_block_pasted_into_a_terminal_is_one_message(tiny_models, tmp_path):
     child.send(f"/save {tmp_path / 'talk.jsonl'}\r")
     child.expect_exact("saved 1 turn(s)")
     screen = finish(child)
-    assert [p.text for p in read_prompt_files([str(tmp_path / "talk.jsonl")], None)] == \
-        ["look: def f():\n    return 1\n thanks"]
+    assert [p.text for p in read_prompt_files([str(tmp_path / "talk.jsonl")], None)] == [
+        "look: def f():\n    return 1\n thanks"
+    ]
     assert ESC.sub("", screen).count("prefilled") == 1, "one reply (its final status line)"
     prompts = screen.split(PASTE_ON)[1:]
     assert len(prompts) == 3 and all(PASTE_OFF in after for after in prompts), "marking on at each prompt, then off"
@@ -302,7 +352,9 @@ def test_file_retry_save_and_load_in_a_terminal(tiny_models, tmp_path):
     child.expect_exact("turns in the conversation: 1,")
     finish(child)
     saved = json.loads((tmp_path / "talk.jsonl").read_text())
-    assert saved["messages"] == [{"role": "user", "content": f"{tmp_path / 'app.py'}:\n```py\ndef f():\n    return 1\n```\n\nexplain"}]
+    assert saved["messages"] == [
+        {"role": "user", "content": f"{tmp_path / 'app.py'}:\n```py\ndef f():\n    return 1\n```\n\nexplain"}
+    ]
 
 
 @pytest.mark.parametrize("leave, status", [("sendeof", 0), ("sendintr", 0), ("SIGTERM", 128 + 15)])

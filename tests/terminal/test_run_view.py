@@ -8,10 +8,24 @@ from specgen.decoding.drafters.base import Source
 from specgen.decoding.events import SourceCount, Summary
 from specgen.terminal.run_view import summary_line
 
-SUMMARY = Summary(mode="prompt-lookup", draft_tokens=8, prompt_tokens=10, prefilled_tokens=10, tokens=40, rounds=12,
-                  drafted=30, accepted=28, tokens_per_second=30.0, prefill_s=0.1, decode_s=1.3, draft_s=0.0,
-                  verify_s=1.2, other_s=0.1, stop_reason="length",
-                  by_source={Source.TEXT: SourceCount(drafted=30, kept=28, rounds=12)})
+SUMMARY = Summary(
+    mode="prompt-lookup",
+    draft_tokens=8,
+    prompt_tokens=10,
+    prefilled_tokens=10,
+    tokens=40,
+    rounds=12,
+    drafted=30,
+    accepted=28,
+    tokens_per_second=30.0,
+    prefill_s=0.1,
+    decode_s=1.3,
+    draft_s=0.0,
+    verify_s=1.2,
+    other_s=0.1,
+    stop_reason="length",
+    by_source={Source.TEXT: SourceCount(drafted=30, kept=28, rounds=12)},
+)
 
 
 def copies(rewrite_rounds: int = 0, pattern_rounds: int = 0) -> Summary:

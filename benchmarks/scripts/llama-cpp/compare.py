@@ -34,8 +34,10 @@ def llama_rates(paths: list[str], every: bool = False) -> dict[str, dict[str, fl
             found = LINE.match(line)
             if found:
                 runs[found[1]][found[2]].append(float(found[5]))
-    return {prompt: {method: geometric_mean(v) if every else v[-1] for method, v in methods.items()}
-            for prompt, methods in runs.items()}
+    return {
+        prompt: {method: geometric_mean(v) if every else v[-1] for method, v in methods.items()}
+        for prompt, methods in runs.items()
+    }
 
 
 def kind_of(prompt: str) -> str:
@@ -60,8 +62,9 @@ def specgen_rates(path: str) -> dict[str, dict[str, float]]:
     runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in json.loads(Path(path).read_text(encoding="utf-8"))["runs"]:
         runs[run["prompt"]][run["config"]].append(run["tokens_per_second"])
-    return {prompt: {config: sorted(v)[len(v) // 2] for config, v in configs.items()}
-            for prompt, configs in runs.items()}
+    return {
+        prompt: {config: sorted(v)[len(v) // 2] for config, v in configs.items()} for prompt, configs in runs.items()
+    }
 
 
 def geometric_mean(values: list[float]) -> float:

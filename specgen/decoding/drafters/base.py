@@ -96,8 +96,15 @@ class Drafter(ABC):
         """A request starts after `prefix` (the prompt but its last token)."""
 
     @abstractmethod
-    def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
+    def propose(
+        self,
+        history: list[int],
+        last: int,
+        k: int,
+        params: SamplingParams,
+        draws: np.ndarray | None,
+        keep: Gate | None = None,
+    ) -> Draft:
         """Up to k tokens after history + [last]. `draws[i]` is the uniform that samples draft
         position i (sampling only), new to this round; `keep(position, top probability)` may end
         the draft before a token is drawn."""

@@ -118,8 +118,13 @@ class Copier:
         rewrites = tuple(max(start - skip, 0) for start, end, _ in copy.replaced if end > skip)
         quoted = best.source > len(self.shared)  # in one of `request_sources`, after `shared`
         # a cut rewrite's tail is judged, not offered
-        return Offer(copy.tokens[skip : k + skip], best, rewrites, source=Source.QUOTED if quoted else Source.TEXT,
-                     priced_as=Source.TEXT)
+        return Offer(
+            copy.tokens[skip : k + skip],
+            best,
+            rewrites,
+            source=Source.QUOTED if quoted else Source.TEXT,
+            priced_as=Source.TEXT,
+        )
 
     def _followed(self) -> tuple[Branch | None, int]:
         """The last copy continued where the output has followed it since, through a rewrite it
@@ -157,8 +162,11 @@ class Copier:
         number, old_start, new_start = self._broken
         old_end, new_end = best.position - best.match, len(self.index) - best.match
         if number == best.source and 0 < old_end - old_start <= SPAN_MAX and 0 < new_end - new_start <= SPAN_MAX:
-            self.rewrites.learn(tuple(source.tokens[old_start:old_end]),
-                                tuple(self.index.tokens[new_start:new_end]), self.index.tokens[self._output_start :])
+            self.rewrites.learn(
+                tuple(source.tokens[old_start:old_end]),
+                tuple(self.index.tokens[new_start:new_end]),
+                self.index.tokens[self._output_start :],
+            )
         self._broken = None
 
     def _resynced(self, sources: Sequence[SuffixIndex], best: Branch | None) -> Branch | None:
@@ -190,8 +198,15 @@ class PromptLookupDrafter(Drafter):
         """Index the prompt (keeping what an earlier request shared with it)."""
         self.copier.prepare(prefix)
 
-    def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
+    def propose(
+        self,
+        history: list[int],
+        last: int,
+        k: int,
+        params: SamplingParams,
+        draws: np.ndarray | None,
+        keep: Gate | None = None,
+    ) -> Draft:
         """Copied tokens are certain (q is one-hot), so `keep` has nothing to weigh."""
         offer = self.copier.offer(history, last, k)
         return copied(offer.tokens, params, len(offer.rewrites), offer.source)

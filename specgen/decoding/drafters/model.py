@@ -42,8 +42,15 @@ class ModelDrafter(Drafter):
         """Accepted tokens the draft model has not seen yet."""
         return max(len(history) - len(self.model.tokens), 0)
 
-    def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
+    def propose(
+        self,
+        history: list[int],
+        last: int,
+        k: int,
+        params: SamplingParams,
+        draws: np.ndarray | None,
+        keep: Gate | None = None,
+    ) -> Draft:
         """Feed the accepted tokens the draft has not seen, then draft up to k tokens.
 
         `draws[i]` samples position i; `keep(position, top probability)` may end the draft
@@ -79,5 +86,3 @@ class ModelDrafter(Drafter):
     def rollback(self, history: list[int]) -> None:
         """Forget drafted positions the target did not keep."""
         self.model.truncate(min(len(self.model.tokens), len(history)))
-
-

@@ -275,8 +275,11 @@ def _agreement(output: str, start: int, source: str, source_start: int, known: i
     """How many characters from `start` in the output equal those from `source_start` in the
     source (the first `known` of them are known to)."""
     length, limit, chunk = known, min(len(output) - start, len(source) - source_start), 64
-    while length + chunk <= limit and output[start + length : start + length + chunk] == \
-            source[source_start + length : source_start + length + chunk]:
+    while (
+        length + chunk <= limit
+        and output[start + length : start + length + chunk]
+        == source[source_start + length : source_start + length + chunk]
+    ):
         length += chunk
     while length < limit and output[start + length] == source[source_start + length]:
         length += 1

@@ -48,6 +48,7 @@ class Drafted(Protocol):
     @property
     def kept(self) -> int: ...
 
+
 CONFIRM = 3  # tokens the output follows a re-found place for before it is the new anchor
 BACK = 16  # how far before the anchor a re-found place may start
 WINDOW = 512  # how far after the anchor a re-found place may start
@@ -70,11 +71,14 @@ class PredictionReport:
     prediction_breaks: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, object]:
-        return {"prediction_tokens": self.prediction_tokens,
-                "accepted_prediction_tokens": self.accepted_prediction_tokens,
-                "rejected_prediction_tokens": self.rejected_prediction_tokens,
-                "prediction_drafted": self.prediction_drafted, "prediction_kept": self.prediction_kept,
-                "prediction_breaks": list(self.prediction_breaks)}
+        return {
+            "prediction_tokens": self.prediction_tokens,
+            "accepted_prediction_tokens": self.accepted_prediction_tokens,
+            "rejected_prediction_tokens": self.rejected_prediction_tokens,
+            "prediction_drafted": self.prediction_drafted,
+            "prediction_kept": self.prediction_kept,
+            "prediction_breaks": list(self.prediction_breaks),
+        }
 
 
 class Prediction:
@@ -267,8 +271,14 @@ def report(prediction: Prediction, completion: list[int], drafted: Drafted | Non
     drafted from it proposed and the target kept (the Summary's `by_source["prediction"]`)."""
     accepted = accepted_tokens(prediction.tokens, completion)
     breaks = tuple(b for b in prediction.breaks if b < len(completion))
-    return PredictionReport(len(prediction), accepted, len(prediction) - accepted,
-                            drafted.drafted if drafted else 0, drafted.kept if drafted else 0, breaks)
+    return PredictionReport(
+        len(prediction),
+        accepted,
+        len(prediction) - accepted,
+        drafted.drafted if drafted else 0,
+        drafted.kept if drafted else 0,
+        breaks,
+    )
 
 
 class PredictionDrafter(Drafter):
@@ -284,8 +294,15 @@ class PredictionDrafter(Drafter):
         if self.fallback is not None:
             self.fallback.prepare(prefix)
 
-    def propose(self, history: list[int], last: int, k: int, params: SamplingParams,
-                draws: np.ndarray | None, keep: Gate | None = None) -> Draft:
+    def propose(
+        self,
+        history: list[int],
+        last: int,
+        k: int,
+        params: SamplingParams,
+        draws: np.ndarray | None,
+        keep: Gate | None = None,
+    ) -> Draft:
         offer = self.prediction.offer(history, last, k)
         if offer.tokens or self.fallback is None:
             return copied(offer.tokens[:k], params, len(offer.rewrites), Source.PREDICTION)

@@ -14,9 +14,16 @@ from specgen.decoding.drafters.suffix import SuffixIndex
 from specgen.decoding.tokens import Utf8Stream
 
 # what JSON writes for the characters a string cannot hold as they are (RFC 8259, section 7)
-_ESCAPES = {ord('"'): '\\"', ord("\\"): "\\\\", ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t",
-            ord("\b"): "\\b", ord("\f"): "\\f",
-            **{c: f"\\u{c:04x}" for c in range(0x20) if c not in (8, 9, 10, 12, 13)}}
+_ESCAPES = {
+    ord('"'): '\\"',
+    ord("\\"): "\\\\",
+    ord("\n"): "\\n",
+    ord("\r"): "\\r",
+    ord("\t"): "\\t",
+    ord("\b"): "\\b",
+    ord("\f"): "\\f",
+    **{c: f"\\u{c:04x}" for c in range(0x20) if c not in (8, 9, 10, 12, 13)},
+}
 
 
 def json_escaped(text: str) -> str:

@@ -83,8 +83,13 @@ class Rewrites:
         if len(self.rules) >= RULES_MAX and old not in self.rules:
             del self.rules[next(iter(self.rules))]
         first, inside = old[0], [o for o in range(len(new) - len(old) + 1) if new[o : o + len(old)] == old]
-        kept = sum(1 for i, token in enumerate(output) if token == first and tuple(output[i : i + len(old)]) == old
-                   and not any(tuple(output[i - o : i - o + len(new)]) == new for o in inside if i >= o))
+        kept = sum(
+            1
+            for i, token in enumerate(output)
+            if token == first
+            and tuple(output[i : i + len(old)]) == old
+            and not any(tuple(output[i - o : i - o + len(new)]) == new for o in inside if i >= o)
+        )
         self.rules[old] = Rule(new, misses=kept)
         self._longest[old[0]] = max(self._longest.get(old[0], 0), len(old))
 

@@ -169,11 +169,15 @@ class StructureSource:
             return Offer([])
         branch = branches[0]
         at = self.ends[branch.position - 1]
-        copy = self.tokens[at: min(at + k, self._copyable(at))]
+        copy = self.tokens[at : min(at + k, self._copyable(at))]
         if not copy:
             return Offer([])
-        return Offer(copy, Branch(0, at, branch.match, agreeing=branch.agreeing, occurrences=branch.occurrences),
-                     roles=tuple(self.roles[at: at + len(copy)]), source=self.name)
+        return Offer(
+            copy,
+            Branch(0, at, branch.match, agreeing=branch.agreeing, occurrences=branch.occurrences),
+            roles=tuple(self.roles[at : at + len(copy)]),
+            source=self.name,
+        )
 
     def _copyable(self, at: int) -> int:
         """Where a copy from `at` must end: the reply's end, or in the example, before its

@@ -216,9 +216,9 @@ class LookupMemory:
     @classmethod
     def vocabulary_of(cls, data: bytes) -> str | None:
         """The vocabulary id that saved `data`, or None when it is not a saved memory."""
-        if not data.startswith(cls._MAGIC) or b"\n" not in data[len(cls._MAGIC):]:
+        if not data.startswith(cls._MAGIC) or b"\n" not in data[len(cls._MAGIC) :]:
             return None
-        return data[len(cls._MAGIC):].split(b"\n", 1)[0].decode("utf-8", errors="replace")
+        return data[len(cls._MAGIC) :].split(b"\n", 1)[0].decode("utf-8", errors="replace")
 
     @classmethod
     def from_bytes(cls, data: bytes, vocabulary: str, max_tokens: int = 262_144) -> LookupMemory:

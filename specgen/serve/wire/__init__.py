@@ -15,5 +15,16 @@ from specgen.serve.wire.reply import Logprob, Outcome, Reply, finish_reason, sta
 from specgen.serve.wire.request import GenRequest, parse_request
 from specgen.serve.wire.structured import ResponseFormat
 
-__all__ = ["ApiError", "GenRequest", "Infill", "Logprob", "Outcome", "Reply", "ResponseFormat", "finish_reason",
-           "parse_infill", "parse_request", "stats"]
+__all__ = [
+    "ApiError",
+    "GenRequest",
+    "Infill",
+    "Logprob",
+    "Outcome",
+    "Reply",
+    "ResponseFormat",
+    "finish_reason",
+    "parse_infill",
+    "parse_request",
+    "stats",
+]

@@ -10,15 +10,22 @@ import math
 class ApiError(Exception):
     """An error a client reads as OpenAI's JSON error body, with its HTTP status."""
 
-    def __init__(self, status: int, message: str, *, kind: str = "invalid_request_error",
-                 param: str | None = None, code: str | None = None, headers: dict | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        kind: str = "invalid_request_error",
+        param: str | None = None,
+        code: str | None = None,
+        headers: dict | None = None,
+    ):
         super().__init__(message)
         self.status, self.message, self.kind = status, message, kind
         self.param, self.code, self.headers = param, code, headers or {}
 
     def body(self) -> dict:
         return {"error": {"message": self.message, "type": self.kind, "param": self.param, "code": self.code}}
-
 
 
 def typed(body: dict, name: str, kind: type, what: str, prefix: str = ""):
@@ -48,10 +55,14 @@ def integer(body: dict, name: str, low: int, high: int) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ApiError(400, f"{name} must be a whole number, not {shown(value)}", param=name)
     if not low <= value <= high:
-        raise ApiError(400, f"{name} must be at least {low}, not {value}" if value < low
-                       else f"{name} must be at most {high}, not {value}", param=name)
+        raise ApiError(
+            400,
+            f"{name} must be at least {low}, not {value}"
+            if value < low
+            else f"{name} must be at most {high}, not {value}",
+            param=name,
+        )
     return value
-
 
 
 def checked_text(value: str, param: str) -> str:
@@ -59,8 +70,9 @@ def checked_text(value: str, param: str) -> str:
     which a NUL would silently end. Stop strings are held to the same rule, so that a NUL is one
     clear error in whichever text it is sent."""
     if "\0" in value:
-        raise ApiError(400, f"{param} holds a NUL character (\\u0000), which the model cannot read; remove it",
-                       param=param)
+        raise ApiError(
+            400, f"{param} holds a NUL character (\\u0000), which the model cannot read; remove it", param=param
+        )
     return value
 
 

@@ -17,11 +17,32 @@ from specgen.serve.wire.request import GenRequest, parse_request
 # (one completion is served), an empty `lora` list, and `model`: like llama-server, /infill serves
 # its one model whatever the name (llama.vscode sends its chat model's name, "google/gemini-2.5-flash"
 # unless set).
-INFILL_FIELDS = frozenset({
-    "input_prefix", "input_suffix", "input_extra", "prompt", "model", "n_predict", "max_tokens",
-    "temperature", "top_k", "top_p", "seed", "stop", "stream", "n_indent", "t_max_predict_ms",
-    "response_fields", "cache_prompt", "t_max_prompt_ms", "samplers", "id_slot", "n_cmpl", "lora",
-})
+INFILL_FIELDS = frozenset(
+    {
+        "input_prefix",
+        "input_suffix",
+        "input_extra",
+        "prompt",
+        "model",
+        "n_predict",
+        "max_tokens",
+        "temperature",
+        "top_k",
+        "top_p",
+        "seed",
+        "stop",
+        "stream",
+        "n_indent",
+        "t_max_predict_ms",
+        "response_fields",
+        "cache_prompt",
+        "t_max_prompt_ms",
+        "samplers",
+        "id_slot",
+        "n_cmpl",
+        "lora",
+    }
+)
 SAMPLING_FIELDS = ("temperature", "top_p", "top_k", "seed", "stop", "stream")  # read as the OpenAI endpoints read them
 CHUNK_FIELDS = frozenset({"text", "filename", "time"})  # an input_extra chunk; `time` (llama.vim's) is ignored
 
@@ -30,8 +51,9 @@ def parse_infill(body: dict) -> tuple[GenRequest, tuple[str, ...]]:
     """Validate a /infill body: the request, and the `response_fields` its reply is cut down to."""
     unknown = sorted(set(body) - INFILL_FIELDS)
     if unknown:
-        raise ApiError(400, f"/infill does not take {unknown[0]!r}; it reads {', '.join(sorted(INFILL_FIELDS))}",
-                       param=unknown[0])
+        raise ApiError(
+            400, f"/infill does not take {unknown[0]!r}; it reads {', '.join(sorted(INFILL_FIELDS))}", param=unknown[0]
+        )
     _infill_hints(body)
     common = parse_request({name: body[name] for name in SAMPLING_FIELDS if name in body}, "infill", ())
     n_predict = integer(body, "n_predict", -1, 2**31)
@@ -39,8 +61,9 @@ def parse_infill(body: dict) -> tuple[GenRequest, tuple[str, ...]]:
     spec = replace(common, max_tokens=None if max_tokens == -1 else max_tokens, infill=_gap(body))
     fields = typed(body, "response_fields", list, "an array of strings") or []
     if not all(isinstance(field, str) for field in fields):
-        raise ApiError(400, "response_fields must be an array of strings such as \"timings/prompt_ms\"",
-                       param="response_fields")
+        raise ApiError(
+            400, 'response_fields must be an array of strings such as "timings/prompt_ms"', param="response_fields"
+        )
     return spec, tuple(fields)
 
 
@@ -48,8 +71,13 @@ def _gap(body: dict) -> Infill:
     """The gap and its limits; the text at the cursor (`prompt`) continues the prefix, as
     llama-server reads it."""
     prefix = _required_text(body, "input_prefix") + checked_text(typed(body, "prompt", str, "a string") or "", "prompt")
-    return Infill(prefix, _required_text(body, "input_suffix"), _extra(body.get("input_extra")),
-                  integer(body, "n_indent", 0, 2**31) or 0, integer(body, "t_max_predict_ms", 0, 2**31) or 0)
+    return Infill(
+        prefix,
+        _required_text(body, "input_suffix"),
+        _extra(body.get("input_extra")),
+        integer(body, "n_indent", 0, 2**31) or 0,
+        integer(body, "t_max_predict_ms", 0, 2**31) or 0,
+    )
 
 
 def _infill_hints(body: dict) -> None:
@@ -60,8 +88,11 @@ def _infill_hints(body: dict) -> None:
     integer(body, "id_slot", -1, 2**31)
     integer(body, "n_cmpl", 1, 2**31)
     samplers = body.get("samplers")
-    if samplers is not None and not isinstance(samplers, str) and not (
-            isinstance(samplers, list) and all(isinstance(name, str) for name in samplers)):
+    if (
+        samplers is not None
+        and not isinstance(samplers, str)
+        and not (isinstance(samplers, list) and all(isinstance(name, str) for name in samplers))
+    ):
         raise ApiError(400, "samplers must be an array of sampler names", param="samplers")
     if typed(body, "lora", list, "an array"):
         raise ApiError(400, "this server loads no LoRA adapters; leave lora out", param="lora")
@@ -78,18 +109,24 @@ def _extra(value) -> tuple[tuple[str, str], ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise ApiError(400, f"input_extra must be an array of {{filename, text}} objects, not {shown(value)}",
-                       param="input_extra")
+        raise ApiError(
+            400, f"input_extra must be an array of {{filename, text}} objects, not {shown(value)}", param="input_extra"
+        )
     chunks = []
     for i, chunk in enumerate(value):
         where = f"input_extra[{i}]"
         if not isinstance(chunk, dict) or not isinstance(chunk.get("text"), str):
-            raise ApiError(400, f"{where} must be an object with a text string (and a filename), "
-                           f"not {shown(chunk)}", param=where)
+            raise ApiError(
+                400, f"{where} must be an object with a text string (and a filename), not {shown(chunk)}", param=where
+            )
         unknown = sorted(set(chunk) - CHUNK_FIELDS)
         if unknown:
             raise ApiError(400, f"{where} has {unknown[0]!r}; a chunk holds filename and text", param=where)
         filename = typed(chunk, "filename", str, "a string", where + ".")
-        chunks.append((checked_text("tmp" if filename is None else filename, where + ".filename"),
-                       checked_text(chunk["text"], where + ".text")))
+        chunks.append(
+            (
+                checked_text("tmp" if filename is None else filename, where + ".filename"),
+                checked_text(chunk["text"], where + ".text"),
+            )
+        )
     return tuple(chunks)

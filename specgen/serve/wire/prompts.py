@@ -32,8 +32,9 @@ def parse_prompt(value) -> str | tuple[int, ...]:
         return tuple(value)
     if isinstance(value, list) and len(value) > 1 and all(isinstance(p, (str, list)) for p in value):
         raise ApiError(400, f"prompt holds {len(value)} prompts; send one per request", param="prompt")
-    raise ApiError(400, f"prompt must be a string or a non-empty array of token ids, not {shown(value)}",
-                   param="prompt")
+    raise ApiError(
+        400, f"prompt must be a string or a non-empty array of token ids, not {shown(value)}", param="prompt"
+    )
 
 
 def suffixed(body: dict) -> Infill | None:
@@ -46,8 +47,11 @@ def suffixed(body: dict) -> Infill | None:
     if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
         prompt = prompt[0]
     if not isinstance(prompt, str):
-        raise ApiError(400, "with a suffix the prompt must be the text before the gap (a string), "
-                       f"not {shown(prompt)}", param="prompt")
+        raise ApiError(
+            400,
+            f"with a suffix the prompt must be the text before the gap (a string), not {shown(prompt)}",
+            param="prompt",
+        )
     return Infill(checked_text(prompt, "prompt"), checked_text(suffix, "suffix"))
 
 
@@ -60,12 +64,14 @@ def parse_prediction(value) -> str | None:
     if not isinstance(value, dict):
         raise ApiError(400, f"{shape}, not {shown(value)}", param="prediction")
     if value.get("type") != "content":
-        raise ApiError(400, f"{shape}; its type must be 'content', not {shown(value.get('type'))}",
-                       param="prediction.type")
+        raise ApiError(
+            400, f"{shape}; its type must be 'content', not {shown(value.get('type'))}", param="prediction.type"
+        )
     unknown = sorted(set(value) - {"type", "content"})
     if unknown:
-        raise ApiError(400, f"prediction.{unknown[0]} is not part of a prediction; {shape}",
-                       param=f"prediction.{unknown[0]}")
+        raise ApiError(
+            400, f"prediction.{unknown[0]} is not part of a prediction; {shape}", param=f"prediction.{unknown[0]}"
+        )
     content = value.get("content")
     if isinstance(content, str):
         return checked_text(content, "prediction.content")
@@ -74,9 +80,13 @@ def parse_prediction(value) -> str | None:
         for i, part in enumerate(content):
             where = f"prediction.content[{i}]"
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
-                raise ApiError(400, f"{where} must be a text part ({{type: text, text: ...}}), not {shown(part)}",
-                               param=where)
+                raise ApiError(
+                    400, f"{where} must be a text part ({{type: text, text: ...}}), not {shown(part)}", param=where
+                )
             parts.append(checked_text(part["text"], f"{where}.text"))
         return "".join(parts)
-    raise ApiError(400, f"{shape}; its content must be a string or an array of text parts, not {shown(content)}",
-                   param="prediction.content")
+    raise ApiError(
+        400,
+        f"{shape}; its content must be a string or an array of text parts, not {shown(content)}",
+        param="prediction.content",
+    )

@@ -14,6 +14,7 @@ from specgen.serve.tools import ToolCall
 if TYPE_CHECKING:
     from specgen.serve.scheduler import Prefill
 
+
 @dataclass(frozen=True)
 class Logprob:
     """A token's log-probability as the client reads it: its text, bytes, value, the most likely
@@ -28,6 +29,7 @@ class Logprob:
 
 def chat_logprobs(entries: tuple[Logprob, ...] | list[Logprob]) -> dict:
     """OpenAI's choices[].logprobs of a chat reply (or chunk)."""
+
     def item(entry: Logprob) -> dict:
         return {"token": entry.token, "logprob": entry.logprob, "bytes": list(entry.data)}
 
@@ -36,9 +38,12 @@ def chat_logprobs(entries: tuple[Logprob, ...] | list[Logprob]) -> dict:
 
 def completion_logprobs(entries: tuple[Logprob, ...] | list[Logprob]) -> dict:
     """OpenAI's choices[].logprobs of a completion (or chunk): parallel lists."""
-    return {"tokens": [e.token for e in entries], "token_logprobs": [e.logprob for e in entries],
-            "top_logprobs": [{t.token: t.logprob for t in e.top} for e in entries],
-            "text_offset": [e.offset for e in entries]}
+    return {
+        "tokens": [e.token for e in entries],
+        "token_logprobs": [e.logprob for e in entries],
+        "top_logprobs": [{t.token: t.logprob for t in e.top} for e in entries],
+        "text_offset": [e.offset for e in entries],
+    }
 
 
 @dataclass(frozen=True)
@@ -63,10 +68,13 @@ def finish_reason(stop_reason: str, stopped: bool) -> str:
 
 def usage(outcome: Outcome) -> dict:
     summary, cached = outcome.summary, outcome.prefill.own
-    return {"prompt_tokens": summary.prompt_tokens, "completion_tokens": summary.tokens,
-            "total_tokens": summary.prompt_tokens + summary.tokens,
-            "prompt_tokens_details": {"cached_tokens": cached},
-            "completion_tokens_details": prediction_usage(outcome.prediction)}
+    return {
+        "prompt_tokens": summary.prompt_tokens,
+        "completion_tokens": summary.tokens,
+        "total_tokens": summary.prompt_tokens + summary.tokens,
+        "prompt_tokens_details": {"cached_tokens": cached},
+        "completion_tokens_details": prediction_usage(outcome.prediction),
+    }
 
 
 def prediction_usage(prediction: PredictionReport | None) -> dict:
@@ -74,8 +82,10 @@ def prediction_usage(prediction: PredictionReport | None) -> dict:
     longest common subsequence of the two), and the rest; zeros without a prediction."""
     if prediction is None:
         return {"accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
-    return {"accepted_prediction_tokens": prediction.accepted_prediction_tokens,
-            "rejected_prediction_tokens": prediction.rejected_prediction_tokens}
+    return {
+        "accepted_prediction_tokens": prediction.accepted_prediction_tokens,
+        "rejected_prediction_tokens": prediction.rejected_prediction_tokens,
+    }
 
 
 def prediction_stats(prediction: PredictionReport | None) -> dict | None:
@@ -83,8 +93,12 @@ def prediction_stats(prediction: PredictionReport | None) -> dict | None:
     and the output positions where the output left it (None without a prediction)."""
     if prediction is None:
         return None
-    return {"tokens": prediction.prediction_tokens, "drafted": prediction.prediction_drafted,
-            "kept": prediction.prediction_kept, "breaks": list(prediction.prediction_breaks)}
+    return {
+        "tokens": prediction.prediction_tokens,
+        "drafted": prediction.prediction_drafted,
+        "kept": prediction.prediction_kept,
+        "breaks": list(prediction.prediction_breaks),
+    }
 
 
 def stats(outcome: Outcome, draft_model: str | None) -> dict:
@@ -125,8 +139,13 @@ class Reply:
         return "chat.completion" if self.kind == "chat" else "text_completion"
 
     def _head(self, obj: str) -> dict:
-        return {"id": self.ident, "object": obj, "created": self.created, "model": self.model,
-                "system_fingerprint": None}
+        return {
+            "id": self.ident,
+            "object": obj,
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": None,
+        }
 
     def logprobs(self, entries) -> dict | None:
         """choices[].logprobs for these entries (None where none were asked for)."""
@@ -145,11 +164,20 @@ class Reply:
         else:
             choice = {"index": 0, "text": text}
         choice |= {"logprobs": self.logprobs(logprobs), "finish_reason": outcome.finish_reason}
-        return {**self._head(self.obj), "choices": [choice], "usage": usage(outcome),
-                "specgen": stats(outcome, self.draft_model)}
+        return {
+            **self._head(self.obj),
+            "choices": [choice],
+            "usage": usage(outcome),
+            "specgen": stats(outcome, self.draft_model),
+        }
 
-    def chunk(self, text: str | None, finish: str | None = None, role: bool = False,
-              logprobs: tuple[Logprob, ...] | None = None) -> dict:
+    def chunk(
+        self,
+        text: str | None,
+        finish: str | None = None,
+        role: bool = False,
+        logprobs: tuple[Logprob, ...] | None = None,
+    ) -> dict:
         """One streamed piece: text (None for none), a finish reason on the last, the role on the
         first, the log-probabilities of its tokens where they were asked for."""
         if self.kind == "chat":
@@ -165,18 +193,28 @@ class Reply:
         calls = []
         if outcome.tool_calls:
             call = self.chunk(None)
-            call["choices"][0]["delta"] = {"tool_calls": [{"index": i, **c}
-                                                          for i, c in enumerate(tool_calls(outcome.tool_calls))]}
+            call["choices"][0]["delta"] = {
+                "tool_calls": [{"index": i, **c} for i, c in enumerate(tool_calls(outcome.tool_calls))]
+            }
             calls.append(call)
         last = self.chunk(None, outcome.finish_reason)
         extra = {"usage": usage(outcome), "specgen": stats(outcome, self.draft_model)}
         if not include_usage:
             return [*calls, last | extra]
-        return [*calls, last, {**self._head(self.obj + (".chunk" if self.kind == "chat" else "")), "choices": [],
-                               **extra}]
+        return [
+            *calls,
+            last,
+            {**self._head(self.obj + (".chunk" if self.kind == "chat" else "")), "choices": [], **extra},
+        ]
 
 
 def tool_calls(calls: tuple[ToolCall, ...]) -> list[dict]:
     """OpenAI's tool_calls for serve.tools.ToolCall values, each with a fresh id."""
-    return [{"id": f"call_{uuid.uuid4().hex[:24]}", "type": "function",
-             "function": {"name": call.name, "arguments": call.arguments}} for call in calls]
+    return [
+        {
+            "id": f"call_{uuid.uuid4().hex[:24]}",
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
+        for call in calls
+    ]

@@ -51,7 +51,8 @@ class GenRequest:
     def templated(self) -> bool:
         """Whether the prompt needs the model's own template: tools offered, or tool turns in the chat."""
         return bool(self.tools and self.tool_choice != "none") or any(
-            "tool_calls" in m or m["role"] == "tool" for m in self.chat)
+            "tool_calls" in m or m["role"] == "tool" for m in self.chat
+        )
 
 
 def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
@@ -59,12 +60,17 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
     unread_fields(body, kind)
     model = typed(body, "model", str, "a string")
     if model is not None and model not in models:
-        raise ApiError(404, f"The model '{model}' does not exist; this server serves '{models[0]}' (GET /v1/models)",
-                       param="model", code="model_not_found")
+        raise ApiError(
+            404,
+            f"The model '{model}' does not exist; this server serves '{models[0]}' (GET /v1/models)",
+            param="model",
+            code="model_not_found",
+        )
     n = integer(body, "n", 1, 2**31)
     if n not in (None, 1):
-        raise ApiError(400, f"n must be 1, not {n}: specgen serves one choice per request", param="n",
-                       code="unsupported_parameter")
+        raise ApiError(
+            400, f"n must be 1, not {n}: specgen serves one choice per request", param="n", code="unsupported_parameter"
+        )
     stream_options = typed(body, "stream_options", dict, "an object") or {}
     max_tokens = integer(body, "max_tokens", 1, 2**31)
     if kind == "chat":
@@ -92,19 +98,45 @@ def parse_request(body: dict, kind: str, models: tuple[str, ...]) -> GenRequest:
 
 # -- fields: what each endpoint reads, and what it refuses ----------------------------------------
 
-_SAMPLING = {"model", "max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "n", "stream", "stream_options",
-             "logprobs"}
+_SAMPLING = {
+    "model",
+    "max_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
+    "stop",
+    "n",
+    "stream",
+    "stream_options",
+    "logprobs",
+}
 READ = {  # honoured by this server (top_k: an extension llama.cpp's server also takes)
-    "chat": _SAMPLING | {"messages", "max_completion_tokens", "prediction", "response_format", "tools", "tool_choice",
-                         "parallel_tool_calls", "top_logprobs"},
+    "chat": _SAMPLING
+    | {
+        "messages",
+        "max_completion_tokens",
+        "prediction",
+        "response_format",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "top_logprobs",
+    },
     "completion": _SAMPLING | {"prompt", "suffix", "prediction"},
     "infill": _SAMPLING,  # the sampling fields of an /infill body (parse_infill checks the rest)
 }
 # OpenAI documents these as hints about the caller or the account, not about the reply: accepted, not used
 HINTS = {"user", "metadata", "store", "service_tier", "prompt_cache_key", "safety_identifier"}
 # fields sent at the value that asks for nothing (some clients always send them): accepted
-NO_OPS = {"frequency_penalty": 0, "presence_penalty": 0, "logit_bias": {}, "echo": False, "best_of": 1,
-          "modalities": ["text"]}
+NO_OPS = {
+    "frequency_penalty": 0,
+    "presence_penalty": 0,
+    "logit_bias": {},
+    "echo": False,
+    "best_of": 1,
+    "modalities": ["text"],
+}
 # why a field is refused, where there is more to say than that it is not read
 WHY = {
     "frequency_penalty": "specgen samples the target model's own distribution, which a penalty would change",
@@ -126,16 +158,25 @@ def unread_fields(body: dict, kind: str) -> None:
         if value is None or name in READ[kind] or name in HINTS or _same(value, NO_OPS.get(name, ...)):
             continue
         reason = WHY.get(name, "this server does not read it")
-        raise ApiError(400, f"{name} is not supported by specgen serve ({reason}); remove it from the request",
-                       param=name, code="unsupported_parameter")
+        raise ApiError(
+            400,
+            f"{name} is not supported by specgen serve ({reason}); remove it from the request",
+            param=name,
+            code="unsupported_parameter",
+        )
     options = body.get("stream_options")
     for name, value in options.items() if isinstance(options, dict) else ():
         if name not in _STREAM_OPTIONS and value is not None:
-            raise ApiError(400, f"stream_options.{name} is not supported by specgen serve; remove it",
-                           param=f"stream_options.{name}", code="unsupported_parameter")
+            raise ApiError(
+                400,
+                f"stream_options.{name} is not supported by specgen serve; remove it",
+                param=f"stream_options.{name}",
+                code="unsupported_parameter",
+            )
 
 
 def _same(value, quiet) -> bool:
     """Whether `value` is the value that asks for nothing (true is not 1, nor 0 false)."""
     return (type(value) is type(quiet) and value == quiet) or (
-        isinstance(quiet, int) and not isinstance(quiet, bool) and isinstance(value, float) and value == quiet)
+        isinstance(quiet, int) and not isinstance(quiet, bool) and isinstance(value, float) and value == quiet
+    )

@@ -21,7 +21,6 @@ class ResponseFormat:
     schema: dict | None = None
 
 
-
 def response_format(value) -> ResponseFormat | None:
     """`response_format`: text (nothing to enforce), any JSON object, or JSON that fits a schema."""
     param = "response_format"
@@ -34,9 +33,12 @@ def response_format(value) -> ResponseFormat | None:
         return ResponseFormat(kind)
     if kind != "json_schema":
         sent = f"type {shown(kind)}" if isinstance(value, dict) else shown(value)
-        raise ApiError(400, f"{param} must be {{type: text}}, {{type: json_object}} or {{type: json_schema, "
-                       f"json_schema: {{name, schema}}}}, not {sent}",
-                       param=f"{param}.type" if isinstance(value, dict) else param)
+        raise ApiError(
+            400,
+            f"{param} must be {{type: text}}, {{type: json_object}} or {{type: json_schema, "
+            f"json_schema: {{name, schema}}}}, not {sent}",
+            param=f"{param}.type" if isinstance(value, dict) else param,
+        )
     spec = typed(value, "json_schema", dict, "an object with name and schema", param + ".") or {}
     typed(spec, "name", str, "a string", param + ".json_schema.")
     typed(spec, "description", str, "a string", param + ".json_schema.")
@@ -52,8 +54,13 @@ def tool_fields(body: dict) -> dict:
     tools = _tools(body.get("tools"))
     choice, forced = _tool_choice(body.get("tool_choice"), tools)
     parallel = typed(body, "parallel_tool_calls", bool, "true or false")
-    return {"chat": template_messages(body["messages"]), "tools": tools, "tool_choice": choice,
-            "forced_tool": forced, "parallel_tool_calls": parallel is not False}
+    return {
+        "chat": template_messages(body["messages"]),
+        "tools": tools,
+        "tool_choice": choice,
+        "forced_tool": forced,
+        "parallel_tool_calls": parallel is not False,
+    }
 
 
 def _tools(value) -> tuple[dict, ...]:
@@ -65,16 +72,22 @@ def _tools(value) -> tuple[dict, ...]:
     for i, tool in enumerate(value):
         where = f"tools[{i}]"
         if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(tool.get("function"), dict):
-            raise ApiError(400, f"{where} must be {{type: function, function: {{name, parameters}}}}; this server "
-                           "calls functions only", param=where)
+            raise ApiError(
+                400,
+                f"{where} must be {{type: function, function: {{name, parameters}}}}; this server calls functions only",
+                param=where,
+            )
         function = tool["function"]
         name = function.get("name")
         if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
-            raise ApiError(400, f"{where}.function.name must be 1 to 64 letters, digits, _ or -",
-                           param=f"{where}.function.name")
+            raise ApiError(
+                400, f"{where}.function.name must be 1 to 64 letters, digits, _ or -", param=f"{where}.function.name"
+            )
         typed(function, "description", str, "a string", f"{where}.function.")
-        _bounded(typed(function, "parameters", dict, "a JSON schema object", f"{where}.function."),
-                 f"{where}.function.parameters")
+        _bounded(
+            typed(function, "parameters", dict, "a JSON schema object", f"{where}.function."),
+            f"{where}.function.parameters",
+        )
         typed(function, "strict", bool, "true or false", f"{where}.function.")
         out.append({"type": "function", "function": {k: v for k, v in function.items() if v is not None}})
     return tuple(out)
@@ -96,12 +109,17 @@ def _tool_choice(value, tools: tuple[dict, ...]) -> tuple[str, str | None]:
         return ("auto" if tools else "none"), None
     if value in ("auto", "none", "required"):
         choice, name = value, None
-    elif isinstance(value, dict) and value.get("type") == "function" and isinstance(value.get("function"), dict) \
-            and isinstance(value["function"].get("name"), str):
+    elif (
+        isinstance(value, dict)
+        and value.get("type") == "function"
+        and isinstance(value.get("function"), dict)
+        and isinstance(value["function"].get("name"), str)
+    ):
         choice, name = "function", value["function"]["name"]
     else:
-        raise ApiError(400, "tool_choice must be auto, none, required or {type: function, function: {name}}",
-                       param="tool_choice")
+        raise ApiError(
+            400, "tool_choice must be auto, none, required or {type: function, function: {name}}", param="tool_choice"
+        )
     if choice in ("required", "function") and not tools:
         raise ApiError(400, f"tool_choice {value if choice == 'required' else name!r} needs tools", param="tool_choice")
     if name is not None and name not in [t["function"]["name"] for t in tools]:
