@@ -11,12 +11,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from specgen.llama.library import llama  # noqa: E402
+from specgen.llama.library import llama
 
 llama()  # before numpy, as specgen's commands do (specgen/cli/__init__.py, LOADS_MODELS): CUDA builds need it
 
-from specgen.llama.model import LoadOptions, Model  # noqa: E402
 from tinymodels import build_all  # noqa: E402
+
+from specgen.llama.model import LoadOptions, Model  # noqa: E402
 
 # A suite started in the background by a non-interactive shell (`nohup ... &`, some CI runners)
 # gets SIGINT ignored, and every specgen it starts inherits that: the Ctrl-C tests would then see

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from specgen.decoding.auto import evidence
+from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.suffix import Branch
-from specgen.decoding.copy_rates import CopyJudgement
-from specgen.decoding.auto import evidence
 from specgen.decoding.policy import LOOKUP_MAX, RISK, Outcome, Policy
 
 

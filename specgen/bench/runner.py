@@ -34,8 +34,8 @@ from specgen.errors import UsageError
 from specgen.llama.calibrate import calibrate
 from specgen.llama.grammar import GrammarError, schema_example, schema_grammar
 from specgen.llama.model import Model
-from specgen.llama.vocabmap import DraftVocabulary
 from specgen.llama.pair import encode_messages, encode_prompt, encode_tool_chat
+from specgen.llama.vocabmap import DraftVocabulary
 
 Started = Callable[[int, int, Config, "int | None"], None]  # (run index, prompt, configuration, repeat)
 SCHEMA = "specgen-bench/1"

@@ -121,8 +121,8 @@ def bench(
     audits exactness.
     """
     from specgen.bench.endpoint import resolve
-    from specgen.bench.prompts import read_prompt_files
     from specgen.bench.plan import Plan, configurations, endpoint_configs, parse_draft_tokens
+    from specgen.bench.prompts import read_prompt_files
     from specgen.bench.runner import benchmark
     from specgen.bench.view import check_output, progress, render, write_csv, write_json
     from specgen.llama.pair import open_models

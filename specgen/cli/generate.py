@@ -56,8 +56,8 @@ def run(
             "(repeatable; files come first, then stdin, then PROMPT).",
         ),
     ] = None,
-    models: ModelChoice = ModelChoice(),  # noqa: B008 - typer reads its options from defaults
-    sampling: Sampling = Sampling(max_tokens=256),  # noqa: B008 - typer reads its options from defaults
+    models: ModelChoice = ModelChoice(),
+    sampling: Sampling = Sampling(max_tokens=256),
     draft_tokens: DraftTokensOpt = "auto",
     raw: RawOpt = False,
     json_out: Annotated[
@@ -95,7 +95,7 @@ def run(
             "schema forbids, for the draft's tokens and the target's alike (the output stays the target's).",
         ),
     ] = None,
-    resources: Resources = Resources(),  # noqa: B008 - typer reads its options from defaults
+    resources: Resources = Resources(),
 ) -> None:
     """Generate text for one prompt; stdout gets only the text (shell pipelines welcome).
 
@@ -296,9 +296,9 @@ def prediction_tokens(target: Model, text: str, path: Path) -> list[int]:
 )
 @option_groups
 def chat(
-    models: ModelChoice = ModelChoice(),  # noqa: B008 - typer reads its options from defaults
+    models: ModelChoice = ModelChoice(),
     system: Annotated[str | None, typer.Option("--system", help="System prompt for the whole chat.")] = None,
-    sampling: Sampling = Sampling(max_tokens=512),  # noqa: B008 - typer reads its options from defaults
+    sampling: Sampling = Sampling(max_tokens=512),
     draft_tokens: DraftTokensOpt = "auto",
     show_rejected: Annotated[
         bool, typer.Option("--show-rejected", help="Also show the rejected draft tokens, struck through.")
@@ -306,7 +306,7 @@ def chat(
     plain: Annotated[
         bool, typer.Option("--plain", help="Plain text: no colours, no live status (also with NO_COLOR or in a pipe).")
     ] = False,
-    resources: Resources = Resources(),  # noqa: B008 - typer reads its options from defaults
+    resources: Resources = Resources(),
 ) -> None:
     """Chat in turns, and watch which tokens the draft model got right as each reply streams.
 

@@ -138,7 +138,7 @@ def test_bench_reports_consistent_numbers(report):
             assert rate["median"] == pytest.approx(statistics.median(by_run[r["key"], r["config"]]))
             assert r["speedup"] == pytest.approx(rate["median"] / statistics.median(by_run[r["key"], "target"]))
         if r["drafted"]:
-            assert 0 < r["prediction"]["speedup"]
+            assert r["prediction"]["speedup"] > 0
         if r["config"] == "target":
             assert r["speedup_interval"] is None and r["outcome"] is None
         else:

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from specgen.bench.prompts import PromptFileError, read_prompt_files
 from specgen.bench.plan import Plan, configurations
+from specgen.bench.prompts import PromptFileError, read_prompt_files
 from specgen.bench.runner import benchmark, prompt_grammar
 from specgen.decoding.sampling import SamplingParams
 from specgen.errors import UsageError

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from specgen.bench.prompts import PromptFileError, read_prompt_files
 from specgen.bench.plan import Plan, configurations
+from specgen.bench.prompts import PromptFileError, read_prompt_files
 from specgen.bench.runner import benchmark, encode_all
 from specgen.decoding.sampling import SamplingParams
 from specgen.errors import SpecgenError

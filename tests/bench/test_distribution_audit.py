@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from specgen.bench.audit import chi2_sf, distribution_audit, pooled_table, position_test
-from specgen.bench.prompts import read_prompt_files
 from specgen.bench.plan import Plan, configurations, make_drafter
+from specgen.bench.prompts import read_prompt_files
 from specgen.bench.view import distribution_lines
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.sampling import Dist, SamplingParams

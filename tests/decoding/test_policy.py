@@ -13,18 +13,16 @@ from costfiles import plant_slow_costs
 from fakeclock import PricedModel, fake_clock, pass_price
 from policysim import CPU, GPU, TRACES, World, never_drafting, oracle, realize, round_seconds, simulate
 
-from specgen.decoding.auto import AutoDrafter
+import specgen.llama.calibrate as calibrate_module
+from specgen.decoding.auto import AutoDrafter, evidence
+from specgen.decoding.copy_rates import AGREE, CopyEvidence, CopyJudgement
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Source
+from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import Branch
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.copy_rates import CopyJudgement
-from specgen.decoding.auto import evidence
-from specgen.decoding.copy_rates import AGREE, CopyEvidence
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
-import specgen.llama.calibrate as calibrate_module
-from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.engine.drafting import drafter_for
 from specgen.engine.generation import recheck_costs
 from specgen.llama.calibrate import cached_costs, calibrate, time_passes

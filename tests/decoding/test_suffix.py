@@ -8,6 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from specgen.decoding.auto import evidence
+from specgen.decoding.copy_rates import CopyJudgement
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters import suffix
 from specgen.decoding.drafters.base import Source
@@ -15,8 +17,6 @@ from specgen.decoding.drafters.lookup import Copier
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import MAX_MATCH, LookupMemory, SuffixIndex
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.copy_rates import CopyJudgement
-from specgen.decoding.auto import evidence
 from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
 from specgen.engine.drafting import drafter_for

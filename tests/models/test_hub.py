@@ -344,7 +344,7 @@ def test_a_pull_that_finds_a_damaged_local_file_prints_no_paths(fake_hub, tiny_m
 @pytest.fixture
 def without_httpx2(monkeypatch):
     """As under a huggingface_hub release that does not use httpx2 (older ones use requests)."""
-    import huggingface_hub.errors  # noqa: F401 - this release's own modules load first, as in use
+    import huggingface_hub.errors  # this release's own modules load first, as in use
     import huggingface_hub.file_download  # noqa: F401
 
     monkeypatch.setitem(sys.modules, "httpx2", None)  # `import httpx2` now raises ImportError

@@ -71,7 +71,7 @@ def test_a_field_the_server_does_not_honour_is_a_400_naming_it(kind, base, refus
 def test_hints_null_fields_and_values_that_ask_for_nothing_are_accepted(kind, base):
     quiet = {"frequency_penalty": 0, "presence_penalty": 0.0, "logit_bias": {}, "n": 1}
     quiet |= {"modalities": ["text"]} if kind == "chat" else {"echo": False, "best_of": 1}
-    nulls = {name: None for name in (CHAT_REFUSED if kind == "chat" else COMPLETION_REFUSED)}
+    nulls = dict.fromkeys(CHAT_REFUSED if kind == "chat" else COMPLETION_REFUSED)
     parse({**base, **HINTS, **quiet, **nulls, "frobnicate": None}, kind)
 
 

@@ -114,12 +114,14 @@ def infill(server: Server, **body) -> dict:
 
 def streamed(server: Server, **body) -> list[dict]:
     """The events of a streamed /infill, each parsed; the raw lines must all be events."""
-    with httpx.Client(timeout=60) as http:
-        with http.stream(
+    with (
+        httpx.Client(timeout=60) as http,
+        http.stream(
             "POST", server.url + "/infill", json={**body, "stream": True}, headers={"Authorization": f"Bearer {KEY}"}
-        ) as response:
-            assert response.status_code == 200
-            lines = [line for line in response.iter_lines() if line]
+        ) as response,
+    ):
+        assert response.status_code == 200
+        lines = [line for line in response.iter_lines() if line]
     assert all(line.startswith("data: ") for line in lines) and lines[-1] != "data: [DONE]"
     return [json.loads(line[6:]) for line in lines]
 

@@ -25,10 +25,10 @@ from specgen.decoding.events import Summary
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.conversation import Conversation
 from specgen.llama.model import LoadOptions, Model
-from specgen.serve.wire import ApiError, GenRequest
-from specgen.serve.states import SavedStates
 from specgen.serve.prompts import Prompts
+from specgen.serve.states import SavedStates
 from specgen.serve.stops import StopMatcher
+from specgen.serve.wire import ApiError, GenRequest
 
 SPECGEN = [sys.executable, "-m", "specgen"]
 KEY = "test-key-123"
@@ -87,7 +87,7 @@ def pinned_costs(folder: Path, *args: str, flat: bool = False) -> dict[str, str]
     [cached] = (folder / "step-costs").glob("*.json")
     measured = json.loads(cached.read_text())
     one = measured["verify"]["1"]
-    verify = {size: one for size in measured["verify"]} if flat else measured["verify"]
+    verify = dict.fromkeys(measured["verify"], one) if flat else measured["verify"]
     cached.write_text(json.dumps({**measured, "verify": verify, "switch": 0.0}))
     return env
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 
 import pytest
-
 from test_serve import Server
 
 SPECGEN = [sys.executable, "-m", "specgen"]

@@ -14,9 +14,8 @@ import openai
 import pytest
 from test_serve import Server
 
-from specgen.llama.grammar import schema_example
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.llama.grammar import Grammar, json_grammar, schema_grammar
+from specgen.llama.grammar import Grammar, json_grammar, schema_example, schema_grammar
 from specgen.serve.scheduler import reply_example
 from specgen.serve.wire import parse_request
 

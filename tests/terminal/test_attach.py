@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from specgen.terminal.attach import attach, fence
 from specgen.errors import UsageError
+from specgen.terminal.attach import attach, fence
 
 
 def test_a_file_is_fenced_under_its_name():

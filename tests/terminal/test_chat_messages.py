@@ -11,6 +11,7 @@ import subprocess
 
 import pexpect
 import pytest
+from test_chat import ESC, SPECGEN, new_chat, pair, spawn  # noqa: F401 - pair is a fixture
 
 from specgen.bench.prompts import read_prompt_files
 from specgen.decoding.drafters.model import ModelDrafter
@@ -18,7 +19,6 @@ from specgen.decoding.events import consume
 from specgen.decoding.loop import generate
 from specgen.terminal.chat import Chat
 from specgen.terminal.live import PlainView
-from test_chat import ESC, SPECGEN, new_chat, pair, spawn  # noqa: F401 - pair is a fixture
 
 PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
 START, END = "\x1b[200~", "\x1b[201~"

@@ -125,7 +125,7 @@ def test_editing_keys_move_and_delete(pty):
     assert read(pty, editor, "one two three\x17\x17four\r") == "one four"
     assert read(pty, editor, f"abc def{left}{left}{left}\x0b\r") == "abc "
     assert read(pty, editor, f"abc def{left}{left}{left}\x15\r") == "def"
-    assert read(pty, editor, f"a\x01b\x05c\x02\x02\x06d\r") == "badc"
+    assert read(pty, editor, "a\x01b\x05c\x02\x02\x06d\r") == "badc"
 
 
 def test_a_paste_is_one_piece_for_the_cursor(pty):
