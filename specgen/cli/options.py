@@ -130,7 +130,10 @@ RpcOpt = Annotated[
         metavar="HOST:PORT[,...]",
         callback=_check_rpc,
         rich_help_panel=RESOURCES,
-        help="Put the target's layers on these 'specgen worker' (or llama.cpp rpc-server) machines; the draft stays here.",
+        help=(
+            "Put the target's layers on these 'specgen worker' (or llama.cpp rpc-server) machines; "
+            "the draft stays here."
+        ),
     ),
 ]
 

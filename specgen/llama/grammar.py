@@ -80,7 +80,7 @@ def schema_grammar(schema: object) -> str:
     check_schema(schema)
     try:
         gbnf: str = llama().llama_grammar.json_schema_to_gbnf(json.dumps(schema)).replace(_LOOSE_CHAR, _JSON_CHAR)
-    except Exception as error:  # any failure of the converter is the schema's (untrusted input)
+    except Exception as error:  # noqa: BLE001 - any failure of the converter is the schema's (untrusted input)
         raise GrammarError(
             f"the JSON schema cannot be turned into a grammar ({type(error).__name__}: {error}); simplify it"
         ) from None

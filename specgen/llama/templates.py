@@ -121,7 +121,7 @@ class ChatTemplate:
                 f"the chat template stopped: it {error}, past the budget of one rendering; "
                 "the template may loop without end: fix the GGUF's template"
             ) from None
-        except Exception as error:  # the template is untrusted code: any failure is its own
+        except Exception as error:  # noqa: BLE001 - the template is untrusted code: any failure is its own
             raise TemplateError(
                 f"the chat template cannot render these messages ({type(error).__name__}: {error})"
             ) from None

@@ -294,7 +294,7 @@ class Scheduler:
             return last
         except ApiError as error:
             return Failed(error)
-        except Exception as error:  # the thread must survive any request
+        except Exception as error:  # noqa: BLE001 - the thread must survive any request
             user.prompts.forget(encoded.conversation if encoded else None)
             if isinstance(error, SpecgenError) and not started:
                 return Failed(ApiError(400, str(error)))

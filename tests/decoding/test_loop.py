@@ -146,8 +146,8 @@ from specgen.decoding.loop import GenerationConfig, Round, generate
 from specgen.llama.model import LoadOptions, Model
 with Model(sys.argv[1], LoadOptions(n_ctx=16, n_threads=2, n_gpu_layers=0)) as model:
     prompt = model.tokenize(sys.argv[2], add_special=True, parse_special=False)
-    rounds = [e for e in generate(model, PromptLookupDrafter(), prompt, GenerationConfig(max_tokens=60, draft_tokens=40))
-              if isinstance(e, Round)]
+    config = GenerationConfig(max_tokens=60, draft_tokens=40)
+    rounds = [e for e in generate(model, PromptLookupDrafter(), prompt, config) if isinstance(e, Round)]
     print(json.dumps({"batch": model.n_batch, "longest": max(len(r.drafted) for r in rounds),
                       "tokens": [t for r in rounds for t in r.tokens]}))
 """

@@ -2,8 +2,9 @@
 the values that changed: what each token of a JSON text holds (hand-read expectations), the offer
 after a changed value (the earlier record's keys, where the text's own match is only `",`), no
 offer inside a value or outside the JSON, a key whose values repeated priced above one whose
-values never did, fewer target passes on records with changing values, and the output stays the target's: greedy token for token, sampled in distribution on the real
-tiny model under a grammar, where a copier that peeks at the accept test (a planted bias) fails.
+values never did, fewer target passes on records with changing values, and the output stays the
+target's: greedy token for token, sampled in distribution on the real tiny model under a grammar,
+where a copier that peeks at the accept test (a planted bias) fails.
 A schema's example document (keys in the order llama.cpp's grammar of the schema accepts, checked
 by that grammar) has the first record's keys offered before the reply has a record of its own.
 """

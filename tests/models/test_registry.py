@@ -253,7 +253,8 @@ def test_registry_found_from_an_installed_wheel(tmp_path):
     subprocess.run([*pip, "install", "--no-deps", "--target", tmp_path / "site", wheel], check=True)
     probe = (
         "import importlib, pkgutil, specgen\n"
-        "for m in pkgutil.walk_packages(specgen.__path__, 'specgen.'): m.name.endswith('__main__') or importlib.import_module(m.name)\n"
+        "for m in pkgutil.walk_packages(specgen.__path__, 'specgen.'): "
+        "m.name.endswith('__main__') or importlib.import_module(m.name)\n"
         "from specgen.models import registry as r; print(r.shipped_path()); print(len(r.load_registry().pairs))"
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site"), "SPECGEN_CONFIG_DIR": str(tmp_path / "empty")}

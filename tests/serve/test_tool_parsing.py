@@ -14,7 +14,10 @@ from specgen.llama.templates import HERMES, LLAMA3
 from specgen.serve.tools import CallStream, ToolCall, parse_calls
 
 PARIS = '{"name": "get_weather", "arguments": {"city": "Paris"}}'
-TWO = f'Let me check.\n<tool_call>\n{PARIS}\n</tool_call>\n<tool_call>\n{{"name": "get_time", "arguments": {{}}}}\n</tool_call>'
+TWO = (
+    f"Let me check.\n<tool_call>\n{PARIS}\n</tool_call>\n"
+    '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'
+)
 
 CASES = [
     (HERMES, f"<tool_call>\n{PARIS}\n</tool_call>", "", [("get_weather", {"city": "Paris"})]),
