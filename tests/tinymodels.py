@@ -68,9 +68,9 @@ def padding(spec: Spec) -> int:
 
 def vocabulary(spec: Spec) -> tuple[list[str], list[float], list[int]]:
     """Tokens, scores and types: control tokens, 256 byte tokens, characters, words."""
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256))]
     types = [2, 3, 3] + [6] * 256
-    pieces = ["\u2581"] + list(string.ascii_letters + string.digits + string.punctuation)
+    pieces = ["\u2581", *string.ascii_letters, *string.digits, *string.punctuation]
     pieces += ["\u2581" + w for w in WORDS] + ["in", "on", "er", "  ", "\u2581\u2581"]
     tokens += pieces
     types += [1] * len(pieces)
@@ -78,7 +78,7 @@ def vocabulary(spec: Spec) -> tuple[list[str], list[float], list[int]]:
     types += [3] * (len(SPECIALS) + padding(spec))
     if spec.rename_token is not None:
         tokens[spec.rename_token] = tokens[spec.rename_token] + "_renamed"
-    scores = [0.0 if t != 1 else float(len(tok)) for tok, t in zip(tokens, types)]
+    scores = [0.0 if t != 1 else float(len(tok)) for tok, t in zip(tokens, types, strict=True)]
     return tokens, scores, types
 
 

@@ -177,7 +177,7 @@ def test_ctrl_c_keeps_the_text_prints_the_summary_and_exits_130(tiny_models):
     )
     assert process.stdout.read(1)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    _out, err = process.communicate(timeout=60)
     assert process.returncode == 130
     assert "stop: interrupted" in err.decode() and "Traceback" not in err.decode()
 

@@ -100,7 +100,8 @@ def copy_prompt(target) -> tuple[int, ...]:
     """REPEATING, the target's greedy next token after it, then REPEATING again: the prompt ends
     as it began, so the copy drafter offers that token, one the target samples often."""
     first = encoded(target, REPEATING)
-    greedy = list(generate(target, None, first, GenerationConfig(1, 0)))[0].token
+    events = list(generate(target, None, first, GenerationConfig(1, 0)))
+    greedy = events[0].token
     return (*first, greedy, *first[1:])
 
 

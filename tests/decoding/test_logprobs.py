@@ -41,7 +41,7 @@ def test_logprobs_are_the_targets_own_at_each_emitted_position(target_model, dra
     assert tokens == plain and [lp.token for lp in reported] == tokens
     assert max(e.emitted for e in events) >= (8 if drafter_kind == "copy" else 2), "multi-token rounds"
     expected = reference(target_model, [*prompt, *tokens])[len(prompt) - 1 : -1]
-    for row, entry in zip(expected, reported):
+    for row, entry in zip(expected, reported, strict=True):
         assert entry.logprob == pytest.approx(row[entry.token], abs=2e-3)
         top = np.argsort(-row, kind="stable")[:TOP]
         assert [t for t, _ in entry.top] == list(top)

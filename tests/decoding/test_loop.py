@@ -84,8 +84,8 @@ def test_the_summary_counts_what_the_rounds_did(target_model, draft_model):
     assert (summary.drafted, summary.accepted) == (sum(drafted), sum(kept))
     assert summary.acceptance_rate == pytest.approx(sum(kept) / sum(drafted))
     assert summary.tokens_per_round == pytest.approx(len(plain) / len(rounds))
-    assert summary.rejected_rounds == sum(n < d for n, d in zip(kept, drafted)) > 0
-    assert any(n == d for n, d in zip(kept, drafted)), "some round should keep its whole draft"
+    assert summary.rejected_rounds == sum(n < d for n, d in zip(kept, drafted, strict=True)) > 0
+    assert any(n == d for n, d in zip(kept, drafted, strict=True)), "some round should keep its whole draft"
     assert list(summary.drafted_by_position) == [sum(d > i for d in drafted) for i in range(max(drafted))]
     assert list(summary.accepted_by_position) == [sum(n > i for n in kept) for i in range(max(drafted))]
 
@@ -131,7 +131,7 @@ def test_prompt_lookup_drafter_is_exact_and_finds_repeats(target_model):
 def test_generation_stops_at_the_context_limit(tiny_models):
     with Model(tiny_models["target"], LoadOptions(n_ctx=256, n_threads=2)) as small:
         prompt = encode(small, PROMPTS[3] * 40)[:253]  # room for three new tokens
-        tokens, _, summary = run(small, None, prompt, GenerationConfig(max_tokens=500))
+        _tokens, _, summary = run(small, None, prompt, GenerationConfig(max_tokens=500))
         assert summary.stop_reason == "context"
         assert len(prompt) - 1 + summary.tokens == small.n_ctx == 256
 

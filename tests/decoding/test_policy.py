@@ -191,7 +191,7 @@ def brute_force_rate(profile, rounds, k_max: int) -> float:
     ]
     for sequence in itertools.product(*per_round):
         tokens = seconds = lag = 0
-        for real, (source, drafted) in zip(rounds, sequence):
+        for real, (source, drafted) in zip(rounds, sequence, strict=True):
             kept = min(
                 drafted, real.model_run if source == Source.MODEL else real.match if source == Source.LOOKUP else 0
             )

@@ -72,7 +72,9 @@ WORDS = random.Random(7).sample(
     ],
     18,
 )
-FILE = "".join(f'def {a}_{b}(x):\n    return "{c}" + x\n\n' for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3]))
+FILE = "".join(
+    f'def {a}_{b}(x):\n    return "{c}" + x\n\n' for a, b, c in zip(WORDS[::3], WORDS[1::3], WORDS[2::3], strict=True)
+)
 
 
 def written_back(quoted: bool) -> tuple[int, int, dict]:

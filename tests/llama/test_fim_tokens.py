@@ -24,8 +24,8 @@ def header_ids(path) -> dict[str, int]:
 @pytest.mark.parametrize(
     "role, roles",
     [
-        ("target_fim", dict(zip(("pre", "suf", "mid", "pad", "rep", "sep"), FIM))),
-        ("target_fim_old_keys", dict(zip(("pre", "suf", "mid"), FIM_OLD))),
+        ("target_fim", dict(zip(("pre", "suf", "mid", "pad", "rep", "sep"), FIM, strict=True))),
+        ("target_fim_old_keys", dict(zip(("pre", "suf", "mid"), FIM_OLD, strict=True))),
     ],
 )
 def test_the_fim_tokens_are_the_ones_the_header_names(tiny_models, role, roles):

@@ -46,7 +46,7 @@ def export(*args: str) -> subprocess.CompletedProcess:
 def options(argv: list[str]) -> dict[str, str]:
     """'-x value' pairs of a command line (every option export emits takes a value)."""
     start = 3 if argv[0] == "vllm" else 1  # after `vllm serve MODEL`, or `llama-server`
-    return dict(zip(argv[start::2], argv[start + 1 :: 2]))
+    return dict(zip(argv[start::2], argv[start + 1 :: 2], strict=True))
 
 
 def test_llama_server_gets_the_pairs_hub_files_draft_length_and_documented_flags_only():

@@ -103,7 +103,7 @@ def laid_out(model: Model, prefix: str, suffix: str, files=()) -> list[int]:
         for name, text in files:
             out += [fim.sep, *tokens(name + "\n"), *tokens(text)]
         out += [fim.sep, *tokens("filename\n")]
-    return out + [fim.pre, *tokens(prefix), fim.suf, *tokens(suffix), fim.mid]
+    return [*out, fim.pre, *tokens(prefix), fim.suf, *tokens(suffix), fim.mid]
 
 
 def infill(server: Server, **body) -> dict:
@@ -210,7 +210,7 @@ def test_n_indent_ends_the_reply_before_a_line_indented_less(fim_server, fim_tar
     line_end = text.index("\n")
     assert text[line_end + 1] not in " \t\n", "the construction: the second line starts at column 0"
     for stream in (False, True):
-        body = dict(input_prefix=BROKEN_PREFIX, input_suffix=BROKEN_SUFFIX, n_predict=40, n_indent=1)
+        body = {"input_prefix": BROKEN_PREFIX, "input_suffix": BROKEN_SUFFIX, "n_predict": 40, "n_indent": 1}
         if stream:
             *pieces, reply = streamed(fim_server, **body)
             content = "".join(piece["content"] for piece in pieces)

@@ -220,7 +220,7 @@ def test_usage_and_specgen_stats_add_up(server):
 
 def test_sampling_is_reproducible_with_a_seed(server):
     api = client(server)
-    args = dict(model="tiny-target", prompt="the def", max_tokens=20, temperature=1.0, top_p=0.9)
+    args = {"model": "tiny-target", "prompt": "the def", "max_tokens": 20, "temperature": 1.0, "top_p": 0.9}
     first, second = (api.completions.create(**args, seed=7).choices[0].text for _ in range(2))
     assert first == second
     texts = {api.completions.create(**args, seed=s).choices[0].text for s in (0, 1, 2, -1, -1)}
@@ -268,7 +268,7 @@ def test_stop_matcher_holds_back_only_what_may_begin_a_stop():
 
 def test_prompts_refuse_what_the_model_cannot_take(tiny_models, target_model):
     with Model(tiny_models["target_no_template"], LoadOptions(n_ctx=256, n_threads=1)) as plain:
-        with pytest.raises(ApiError, match="no chat template.*/v1/completions"):
+        with pytest.raises(ApiError, match=r"no chat template.*/v1/completions"):
             Prompts(plain, 1000).encode(GenRequest("chat", messages=(("user", "hi"),)))
         assert Prompts(plain, 1000).encode(GenRequest("completion", prompt="hi")).tokens[0] == plain.bos
     prompts = Prompts(target_model, 100)
@@ -556,7 +556,7 @@ def test_ctrl_c_finishes_the_running_reply_then_exits(tiny_models):
         "--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "8192", "-t", "1"
     )
     with httpx.Client(timeout=60) as http:
-        response, lines = _open_stream(draining, http, max_tokens=4000)
+        _response, lines = _open_stream(draining, http, max_tokens=4000)
         draining.process.send_signal(signal.SIGINT)
         rest = [line for line in lines if line]
     assert rest[-1] == "data: [DONE]" and '"finish_reason":"length"' in rest[-2]
@@ -571,7 +571,7 @@ def test_a_second_ctrl_c_stops_the_running_reply_at_once(tiny_models):
         "--target", str(tiny_models["target_endless"]), "--no-draft", "-k", "0", "--ctx", "32768", "-t", "1"
     )
     with httpx.Client(timeout=60) as http:
-        _, lines = _open_stream(stopping, http)
+        _, _lines = _open_stream(stopping, http)
         stopping.process.send_signal(signal.SIGINT)
         stopping.wait_for("finishing 1 request")
         stopping.process.send_signal(signal.SIGINT)

@@ -95,10 +95,9 @@ def test_bench_runs_the_prompts_on_a_live_server_as_one_more_row(server, tiny_mo
     ]
     logged = [line for line in server.lines if f"POST {route} 200" in line][already:]
     assert len(logged) == 4
-    for run, line in zip(mine, logged):  # the client's clock against the server's own
-        tokens, first, whole = re.search(r"(\d+) tokens at .* first token ([\d.]+)s", line).groups() + (
-            re.search(r" 200 ([\d.]+)s", line).group(1),
-        )
+    for run, line in zip(mine, logged, strict=True):  # the client's clock against the server's own
+        tokens, first = re.search(r"(\d+) tokens at .* first token ([\d.]+)s", line).groups()
+        whole = re.search(r" 200 ([\d.]+)s", line).group(1)
         assert run["tokens"] == int(tokens)
         assert run["prefill_s"] >= float(first)  # time to the first token, as the client saw it
         between = run["decode_s"] * (run["tokens"] - 1) / run["tokens"]  # first to last streamed token

@@ -52,7 +52,7 @@ def expected(target, prompt: list[int], max_tokens: int, top: int) -> list[tuple
     rows -= np.log(np.exp(rows).sum(axis=1, keepdims=True))
     return [
         (token, row[token], [(int(t), row[t]) for t in np.argsort(-row, kind="stable")[:top]])
-        for token, row in zip(reply, rows)
+        for token, row in zip(reply, rows, strict=True)
     ]
 
 
@@ -68,7 +68,7 @@ def test_completion_logprobs_are_the_targets_own_whole_and_streamed(server, targ
     got = reply.choices[0].logprobs
     assert got.tokens == [text(target_model, t) for t, _, _ in want]
     assert got.token_logprobs == pytest.approx([lp for _, lp, _ in want], abs=2e-3)
-    for shown, (_, _, top) in zip(got.top_logprobs, want):
+    for shown, (_, _, top) in zip(got.top_logprobs, want, strict=True):
         ones = {}
         for token, value in top:
             ones[text(target_model, token)] = value

@@ -95,7 +95,7 @@ def test_a_forced_call_is_what_the_target_alone_writes_under_the_same_grammar(se
 
 def test_streamed_calls_come_in_delta_tool_calls(server):
     api = client(server)
-    args = dict(model=MODEL, messages=QUESTION, tools=[WEATHER], tool_choice="required")
+    args = {"model": MODEL, "messages": QUESTION, "tools": [WEATHER], "tool_choice": "required"}
     whole = api.chat.completions.create(**args).choices[0].message.tool_calls
     chunks = list(api.chat.completions.create(**args, stream=True))
     deltas = [d for c in chunks if c.choices for d in (c.choices[0].delta.tool_calls or [])]

@@ -4,6 +4,7 @@ a reply fed to the stream splitter in any pieces comes out as the whole reply pa
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -56,7 +57,7 @@ def streamed(fmt, pieces: list[str]) -> tuple[str, list[ToolCall]]:
 def test_a_reply_streamed_in_any_pieces_gives_what_the_whole_gives(case, cuts):
     fmt, text, _, _ = case
     bounds = sorted({0, len(text), *[c % (len(text) + 1) for c in cuts]})
-    pieces = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     content, calls = streamed(fmt, pieces)
     whole_content, whole_calls = parse_calls(text, fmt)
     assert calls == whole_calls

@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pexpect
-import pytest
 from costfiles import plant_slow_costs
 from rich.console import Console
 
@@ -168,14 +167,6 @@ def test_no_color_plain_and_pipes_choose_the_plain_view(monkeypatch):
 
 
 # -- the conversation and the session, in process ------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def pair(tiny_models):
-    """The tiny target and draft on one thread each: the test machine's cores are shared."""
-    load = LoadOptions(n_ctx=2048, n_threads=1)
-    with Model(tiny_models["target"], load) as target, Model(tiny_models["draft"], load) as draft:
-        yield target, draft
 
 
 def new_chat(target, draft, view, max_tokens=16, system=None) -> Chat:

@@ -11,7 +11,7 @@ import subprocess
 
 import pexpect
 import pytest
-from test_chat import ESC, SPECGEN, new_chat, pair, spawn  # noqa: F401 - pair is a fixture
+from test_chat import ESC, SPECGEN, new_chat, spawn
 
 from specgen.bench.prompts import read_prompt_files
 from specgen.decoding.drafters.model import ModelDrafter
@@ -135,7 +135,7 @@ def test_a_loaded_chat_goes_on_as_if_it_had_never_stopped(pair, tmp_path):
     target.truncate(0)
     draft.truncate(0)
     fresh = target.encode_chat([*history, ("user", "and then")])
-    text, summary = consume(generate(target, ModelDrafter(draft), fresh, second.config), lambda _: None)
+    text, _summary = consume(generate(target, ModelDrafter(draft), fresh, second.config), lambda _: None)
     assert after_load.text == text, "the same reply as from empty caches"
     assert after_load.summary.prompt_tokens == len(fresh)
 

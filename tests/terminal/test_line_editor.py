@@ -26,7 +26,7 @@ class Pty:
     def __init__(self):
         self.master, self.slave = os.openpty()
         self.screen = bytearray()
-        self.out = open(self.slave, "w", encoding="utf-8", closefd=False)
+        self.out = open(self.slave, "w", encoding="utf-8", closefd=False)  # noqa: SIM115 - open while the Pty lives; close() closes it
         self.collecting = True
         self.collector = threading.Thread(target=self._collect, daemon=True)
         self.collector.start()
@@ -110,7 +110,7 @@ def test_paste_marking_is_on_while_reading_and_off_on_every_way_out(pty):
             outcomes.append(read(pty, editor, keys))
         except KeyboardInterrupt:
             outcomes.append("Ctrl-C")
-        screen = pty.seen(lambda screen: screen.count(PASTE_OFF) >= reads)
+        screen = pty.seen(lambda screen, reads=reads: screen.count(PASTE_OFF) >= reads)
         assert screen.rfind(PASTE_ON) < screen.rfind(PASTE_OFF), f"marking left on after {keys!r}"
         assert termios.tcgetattr(pty.slave) == cooked, f"terminal modes not restored after {keys!r}"
     assert outcomes == ["hello", "Ctrl-C", None]
