@@ -98,7 +98,7 @@ class RoundCosts:
         the last pass had another size."""
         return self.costs.verify_cost(size) + (self.costs.switch if size != self.last_size else 0.0)
 
-    def round_cost(self, source: str, k: int, lag: int = 0) -> float:
+    def round_cost(self, source: Source, k: int, lag: int = 0) -> float:
         """A round of `source` drafting k, before its time factor: the verify pass, and for the
         draft model its catch-up over `lag` skipped tokens and a step per further token."""
         verify = self.pass_cost(k + 1)
@@ -106,17 +106,17 @@ class RoundCosts:
             return verify
         return verify + self.costs.draft_cost(lag + 1) + (k - 1) * self.costs.draft_cost(1)
 
-    def factor_of(self, source: str, k: int) -> float:
+    def factor_of(self, source: Source, k: int) -> float:
         """The learnt time factor of `source` drafting k: a copy's by its verify size, where timed."""
         if source == Source.LOOKUP:
             return self.copy_factor.get(k + 1, self.factor[Source.LOOKUP])
         return self.factor[source]
 
-    def seconds(self, source: str, k: int, lag: int = 0) -> float:
+    def seconds(self, source: Source, k: int, lag: int = 0) -> float:
         """Predicted seconds of a round: its cost times its learnt factor."""
         return self.round_cost(source, k, lag) * self.factor_of(source, k)
 
-    def timed_round(self, source: str, drafted: int, seconds: float | None, predicted: float) -> None:
+    def timed_round(self, source: Source, drafted: int, seconds: float | None, predicted: float) -> None:
         """A round of `source` that drafted `drafted` took `seconds` (None: untimed) where
         `predicted` were expected before its factor: the factors move toward the ratio."""
         if not self.timed or seconds is None:

@@ -75,7 +75,7 @@ class Choice:
     explores the draft model; whether a copy that would have paid was held back by the loss
     budget (told back to the policy with the round's `Outcome`; not part of the choice's identity)."""
 
-    source: str
+    source: Source
     k: int = 0
     explore: bool = False
     held_back: bool = field(default=False, compare=False)
@@ -129,7 +129,7 @@ class Policy:
         self.loss = LossBudget(risk)
         self.look = LookBudget()
         self.model = Acceptance(k_max)
-        self.copies: dict[str, CopyRates | StructureRates] = {Source.TEXT: CopyRates(), Source.PATTERN: CopyRates()}
+        self.copies: dict[Source, CopyRates | StructureRates] = {Source.TEXT: CopyRates(), Source.PATTERN: CopyRates()}
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
 
@@ -160,7 +160,7 @@ class Policy:
         return self.look.held_back
 
     @property
-    def factor(self) -> dict[str, float]:
+    def factor(self) -> dict[Source, float]:
         return self.rounds.factor
 
     # -- predictions (queries: they change nothing) ---------------------------------------------
@@ -344,14 +344,14 @@ class Policy:
             if judgement.evidence is not None:
                 self._record(judgement.evidence.source).learn(judgement)
 
-    def _record(self, source: str) -> CopyRates | StructureRates:
+    def _record(self, source: Source) -> CopyRates | StructureRates:
         """The copy record of a source, kept from its first judged offer on."""
         if source not in self.copies:
             self.copies[source] = _fresh_record(source)
         return self.copies[source]
 
 
-def _fresh_record(source: str) -> CopyRates | StructureRates:
+def _fresh_record(source: Source) -> CopyRates | StructureRates:
     """A source's record before it has shown anything: with even prior odds, a prediction's
     with the odds that the output reprints it, a structure-aligned source's by what its tokens held."""
     return (
