@@ -34,13 +34,14 @@ from specgen.decoding.drafters.base import Drafter
 from specgen.decoding.loop import GenerationConfig
 from specgen.llama.grammar import Grammar
 from specgen.llama.model import Model
+from specgen.llama.vocabmap import DraftVocabulary
 
 LEVEL = 0.001
 MIN_COUNT = 10  # a category needs this many tokens in both samples together, else it is pooled
 END = -1  # the "token" of positions after an output ended
 NEAR_TIE = 0.05  # logits: a top-2 margin this small can flip between batched and single-token passes
 
-MakeDrafter = Callable[[Config, Model, "Model | None"], "Drafter | None"]
+MakeDrafter = Callable[[Config, Model, "Model | DraftVocabulary | None"], "Drafter | None"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,7 @@ class DistributionAudit:
 
 def distribution_audit(
     target: Model,
-    draft: Model | None,
+    draft: Model | DraftVocabulary | None,
     prompts: list[list[int]],
     plan: Plan,
     make_drafter: MakeDrafter,

@@ -23,6 +23,7 @@ from specgen.engine.generation import Generation
 from specgen.engine.request import Request, Rules
 from specgen.errors import UsageError
 from specgen.llama.model import Model
+from specgen.llama.vocabmap import DraftVocabulary
 from specgen.models.registry import DEFAULT_DRAFT_TOKENS
 
 AUTO = "auto"
@@ -102,9 +103,10 @@ class RunRecord:
         return self.output
 
 
-def make_drafter(config: Config, target: Model, draft: Model | None) -> Drafter | None:
+def make_drafter(config: Config, target: Model, draft: Model | DraftVocabulary | None) -> Drafter | None:
     """A fresh drafter for a configuration (None for the target alone)."""
     if config.drafter == "model":
+        assert draft is not None, "a plan has draft-model configurations only with a draft model"
         return ModelDrafter(draft)
     if config.drafter == "lookup":
         return PromptLookupDrafter()

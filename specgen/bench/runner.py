@@ -164,7 +164,7 @@ def benchmark(
     )
 
 
-def isolated_costs(target: Model, draft: Model | None) -> StepCosts:
+def isolated_costs(target: Model, draft: Model | DraftVocabulary | None) -> StepCosts:
     """Time passes of both models outside the loop, from empty caches, after the runs have warmed
     them up (the first passes after loading fault the weights in and would inflate the unit)."""
     target.truncate(0)
@@ -175,7 +175,7 @@ def isolated_costs(target: Model, draft: Model | None) -> StepCosts:
 
 def sampled_audit(
     target: Model,
-    draft: Model | None,
+    draft: Model | DraftVocabulary | None,
     tokens: list[list[int]],
     plan: Plan,
     started: Started | None = None,
@@ -233,7 +233,7 @@ def prompt_grammar(prompt: BenchPrompt) -> str | None:
 
 def run_plan(
     target: Model,
-    draft: Model | None,
+    draft: Model | DraftVocabulary | None,
     prompts: list[list[int]],
     plan: Plan,
     started: Started | None = None,
@@ -299,7 +299,7 @@ def endpoint_checks(target: Model, plan: Plan, records: list[RunRecord]) -> tupl
 
 def run_once(
     target: Model,
-    draft: Model | None,
+    draft: Model | DraftVocabulary | None,
     tokens: list[int],
     config: Config,
     plan: Plan,

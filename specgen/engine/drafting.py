@@ -6,6 +6,8 @@ only the timing of passes and the cost cache it reads from here)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Drafter, Vocabulary
@@ -25,6 +27,15 @@ def base_drafter(draft_model: Model | DraftVocabulary | None) -> Drafter:
     what was written (it costs nothing to draft, and auto copies only where it pays). With
     K = 0 the loop drafts nothing either way: plain decoding."""
     return ModelDrafter(draft_model) if draft_model is not None else PromptLookupDrafter()
+
+
+def loaded_draft(drafter: Drafter | None) -> Model | DraftVocabulary | None:
+    """The draft model `drafter` drafts with, as the llama layer loaded it (None unless it is a
+    `ModelDrafter`). The loop knows it only as a `DraftModel`; the front ends build a ModelDrafter
+    only over what `pair.open_models` loaded (`base_drafter`), so it is a Model or DraftVocabulary."""
+    if not isinstance(drafter, ModelDrafter):
+        return None
+    return cast("Model | DraftVocabulary", drafter.model)
 
 
 def drafter_for(
@@ -61,7 +72,7 @@ def drafter_for(
     if isinstance(drafter, PromptLookupDrafter):
         shared = (*shared, *drafter.shared)
     seeded = config.sampling.seed is not None
-    costs = costs or cached_costs(target, model.model if model else None, seeded=seeded)
+    costs = costs or cached_costs(target, loaded_draft(model), seeded=seeded)
     vocabulary = Vocabulary(target.piece, target.continuation)
     return AutoDrafter(
         model=model,

@@ -18,7 +18,7 @@ from specgen.decoding.drafters.base import Drafter, Source
 from specgen.decoding.drafters.prediction import Prediction, PredictionReport, report
 from specgen.decoding.events import Round, Summary, consume
 from specgen.decoding.loop import generate
-from specgen.engine.drafting import drafter_for
+from specgen.engine.drafting import drafter_for, loaded_draft
 from specgen.engine.request import Request
 from specgen.llama.calibrate import forget_costs
 from specgen.llama.grammar import Grammar
@@ -35,7 +35,7 @@ def recheck_costs(target: Model, drafter: Drafter | None) -> bool:
     was busy; remove it, so that the next `cached_costs` measures again. Whether it was removed."""
     if not isinstance(drafter, AutoDrafter) or not drafter.policy.calibration_too_slow():
         return False
-    return forget_costs(target, drafter.model.model if drafter.model is not None else None)
+    return forget_costs(target, loaded_draft(drafter.model))
 
 
 class Generation:

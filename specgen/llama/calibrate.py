@@ -27,6 +27,7 @@ from specgen.storage import cache_dir, write_atomically
 
 if TYPE_CHECKING:
     from specgen.llama.model import Model
+    from specgen.llama.vocabmap import DraftVocabulary
 
 SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)  # target batch sizes timed; others interpolated
 DRAFT_SIZES = (1, 2, 4, 8, 16)  # a draft model drafts one token a pass, catches up in larger ones
@@ -57,7 +58,9 @@ DEFAULT = StepCosts(
 )
 
 
-def time_passes(model: Model, sizes: tuple[int, ...] = SIZES, switching: bool = True) -> tuple[dict[int, float], float]:
+def time_passes(
+    model: Model | DraftVocabulary, sizes: tuple[int, ...] = SIZES, switching: bool = True
+) -> tuple[dict[int, float], float]:
     """Seconds of one pass at each size that fits after the model's current cache (rolled back
     after each) where the pass before it had the same size, and what a pass costs more after one
     of another size (`StepCosts.switch`, from `_switch_cost`; 0 unless `switching`: the policy
@@ -81,7 +84,7 @@ def time_passes(model: Model, sizes: tuple[int, ...] = SIZES, switching: bool = 
     return steady, switch
 
 
-def _switch_cost(model: Model, base: int, filler: int) -> float:
+def _switch_cost(model: Model | DraftVocabulary, base: int, filler: int) -> float:
     """The extra seconds of a pass whose size differs from the pass before it: 1- and 2-token
     passes alternating against each size's passes in a row (after the first of the row), twice
     over, medians compared; the lesser of the two sizes' differences, so that a burst of noise
@@ -97,7 +100,7 @@ def _switch_cost(model: Model, base: int, filler: int) -> float:
     return max(extra, 0.0)
 
 
-def _passes(model: Model, sizes: list[int], base: int, filler: int) -> list[float]:
+def _passes(model: Model | DraftVocabulary, sizes: list[int], base: int, filler: int) -> list[float]:
     """Seconds of a pass of each of `sizes` in turn, each rolled back to `base` after it."""
     out = []
     for n in sizes:
@@ -108,7 +111,7 @@ def _passes(model: Model, sizes: list[int], base: int, filler: int) -> list[floa
     return out
 
 
-def calibrate(target: Model, draft: Model | None = None) -> StepCosts:
+def calibrate(target: Model, draft: Model | DraftVocabulary | None = None) -> StepCosts:
     """Time both models now (about 4 s for the 1.5B target and 1 s for its 0.5B draft on
     two CPU cores). The curve is kept as measured, dips included: on CPUs a 16-token batch can
     cost less than a 12-token one, and the policy sizes long copies to such batches. Where the
@@ -116,7 +119,7 @@ def calibrate(target: Model, draft: Model | None = None) -> StepCosts:
     return _measure(target, draft)[0]
 
 
-def _measure(target: Model, draft: Model | None) -> tuple[StepCosts, bool]:
+def _measure(target: Model, draft: Model | DraftVocabulary | None) -> tuple[StepCosts, bool]:
     """The costs, and whether every size was measured (none left out for lack of room)."""
     verify, switch = time_passes(target)
     drafts = time_passes(draft, DRAFT_SIZES, switching=False)[0] if draft is not None else {}
@@ -131,7 +134,7 @@ def _measure(target: Model, draft: Model | None) -> tuple[StepCosts, bool]:
     ), complete
 
 
-def cached_costs(target: Model, draft: Model | None, seeded: bool = False) -> StepCosts:
+def cached_costs(target: Model, draft: Model | DraftVocabulary | None, seeded: bool = False) -> StepCosts:
     """`calibrate`'s result for this machine, these files and settings: from the cache, or
     measured once and cached.
 
@@ -156,7 +159,7 @@ def cached_costs(target: Model, draft: Model | None, seeded: bool = False) -> St
     return costs if stored or not seeded else _default(draft)
 
 
-def forget_costs(target: Model, draft: Model | None) -> bool:
+def forget_costs(target: Model, draft: Model | DraftVocabulary | None) -> bool:
     """Remove the cached costs of these models (measured, a reply showed, while the machine was
     busy), so that the next `cached_costs` measures again. Whether they were removed."""
     try:
@@ -166,7 +169,7 @@ def forget_costs(target: Model, draft: Model | None) -> bool:
     return True
 
 
-def _path(target: Model, draft: Model | None) -> Path:
+def _path(target: Model, draft: Model | DraftVocabulary | None) -> Path:
     return cache_dir() / "step-costs" / f"{_key(target, draft)}.json"
 
 
@@ -180,7 +183,7 @@ def _writable(path: Path) -> bool:
     return True
 
 
-def _default(draft: Model | None) -> StepCosts:
+def _default(draft: Model | DraftVocabulary | None) -> StepCosts:
     return StepCosts(dict(DEFAULT.verify), dict(DEFAULT.draft) if draft is not None else {}, DEFAULT.switch)
 
 
@@ -191,7 +194,7 @@ def _table(raw: dict[str, float]) -> dict[int, float]:
     return table
 
 
-def _key(target: Model, draft: Model | None) -> str:
+def _key(target: Model, draft: Model | DraftVocabulary | None) -> str:
     """Costs hold for these files and threads on this CPU: a VM moved to a CPU of another model or
     other features (another day, another host) measures again."""
     model_name, flags = cpu_info()

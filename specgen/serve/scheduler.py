@@ -22,12 +22,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 
 from specgen.decoding.drafters.base import Drafter
-from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import Policy
 from specgen.decoding.tokens import common_prefix
+from specgen.engine.drafting import loaded_draft
 from specgen.engine.generation import Generation
 from specgen.engine.request import Request, Rules
 from specgen.errors import SpecgenError
@@ -160,7 +160,7 @@ class Scheduler:
         self.target, self.drafter, self.config, self.auto = target, drafter, config, auto
         self.limits = limits
         self.users: dict[int, User] = {}  # made at each user's first request
-        draft_model = drafter.model if isinstance(drafter, ModelDrafter) else None
+        draft_model = loaded_draft(drafter)
         self.costs = cached_costs(target, draft_model) if auto else None
         self._costed = draft_model  # the draft model the costs were measured with
         self._stale_costs = False  # a reply showed the costs were measured on a busy machine: measure again

@@ -27,7 +27,7 @@ from specgen.decoding.events import Tally
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import LOOKUP_MAX
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
-from specgen.engine.drafting import base_drafter
+from specgen.engine.drafting import base_drafter, loaded_draft
 from specgen.engine.generation import Generation
 from specgen.engine.request import Request
 from specgen.errors import SpecgenError
@@ -244,9 +244,8 @@ class Chat:
     def welcome(self) -> str:
         drafted = "no draft model"
         if self.drafter:
-            source = "copying from what was written"
-            if isinstance(self.drafter, ModelDrafter):
-                source = self.drafter.model.path.name
+            draft = loaded_draft(self.drafter)
+            source = draft.path.name if draft is not None else "copying from what was written"
             drafted = f"drafted by {source} ({self.k_label()})"
         return f"chat with {self.target.path.name}, {drafted}; /help for commands, Ctrl-D or /quit leaves"
 
