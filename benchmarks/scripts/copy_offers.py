@@ -21,6 +21,8 @@ from copyreplay import CURVES, RecordedTarget, qwen_vocabulary
 
 from specgen.decoding import auto
 from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters.base import Source
+from specgen.decoding.drafters.lookup import Copier
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Policy
 
@@ -35,17 +37,18 @@ def offers(path: Path, vocabulary) -> list[tuple[int, str, bool]]:
         target = RecordedTarget(record["prompt"], record["output"], costs)
         drafter = auto.AutoDrafter(None, Policy(costs, 8, timed=False), vocabulary=vocabulary)
         truth, start = record["output"], len(record["prompt"])
-        offer = drafter.copier.offer
+        copier = next(source for source in drafter.sources if isinstance(source, Copier))
+        offer = copier.offer
 
         def seen(history, last, k, offer=offer, truth=truth, start=start):
             made = offer(history, last, k)
             at = len(history) + 1 - start
             if made.tokens and at < len(truth):
-                known = auto.evidence(made.branch, "text")
+                known = auto.evidence(made.branch, Source.TEXT)
                 rows.append((known.match, known.agreement, made.tokens[0] == truth[at]))
             return made
 
-        drafter.copier.offer = seen
+        copier.offer = seen  # type: ignore[method-assign]  # tallies each offer, then makes it
         for _ in generate(target, drafter, record["prompt"], GenerationConfig(max_tokens=len(truth), draft_tokens=8)):
             pass
     return rows

@@ -138,6 +138,14 @@ class AutoDrafter(Drafter):
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
         self._weighed = True  # whether this round weighed drafts (else it decodes plainly, unweighed)
 
+    @property
+    def quoted(self) -> bool:
+        """Whether the reply is read as JSON: a source copies the prompt as JSON escapes it, and
+        another the reply's earlier records by their keys."""
+        return any(isinstance(source, Copier) and source.quoting is not None for source in self.sources) and any(
+            isinstance(source, StructureSource) for source in self.sources
+        )
+
     def reach(self, k: int) -> int:
         """The policy holds the draft model to k; a long copy may go further."""
         return max(k, LOOKUP_MAX)

@@ -132,6 +132,7 @@ class Policy:
         self.copies: dict[Source, CopyRates | StructureRates] = {Source.TEXT: CopyRates(), Source.PATTERN: CopyRates()}
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
+        self.after_copy = False  # whether the target's last pass verified a copy
 
     # -- the parts' state, by the names callers read ---------------------------------------------
 
@@ -203,7 +204,7 @@ class Policy:
         """`best_copy`, and its expected tokens per second (0 where there is none)."""
         best, best_speed, tokens, held_back = None, 0.0, 1.0, False
         python = self.python_time()
-        one, plain = self.costs.verify_cost(1), 1.0 / (self.rounds.seconds(Source.PLAIN, 0) + python)
+        one, plain = self.plain_pass(), 1.0 / (self.rounds.seconds(Source.PLAIN, 0) + python)
         switch = self.costs.switch
         for k, chance in enumerate(reach, start=1):
             if chance < _NEGLIGIBLE:
@@ -220,6 +221,13 @@ class Policy:
         if best is None:
             return (Choice(Source.PLAIN, held_back=True) if held_back else None), 0.0
         return Choice(Source.LOOKUP, best.k, held_back=held_back), best_speed
+
+    def plain_pass(self) -> float:
+        """What plain decoding would pay for this round's pass: one token's, plus the switch into
+        that size where the pass before was not a copy's (after a prefill or a draft model's pass
+        plain decoding switches too); the switch back from a copy is the copy's to pay."""
+        switched = self.rounds.last_size != 1 and not self.after_copy
+        return self.costs.verify_cost(1) + (self.costs.switch if switched else 0.0)
 
     def affordable(self) -> float:
         """The most predicted seconds a round may lose to a refused copy now (`LossBudget.bearable`)."""
@@ -283,6 +291,7 @@ class Policy:
     def prefilled(self) -> None:
         """The target's last pass was a prefill: the next pass switches size, whatever it drafts."""
         self.rounds.last_size = 0
+        self.after_copy = False
 
     def foresee(self, tokens: int) -> None:
         """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
@@ -301,10 +310,12 @@ class Policy:
         self._learn_copies(outcome.copies)
         predicted = self.rounds.round_cost(choice.source, outcome.drafted, outcome.lag)
         one = self.costs.verify_cost(1) * (outcome.accepted + 1)
+        reference = one + self.plain_pass() - self.costs.verify_cost(1)  # plain decoding's own switch too
         self.loss.plain += one
-        self.loss.saved += one - predicted if choice.source != Source.MODEL else 0.0
+        self.loss.saved += reference - predicted if choice.source != Source.MODEL else 0.0
+        self.after_copy = choice.source == Source.LOOKUP and outcome.drafted > 0
         self.look.weighed_round(
-            outcome.looked, one - predicted, outcome.drafted > 0 and outcome.accepted > 0, choice.held_back
+            outcome.looked, reference - predicted, outcome.drafted > 0 and outcome.accepted > 0, choice.held_back
         )
         self.rounds.timed_round(choice.source, outcome.drafted, outcome.seconds, predicted)
         charged = predicted * self.rounds.factor_of(choice.source, outcome.drafted)
@@ -319,7 +330,8 @@ class Policy:
         one = self.costs.verify_cost(1) * (outcome.accepted + 1)
         predicted = self.pass_cost(1)
         self.loss.plain += one
-        self.loss.saved += one - predicted
+        self.loss.saved += one + self.plain_pass() - self.costs.verify_cost(1) - predicted
+        self.after_copy = False
         if self.timed and outcome.seconds is not None:
             self.rounds.plain_ratios.append(outcome.seconds / predicted)
         self.spent += predicted * self.rounds.factor[Source.PLAIN]

@@ -83,7 +83,19 @@ class _EndsAtANearTie:
 
 
 def _record(config: str, output: tuple[int, ...], stop_reason: str) -> RunRecord:
-    summary = Summary("m", 0, 1, 0, len(output), len(output), 0, 0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, stop_reason)
+    summary = Summary(
+        mode="m",
+        draft_tokens=0,
+        prompt_tokens=1,
+        prefilled_tokens=0,
+        tokens=len(output),
+        rounds=len(output),
+        tokens_per_second=1.0,
+        prefill_s=0.0,
+        decode_s=1.0,
+        other_s=0.0,
+        stop_reason=stop_reason,
+    )
     return RunRecord(0, config, 0, summary, 0, output)
 
 

@@ -153,18 +153,23 @@ def test_a_plain_pass_after_a_copy_charges_its_switch_to_what_copies_saved():
     """Passes of 1 and 4 tokens cost 1.0 and 1.6, another size than the last 0.5 more. A copy of
     3 kept whole after a plain pass makes 4 tokens for 1.6 + 0.5 (1.9 saved against four plain
     passes); the plain pass after it switches back and costs 0.5 more than plain decoding would
-    have (1.4 saved in all), weighed or not."""
-    costs = StepCosts({1: 1.0, 4: 1.6}, {}, switch=0.5)
+    have (1.4 saved in all), weighed or not. The first pass after the prefill switches under plain
+    decoding too, and so does a plain pass after a draft model's: neither is a copy's loss."""
+    costs = StepCosts({1: 1.0, 2: 1.2, 4: 1.6}, {1: 0.1}, switch=0.5)
     for weighed in (True, False):
         policy = Policy(costs, 8, timed=False)
         policy.prefilled()
-        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0))  # after the prefill: a switch too
-        assert policy.saved == pytest.approx(-0.5)
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0))  # after the prefill: plain decoding's switch too
+        assert policy.saved == pytest.approx(0.0)
         policy.observe(Outcome(Choice(Source.LOOKUP, 3), 3, 3))
-        assert policy.saved == pytest.approx(-0.5 + 4.0 - 2.1)
+        assert policy.saved == pytest.approx(4.0 - 2.1)
         after = Outcome(Choice(Source.PLAIN), 0, 0)
         policy.observe(after) if weighed else policy.decoded_plainly(after)
-        assert policy.saved == pytest.approx(-0.5 + 1.9 - 0.5)
+        assert policy.saved == pytest.approx(1.9 - 0.5)
+        policy.observe(Outcome(Choice(Source.MODEL, 1), 1, 1))  # a draft model's pass of 2: not a copy's
+        after_model = Outcome(Choice(Source.PLAIN), 0, 0)
+        policy.observe(after_model) if weighed else policy.decoded_plainly(after_model)
+        assert policy.saved == pytest.approx(1.4)
 
 
 def test_the_python_time_of_a_round_favours_the_options_that_make_more_tokens_a_round():
