@@ -12,7 +12,7 @@ import string
 import httpx
 import openai
 import pytest
-from test_serve import KEY, Server, client, pinned_costs, post, reference
+from servers import KEY, Server, client, pinned_costs, post, reference
 
 from specgen.llama.model import FimTokens, LoadOptions, Model
 from specgen.serve.infill import EditorLimits, files_tokens, fim_prompt, picked

@@ -13,7 +13,7 @@ import string
 
 import openai
 import pytest
-from test_serve import KEY, Server, client, pinned_costs, post
+from servers import KEY, Server, client, pinned_costs, post
 
 WALK = [{"role": "user", "content": "walk"}]
 LENGTH = 40

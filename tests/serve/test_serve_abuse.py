@@ -8,7 +8,7 @@ from __future__ import annotations
 import httpx
 import pytest
 from abuse import PROBES, Answer, probe
-from test_serve import Server
+from servers import Server
 
 from specgen.serve.json_depth import MAX_DEPTH
 

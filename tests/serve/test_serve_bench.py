@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from test_serve import Server
+from servers import Server
 
 SPECGEN = [sys.executable, "-m", "specgen"]
 

@@ -11,7 +11,7 @@ import time
 
 import httpx
 import pytest
-from test_serve import Server
+from servers import Server
 
 DEADLINE = 1.0  # --receive-timeout
 CAP = 8  # --max-connections: 2 per client address

@@ -18,7 +18,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_serve import Server
+from servers import Server
 
 SCALE = int(os.environ.get("SPECGEN_FUZZ_SCALE", "1"))
 SENT: Counter = Counter()  # status class -> requests, over the module

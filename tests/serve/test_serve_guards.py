@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from test_serve import Server
+from servers import Server
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from loadtest import report, run
-from test_serve import Server
+from servers import Server
 
 
 def test_the_server_keeps_every_promise_under_load(tiny_models):

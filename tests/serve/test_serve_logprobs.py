@@ -10,7 +10,7 @@ import codecs
 import numpy as np
 import openai
 import pytest
-from test_serve import Server
+from servers import Server
 
 from specgen.decoding.loop import GenerationConfig, generate
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from test_serve import Server, pinned_costs
+from servers import Server, pinned_costs
 
 PROMPT = "zq the print of self wx"
 

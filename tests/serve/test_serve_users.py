@@ -11,7 +11,7 @@ import time
 
 import httpx
 import pytest
-from test_serve import SPECGEN, Server, pinned_costs
+from servers import SPECGEN, Server, pinned_costs
 
 KEYS = ("key-one", "key-two", "key-three", "key-four")
 OPENING = "shared system text with a long common prefix " * 12

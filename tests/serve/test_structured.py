@@ -12,7 +12,7 @@ import json
 
 import openai
 import pytest
-from test_serve import Server
+from servers import Server
 
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar, json_grammar, schema_example, schema_grammar
