@@ -1,0 +1,123 @@
+"""The bench's verdict: faster or slower only when the interval says so, rarely on noise alone, and a
+real speedup is found; the interval is deterministic."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from specgen.bench.stats import (
+    Interval,
+    Spread,
+    Stats,
+    outcome,
+    permutation_p,
+    speedup_interval,
+    verdict,
+)
+
+
+def _overall(config: str, median: float, low: float, high: float) -> Stats:
+    drafting = config != "target"
+    interval = Interval(low, high) if drafting else None
+    return Stats(
+        "overall",
+        "all",
+        config,
+        "model",
+        2,
+        False,
+        3,
+        0,
+        0,
+        0,
+        0,
+        Spread(median, median, median),
+        median / 10,
+        interval,
+        outcome(interval, 0.01) if drafting else None,
+        None,
+        0.0,
+        0.0,
+        (),
+        0.0,
+        0.0,
+        0.0,
+        0.0,
+        Spread(0.0, 0.0, 0.0),
+    )
+
+
+@pytest.mark.parametrize(
+    "others, result",
+    [
+        ([(14, 1.1, 1.6), (16, 0.9, 2.2)], ("draft-k2", "pays")),
+        ([(8, 0.6, 0.9), (9, 0.7, 0.95)], ("draft-k4", "costs")),
+        ([(12, 0.9, 1.3), (8, 0.7, 0.9)], ("draft-k2", "noise")),
+    ],
+)
+def test_verdict_calls_faster_only_an_interval_above_one(others, result):
+    """The fastest point estimate (16, interval 0.9-2.2) is not the one named when only another is
+    clearly faster (each with a permutation test's p of 0.01)."""
+    stats = [_overall("target", 10, 1, 1), _overall("draft-k2", *others[0]), _overall("draft-k4", *others[1])]
+    found = verdict(stats)
+    assert (found.best, found.outcome) == result
+
+
+def _runs(config: str, rates: np.ndarray) -> list:
+    """Records with the given rates by [prompt, repeat] (128 tokens each)."""
+    return [
+        SimpleNamespace(
+            prompt=p, repeat=r, config=config, summary=SimpleNamespace(tokens=128, decode_s=128 / rates[p, r])
+        )
+        for p in range(rates.shape[0])
+        for r in range(rates.shape[1])
+    ]
+
+
+def _outcomes(speedup: float, prompts: int, repeats: int = 4, noise: float = 0.05, trials: int = 200) -> Counter:
+    found = Counter()
+    for seed in range(trials):
+        rng = np.random.default_rng(seed)
+        scale = rng.uniform(0.7, 1.3, size=(prompts, 1)) * 20  # prompts differ in speed
+        base = scale * (1 + noise * rng.standard_normal((prompts, repeats)))
+        other = speedup * scale * (1 + noise * rng.standard_normal((prompts, repeats)))
+        mine, theirs = _runs("x", other), _runs("target", base)
+        found[outcome(speedup_interval(mine, theirs), permutation_p(mine, theirs))] += 1
+    return found
+
+
+@pytest.mark.parametrize("prompts, repeats", [(1, 2), (1, 3), (1, 4), (2, 2), (4, 1), (4, 4), (24, 3)])
+def test_identical_configurations_with_noise_are_rarely_called_faster_or_slower(prompts, repeats):
+    """At most 5% of 200 trials, however few the runs: by the bootstrap interval alone one prompt
+    run twice each way was called faster or slower in 30% of them, four prompts run once in 24%."""
+    found = _outcomes(1.0, prompts, repeats)
+    assert found["faster"] + found["slower"] <= 10 + 4, found  # 5%, and two standard deviations of 200 trials
+
+
+@pytest.mark.parametrize("prompts", [1, 4, 24])
+def test_a_real_speedup_of_1_3_is_called_faster(prompts):
+    assert _outcomes(1.3, prompts)["faster"] >= 198  # the default four repeats
+
+
+def test_runs_too_few_to_show_a_difference_are_unclear_whatever_the_interval():
+    """One prompt run twice each way, every run of one side 30% faster: the bootstrap's interval
+    lies above 1, but only 2 of the 6 ways to split four runs are that far apart (p = 1/3)."""
+    rates = np.array([[20.0, 21.0]])
+    mine, theirs = _runs("x", rates * 1.3), _runs("target", rates)
+    assert speedup_interval(mine, theirs).low > 1.0
+    assert 0.3 < permutation_p(mine, theirs) < 0.37
+    assert outcome(speedup_interval(mine, theirs), permutation_p(mine, theirs)) == "unclear"
+    four = np.array([[20.0, 21.0, 19.0, 20.5]])
+    assert permutation_p(_runs("x", four * 1.3), _runs("target", four)) < 0.05  # 2 of 70 splits
+
+
+def test_the_interval_is_deterministic_and_needs_two_runs():
+    rates = np.array([[20.0, 21.0, 19.0]])
+    first = speedup_interval(_runs("x", rates * 1.1), _runs("target", rates))
+    assert first == speedup_interval(_runs("x", rates * 1.1), _runs("target", rates))
+    assert first.low <= 1.1 <= first.high
+    assert speedup_interval(_runs("x", rates[:, :1]), _runs("target", rates[:, :1])) is None
