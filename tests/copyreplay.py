@@ -29,6 +29,7 @@ is from what its offers allow; `ceiling` is the curve's own limit where every co
 `--curve NAME[,NAME...]` replays on those curves only: a name in `CURVES`, or `cached`, the verify
 curves `specgen bench` (any front end that calibrates) measured on this machine, read from the
 step-cost cache (`cached_curves`), so anyone can replay on their own machine's curve.
+The curves and their loading live in tests/costcurves.py; this module re-exports their names.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from costcurves import CURVES, FLAT, SWITCHES, cached_curves, ceiling, costs_of, named_costs, select_curves  # noqa: F401 - re-exported for importers
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -55,111 +57,6 @@ from specgen.decoding.policy import LOOKUP_MAX, RISK, Choice, Policy
 from specgen.decoding.tokens import common_prefix
 
 OUTPUTS = Path(__file__).parent / "data" / "greedy-outputs.json"
-
-# seconds of a target pass by batch size, logits for every row, 1.5B Q4_K_M, 2 threads
-CURVES = {
-    # a 2-vCPU Xeon VM that reports AMX, repacked AVX kernels without AMX (measured 2026-11-25)
-    "xeon-vm": {1: 0.065, 2: 0.101, 4: 0.107, 8: 0.194, 12: 0.215, 16: 0.227, 24: 0.33, 32: 0.389, 48: 0.55, 64: 0.738},
-    # the same VM in a spell where one token costs 9% less and batches the same (measured later that day)
-    "xeon-vm-fast": {
-        1: 0.0605,
-        2: 0.0963,
-        3: 0.1195,
-        4: 0.1092,
-        6: 0.1634,
-        8: 0.1968,
-        12: 0.2411,
-        16: 0.2366,
-        24: 0.3669,
-        32: 0.406,
-        64: 0.7657,
-    },
-    # the 2-vCPU Xeon VM of 2026-11-26, repacked AVX kernels without AMX: one token 68-78 ms, and a
-    # steeper curve than the day before (the mean of two calibrations)
-    "xeon-vm-2611": {
-        1: 0.0733,
-        2: 0.107,
-        3: 0.146,
-        4: 0.203,
-        6: 0.293,
-        8: 0.505,
-        12: 0.614,
-        16: 0.509,
-        24: 0.758,
-        32: 0.878,
-        64: 1.59,
-    },
-    # the 2-vCPU AMD EPYC of 2026-11-26 (no AMX, no AVX-512), as `specgen bench` measured it at 07:16
-    "epyc-2611": {1: 0.074, 2: 0.118, 4: 0.216, 8: 0.426, 16: 0.559, 32: 0.941, 64: 1.758},
-    # simulated, not measured: a GPU's nearly flat verify (12 ms for one token, 30 ms for 64)
-    "gpu-sim": {1: 0.012, 2: 0.0122, 4: 0.0125, 8: 0.013, 16: 0.015, 32: 0.02, 64: 0.03},
-    # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)
-    "epyc": {
-        1: 0.030,
-        2: 0.051,
-        3: 0.069,
-        4: 0.084,
-        6: 0.123,
-        8: 0.200,
-        12: 0.243,
-        16: 0.228,
-        24: 0.348,
-        32: 0.414,
-        48: 0.549,
-        64: 0.750,
-    },
-    # an H100 80GB, CUDA build, the 1.5B target's shapes and quantization: each pass after one of its
-    # size, the median of four calibrations (benchmarks/results/2026-11-27-h100-4, *-new-*.json)
-    "h100": {
-        1: 0.00211,
-        2: 0.00228,
-        3: 0.0026,
-        4: 0.00295,
-        6: 0.00327,
-        8: 0.0037,
-        12: 0.00437,
-        16: 0.00467,
-        24: 0.00507,
-        32: 0.00591,
-        64: 0.00783,
-    },
-}
-# what a pass costs more where the pass before it had another size; on the H100 1- and 4-token
-# passes alternating took 1.09 and 1.16 ms more than in runs of one size (graphs-on.json there);
-# the CPU curves' calibrations read 0-1.5 ms of a 30-75 ms pass there, left out
-SWITCHES = {"h100": 0.0011}
-FLAT = ("gpu-sim", "h100")  # the curves where a longer pass costs little more
-
-
-def costs_of(curve: dict[int, float] | StepCosts) -> StepCosts:
-    """A curve as the policy reads it: a verify table (no switch cost), or step costs as they are."""
-    return curve if isinstance(curve, StepCosts) else StepCosts(dict(curve), {})
-
-
-def named_costs(name: str) -> StepCosts:
-    """The step costs of a curve in `CURVES`, with its switch cost."""
-    return StepCosts(dict(CURVES[name]), {}, SWITCHES.get(name, 0.0))
-
-
-def cached_curves(folder: Path | None = None) -> dict[str, StepCosts]:
-    """The target verify curves cached on this machine (`calibrate.cached_costs`' files, in
-    specgen's cache folder unless `folder`), named `cached:` and the first 8 characters of each
-    file's key; files that are not step costs are left out."""
-    if folder is None:
-        from specgen.storage import cache_dir
-
-        folder = cache_dir() / "step-costs"
-    found = {}
-    for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-            verify = {int(size): float(seconds) for size, seconds in data["verify"].items()}
-            switch = float(data.get("switch", 0.0))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            continue
-        if 1 in verify:
-            found[f"cached:{path.stem[:8]}"] = StepCosts(verify, {}, switch)
-    return found
 
 
 class RecordedTarget:
@@ -351,11 +248,6 @@ def cheapest(costs: StepCosts, n: int, offers: Offers) -> float:
     return float(later[0, 0])
 
 
-def ceiling(curve: dict[int, float] | StepCosts) -> float:
-    """The speedup where every pass verifies a copy kept whole, at the curve's best batch size."""
-    return costs_of(curve).copy_ceiling(LOOKUP_MAX)[1]
-
-
 def replay_all(
     curve: dict[int, float] | StepCosts, outputs: Path = OUTPUTS, vocabulary: Vocabulary | None = None
 ) -> list[Replay]:
@@ -468,23 +360,6 @@ def main() -> None:
                 print_replays(curve, replay_all(costs, outputs, vocabulary))
             else:
                 print_predicted(curve, costs, outputs, predict, vocabulary)
-
-
-def select_curves(names: list[str]) -> dict[str, StepCosts]:
-    """The curves named (`cached`: every one in this machine's step-cost cache); exits naming an
-    unknown one, or `cached` where nothing is cached."""
-    out: dict[str, StepCosts] = {}
-    for name in names:
-        if name == "cached":
-            found = cached_curves()
-            if not found:
-                sys.exit("no cached step costs on this machine: run `specgen bench` once to calibrate")
-            out.update(found)
-        elif name in CURVES:
-            out[name] = named_costs(name)
-        else:
-            sys.exit(f"unknown curve {name!r}: use one of {', '.join(CURVES)} or cached")
-    return out
 
 
 def gain_share(auto: float, best: float) -> float:
