@@ -44,6 +44,31 @@ def test_a_rename_learnt_at_its_first_occurrence_is_carried_by_the_next_copy():
     assert offers[before_second + 2] == lines[1][3:9] + lines[2][:2]
 
 
+def offers_at(source: list[int], output: list[int], positions: set[int]) -> dict[int, list[int]]:
+    """The copier's offers (16 tokens) at the given output positions only, as auto asks it: once a
+    round, and a round may keep a long copy whole."""
+    copier = Copier()
+    history = [*source, 1]
+    copier.reset(history)
+    offers = {}
+    for at, token in enumerate(output):
+        if at in positions:
+            offers[at] = copier.offer(history[:-1], history[-1], 16).tokens
+        history.append(token)
+    return offers
+
+
+def test_a_rename_is_learnt_where_no_offer_was_made_at_the_place_the_output_rejoined_its_source():
+    lines = source_lines(4)
+    output = renamed(lines, {0, 1, 2, 3})
+    # rounds as auto makes them: a copy from position 1 breaks at the first rename; the output
+    # rejoins its source one token after it, where the copy made at 5 (from a one-token match)
+    # runs on to the second rename; a round at 13 and at 15, then the third rename's place
+    offers = offers_at([t for line in lines for t in line], output, {1, 5, 13, 15, 22})
+    assert offers[15][7:10] == [*NEW, 122]
+    assert offers[22][:3] == [*NEW, 122]
+
+
 def test_a_rule_the_output_does_not_follow_stops_being_applied():
     lines = source_lines(4)
     output = renamed(lines, {0})  # only the first occurrence is renamed

@@ -97,6 +97,7 @@ class Copier:
             branches = source.find(self.index, number)
             if branches and (best is None or branches[0].match > best.match):
                 best = branches[0]
+        self._rejoin(sources)
         followed, skip = self._followed()
         if followed is not None and (best is None or followed.match > best.match):
             best = followed
@@ -106,7 +107,6 @@ class Copier:
             self._last = None
             return Offer([])
         if best is not followed:
-            self._learn(best, sources[best.source])
             skip = 0
         self._anchor = (best.source, best.position, len(self.index))
         source = sources[best.source]
@@ -130,7 +130,7 @@ class Copier:
         """The last copy continued where the output has followed it since, through a rewrite it
         carried (from the rewrite's start, skipping what of it was written), with the run so far
         as its match; where the output broke off, the rewrites are scored and the break is kept
-        for `_learn`."""
+        for `_rejoin`."""
         last = self._last
         if last is None:
             return None, 0
@@ -155,18 +155,30 @@ class Copier:
         branch = Branch(last.branch.source, position, run, anchored=last.branch.anchored and run < _RESYNC_BELOW)
         return branch, followed - inside
 
-    def _learn(self, best: Branch, source: SuffixIndex) -> None:
-        """Where the output rejoined the source a copy broke off, learn what it wrote instead."""
-        if self._broken is None or best.match < _REJOINED:
+    def _rejoin(self, sources: Sequence[SuffixIndex]) -> None:
+        """Where the output, after a copy broke off, reads like its source again a few tokens
+        on, learn what it wrote in the place of what it skipped. Found from the text itself,
+        so a change is learnt wherever the rounds fell: a copy kept for many tokens made no
+        offer at the place where the output rejoined its source. The first place where
+        `_REJOINED` tokens of the output equal the source's, the closest to where the source
+        would be by then; none within `SPAN_MAX` tokens: nothing is learnt."""
+        if self._broken is None:
             return
         number, old_start, new_start = self._broken
-        old_end, new_end = best.position - best.match, len(self.index) - best.match
-        if number == best.source and 0 < old_end - old_start <= SPAN_MAX and 0 < new_end - new_start <= SPAN_MAX:
-            self.rewrites.learn(
-                tuple(source.tokens[old_start:old_end]),
-                tuple(self.index.tokens[new_start:new_end]),
-                self.index.tokens[self._output_start :],
-            )
+        source, written = sources[number].tokens, self.index.tokens
+        for new in range(1, SPAN_MAX + 1):
+            if new_start + new + _REJOINED > len(written):
+                return  # not written yet
+            seen = written[new_start + new : new_start + new + _REJOINED]
+            for old in sorted(range(1, SPAN_MAX + 1), key=lambda old: (abs(old - new), old)):
+                if source[old_start + old : old_start + old + _REJOINED] == seen:
+                    self.rewrites.learn(
+                        tuple(source[old_start : old_start + old]),
+                        tuple(written[new_start : new_start + new]),
+                        written[self._output_start :],
+                    )
+                    self._broken = None
+                    return
         self._broken = None
 
     def _resynced(self, sources: Sequence[SuffixIndex], best: Branch | None) -> Branch | None:
