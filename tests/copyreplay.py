@@ -167,7 +167,7 @@ def _run(
         return choose(room, lookup, lag, evidence, offer)
 
     policy.choose = recording  # type: ignore[method-assign]
-    predicted = Prediction(prediction) if prediction is not None else None
+    predicted = Prediction(prediction, vocabulary) if prediction is not None else None
     drafter = AutoDrafter(None, policy, vocabulary=vocabulary, prediction=predicted, quoted=quoted, example=example)
     config = GenerationConfig(max_tokens=len(output), draft_tokens=8)
     rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]

@@ -79,7 +79,7 @@ def copy_sources(
         sources.append(PatternSource(vocabulary))
     searched = (prediction.index, *shared) if prediction is not None else shared
     quoting = vocabulary if quoted else None
-    sources.append(Copier(searched, quoting))
+    sources.append(Copier(searched, quoting, words=vocabulary))
     if quoting is not None:
         sources.append(StructureSource(quoting, example=quoting.tokenize(example) if example else []))
     return sources

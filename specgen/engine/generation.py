@@ -14,7 +14,7 @@ from types import TracebackType
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import Drafter, Source
+from specgen.decoding.drafters.base import Drafter, Source, Vocabulary
 from specgen.decoding.drafters.prediction import Prediction, PredictionReport, report
 from specgen.decoding.events import Round, Summary, consume
 from specgen.decoding.loop import generate
@@ -48,7 +48,10 @@ class Generation:
     def __init__(self, target: Model, base: Drafter | None, request: Request, costs: StepCosts | None = None):
         self.target, self.request = target, request
         drafts = base is not None
-        self.prediction = Prediction(list(request.prediction)) if request.prediction is not None and drafts else None
+        words = Vocabulary(target.piece, target.continuation)
+        self.prediction = (
+            Prediction(list(request.prediction), words) if request.prediction is not None and drafts else None
+        )
         seeded = request.config.sampling.seed is not None
         self.drafter = drafter_for(
             target,

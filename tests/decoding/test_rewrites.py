@@ -1,13 +1,17 @@
 """Edits learnt from the output: the copier learns a rename at its first occurrence and carries it
 in later copies, keeps copying from the source through it, stops applying a rule the output does
-not follow, and never trusts a change that the output already left undone elsewhere."""
+not follow, and never trusts a change that the output already left undone elsewhere; given the
+target's vocabulary, a renamed word (whole words only) is carried into contexts that tokenize it
+differently, by the copier and by a prediction."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from specgen.decoding.drafters.base import Vocabulary
 from specgen.decoding.drafters.lookup import Copier
+from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.drafters.rewrites import RULES_MAX, Rewrites, Rewritten
 
 OLD, NEW = 500, (600, 601)  # a one-token name the output writes as two tokens
@@ -180,3 +184,95 @@ def test_copying_with_rewrites_never_fails_on_any_text(source, old, new, tail, s
         take = steps[step % len(steps)]
         history += output[written : written + take]
         written, step = written + take, step + 1
+
+
+# a vocabulary in which a name is tokenized with what stands before it, as in real BPE vocabularies
+PIECES = [b" t", b"mo", b"(t", b".t", b" timeout", b"(timeout", b".timeout", b")", b"\n", b" x", b" =", b":", b"mox"]
+PIECES += [b" " + bytes([c]) for c in b"abcdefgh"]
+TOY = Vocabulary(
+    lambda token: PIECES[token - 1000] if token >= 1000 else b"",  # the prompt's last token: none of these
+    lambda text: _longest_first(text.encode()),
+)
+
+
+def _longest_first(text: bytes) -> list[int]:
+    """Greedy longest-piece tokenization over PIECES (ids from 1000)."""
+    out, i = [], 0
+    while i < len(text):
+        piece = max((p for p in PIECES if text.startswith(p, i)), key=len)
+        out.append(1000 + PIECES.index(piece))
+        i += len(piece)
+    return out
+
+
+def spelt(text: str) -> list[int]:
+    return _longest_first(text.encode())
+
+
+def copier_offers(source: list[int], output: list[int], words: Vocabulary | None) -> list[list[int]]:
+    """The copier's offer (8 tokens) before each output token, written one token a round."""
+    copier = Copier(words=words)
+    history = [*source, 1]
+    copier.reset(history)
+    offers = []
+    for token in output:
+        offers.append(copier.offer(history[:-1], history[-1], 8).tokens)
+        history.append(token)
+    return offers
+
+
+def test_a_renamed_word_is_carried_into_a_context_that_tokenizes_it_differently():
+    source = spelt(" a b = tmo:\n c d =(tmo)\n e f =.tmo\n g h")
+    output = spelt(" a b = timeout:\n c d =(timeout)\n e f =.timeout\n g h")
+    # the name stands after a space, a bracket and a dot: three spellings in tokens
+    assert all(spelt(name)[0] in source for name in (" tmo", "(tmo", ".tmo"))
+    with_words = copier_offers(source, output, TOY)
+    without = copier_offers(source, output, None)
+    second = output.index(spelt("(timeout")[0])  # the bracket's spelling, never written before
+    third = output.index(spelt(".timeout")[0])
+    assert with_words[second][:2] == spelt("(timeout)") and with_words[third][:2] == spelt(".timeout\n")
+    assert without[second][0] != spelt("(timeout")[0]  # token rules alone know only the space's spelling
+
+
+def renaming(output: str) -> Rewrites:
+    """Rules learnt where the output wrote ` timeout` in the place of ` tmo`."""
+    rewrites = Rewrites(TOY)
+    rewrites.learn(tuple(spelt(" tmo")), tuple(spelt(" timeout")), spelt(output))
+    return rewrites
+
+
+def test_a_word_rule_renames_whole_words_only():
+    rewrites = renaming(" x = timeout")
+    assert rewrites.apply(spelt("(tmo)\n"), 0, 3).tokens == spelt("(timeout)\n")
+    assert rewrites.apply(spelt(" x =.tmo:"), 0, 4).tokens == spelt(" x =.timeout:")
+    assert rewrites.apply(spelt("(tmox)"), 0, 3).tokens == spelt("(tmox)")  # another name
+
+
+def test_a_word_rule_that_the_output_does_not_follow_stops_making_rules():
+    rewrites = renaming(" x = timeout")
+    made = rewrites.apply(spelt("(tmo)"), 0, 2)
+    assert made.tokens[:1] == spelt("(timeout")
+    rewrites.score(made.replaced[0][2], followed=False)  # the output kept `(tmo`
+    assert rewrites.apply(spelt("(tmo)"), 0, 2).tokens == spelt("(tmo)")[:2]  # that rule missed as often as it hit
+    assert rewrites.apply(spelt(".tmo:"), 0, 2).tokens == spelt(".tmo:")[:2]  # and the word rule makes no more
+
+
+def test_a_word_the_output_had_left_unchanged_makes_no_rules():
+    rewrites = renaming(" x =(tmo)\n x = timeout")  # `tmo` written whole before, then renamed
+    assert rewrites.apply(spelt(".tmo:"), 0, 2).tokens == spelt(".tmo:")[:2]
+
+
+def test_a_prediction_carries_a_renamed_word_into_a_context_that_tokenizes_it_differently():
+    predicted = spelt(" a b = tmo:\n c d =(tmo)\n e f =.tmo\n g h")
+    output = spelt(" a b = timeout:\n c d =(timeout)\n e f =.timeout\n g h")
+    offers = {}
+    for words in (TOY, None):
+        prediction, history = Prediction(predicted, words), [1, 2]
+        prediction.prepare(history[:-1])
+        offers[words] = []
+        for token in output:
+            offers[words].append(prediction.offer(history[:-1], history[-1], 8).tokens)
+            history.append(token)
+    second = output.index(spelt("(timeout")[0])
+    assert offers[TOY][second][:2] == spelt("(timeout)")
+    assert offers[None][second][0] != spelt("(timeout")[0]

@@ -48,16 +48,20 @@ class Copier:
     name = Source.TEXT
     leads = False
 
-    def __init__(self, shared: tuple[SuffixIndex, ...] = (), quoting: Vocabulary | None = None):
+    def __init__(
+        self, shared: tuple[SuffixIndex, ...] = (), quoting: Vocabulary | None = None, words: Vocabulary | None = None
+    ):
         """`quoting`: the target's vocabulary, where the reply is written in JSON: the prompt's
         text escaped as JSON is searched too, after `shared` (`drafters.quoted`); its copies are
-        reported as quoted and priced as the text's (they are the prompt, escaped)."""
+        reported as quoted and priced as the text's (they are the prompt, escaped). `words`: the
+        target's vocabulary, so that a renamed word is carried into contexts that tokenize it
+        differently (`Rewrites`)."""
         self.index = SuffixIndex()
         self.shared = tuple(shared)
-        self.quoting = quoting
+        self.quoting, self.words = quoting, words
         self.request_sources: tuple[SuffixIndex, ...] = ()  # this request's own, searched after `shared`
         self._anchor: tuple[int, int, int] | None = None  # source, position, request length then
-        self.rewrites = Rewrites()
+        self.rewrites = Rewrites(words)
         self._output_start = 0  # where this request's output begins in the index
         self._last: _Copy | None = None
         self._broken: tuple[int, int, int] | None = None  # source, its position, output position where a copy broke
@@ -68,7 +72,7 @@ class Copier:
         self.index.truncate(keep)
         self.index.extend(sequence[keep:])
         self._anchor = self._last = self._broken = None
-        self.rewrites = Rewrites()
+        self.rewrites = Rewrites(self.words)
         self._output_start = len(sequence)
 
     def prepare(self, prefix: list[int]) -> None:

@@ -31,7 +31,7 @@ from typing import Protocol
 
 import numpy as np
 
-from specgen.decoding.drafters.base import Draft, Drafter, Gate, Source, copied
+from specgen.decoding.drafters.base import Draft, Drafter, Gate, Source, Vocabulary, copied
 from specgen.decoding.drafters.rewrites import SPAN_MAX, Rewrites, Rewritten
 from specgen.decoding.drafters.source import Offer
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
@@ -90,8 +90,11 @@ class Prediction:
     name = Source.PREDICTION
     leads = True
 
-    def __init__(self, tokens: list[int]):
+    def __init__(self, tokens: list[int], words: Vocabulary | None = None):
+        """`words`: the target's vocabulary, so that a renamed word is carried into contexts
+        that tokenize it differently (`Rewrites`)."""
         self.tokens = list(tokens)
+        self.words = words
         self.index = SuffixIndex(self.tokens)  # for long jumps (and the copier, as one more source)
         self.begin(0)
 
@@ -111,7 +114,7 @@ class Prediction:
         self.run = 0  # output tokens that have followed the cursor since it was (re)found, match included
         self.placed = True  # the cursor is a confirmed place: the start, or followed for CONFIRM tokens
         self.anchor, self.left = 0, 0  # the last confirmed place, and the output position there
-        self.rewrites = Rewrites()
+        self.rewrites = Rewrites(self.words)
         self.breaks: list[int] = []  # output positions where the output left a confirmed place
         self._rejoined: tuple[int, int] | None = None  # where a re-found place's match starts: prediction, output
 

@@ -9,16 +9,30 @@ few tokens further on, the source span it skipped and the tokens it wrote instea
 that the output did not follow at an occurrence is scored down and stops being applied once it
 has missed as often as it hit, so a one-off fix does not spoil every later copy of its span; a
 change the output had already left undone elsewhere starts with those misses. Copied tokens
-stay one-hot drafts, so exactness does not depend on a rule being right. Pure Python.
+stay one-hot drafts, so exactness does not depend on a rule being right.
+
+A renamed name is tokenized with what stands before it: `tmo` after a space, a tab, a bracket
+or a dot is four different pairs of tokens, and `timeout` merges with them differently again. So
+where the target's `Vocabulary` is given, a rule that changes one whole word for another is also
+kept as a word rule (`tmo` -> `timeout`), and a copy that passes the old word, whole, in a
+context no rule has seen yet gets a token rule made for that context: the tokens that hold the
+word, spelt again with the new word. A word rule stops making rules once the rules it made have
+missed as often as they hit. Pure Python.
 """
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+
+from specgen.decoding.drafters.base import Vocabulary
 
 SPAN_MAX = 8  # longest old or new span a rule holds
 RULES_MAX = 256  # rules kept per request; the oldest go first
+WORD = re.compile(rb"\w+")  # a name: letters, digits, underscores (ASCII)
 
 
 @dataclass(frozen=True)
@@ -54,12 +68,30 @@ class Rule:
         return self.hits > self.misses
 
 
-class Rewrites:
-    """Rules old span -> new span with their record at later occurrences."""
+@dataclass
+class WordRule:
+    """What replaces an old word, and how the token rules it made fared (`Rule`'s counts)."""
 
-    def __init__(self) -> None:
+    new: bytes
+    hits: int = 1
+    misses: int = 0
+
+    @property
+    def trusted(self) -> bool:
+        return self.hits > self.misses
+
+
+class Rewrites:
+    """Rules old span -> new span with their record at later occurrences; with a vocabulary,
+    word rules that make token rules for contexts not seen yet."""
+
+    def __init__(self, vocabulary: Vocabulary | None = None) -> None:
         self.rules: dict[tuple[int, ...], Rule] = {}
         self._longest: dict[int, int] = {}  # first token of an old span -> longest such span
+        self.vocabulary = vocabulary
+        self.words: dict[bytes, WordRule] = {}  # old word -> the new word, and its record
+        self._made: dict[tuple[int, ...], bytes] = {}  # a token rule a word rule made -> that old word
+        self._pieces: dict[int, bytes] = {}  # the vocabulary's, as read
 
     def learn(self, old: tuple[int, ...], new: tuple[int, ...], output: Sequence[int]) -> None:
         """The output wrote `new` where its source had `old`: a rule for each part that differs
@@ -73,6 +105,25 @@ class Rewrites:
                 elif end < len(old):
                     end, new_end = end + 1, new_end + 1
             self._learn(old[i:end], new[j:new_end], output)
+        if self.vocabulary is not None:
+            self._learn_words(old, new, output)
+
+    def _learn_words(self, old: tuple[int, ...], new: tuple[int, ...], output: Sequence[int]) -> None:
+        """Where the two spans hold as many words and differ in some, each such pair is a word
+        rule; each whole occurrence of the old word in `output` counts as a miss, as for a token rule."""
+        assert self.vocabulary is not None
+        before, after = WORD.findall(self._text(old)), WORD.findall(self._text(new))
+        if len(before) != len(after):
+            return
+        written = self._text(output)
+        for was, now in zip(before, after, strict=True):
+            if was != now and was not in self.words:
+                misses = len(re.findall(rb"(?<!\w)" + re.escape(was) + rb"(?!\w)", written))
+                self.words[was] = WordRule(now, misses=misses)
+
+    def _text(self, tokens: Sequence[int]) -> bytes:
+        assert self.vocabulary is not None
+        return b"".join(self._piece(t) for t in tokens)
 
     def _learn(self, old: tuple[int, ...], new: tuple[int, ...], output: Sequence[int]) -> None:
         """A rule old -> new; each place where `output` (the output so far) kept `old` as it was
@@ -94,24 +145,28 @@ class Rewrites:
         self._longest[old[0]] = max(self._longest.get(old[0], 0), len(old))
 
     def score(self, old: tuple[int, ...], followed: bool) -> None:
-        """Whether the output followed the rule for `old` where a copy applied it."""
-        rule = self.rules.get(old)
-        if rule is not None and followed:
-            rule.hits += 1
-        elif rule is not None:
-            rule.misses += 1
+        """Whether the output followed the rule for `old` where a copy applied it (and so the
+        word rule that made it, if one did)."""
+        for rule in (self.rules.get(old), self.words.get(self._made.get(old, b""))):
+            if rule is not None and followed:
+                rule.hits += 1
+            elif rule is not None:
+                rule.misses += 1
 
     def apply(self, raw: list[int], position: int, k: int) -> Rewritten:
         """The first k tokens of `raw` (source tokens from `position` on) with the rules applied,
         and the rest of a new span that the k-th token cuts: a copy offers k of them, but the
         output is judged against the whole rewrite."""
-        if not self.rules:
+        if not self.rules and not self.words:
             return Rewritten(raw[:k], position)
         tokens: list[int] = []
         replaced: list[tuple[int, int, tuple[int, ...]]] = []
+        words, starts = self._words_in(raw) if self.words else ({}, [])
         i = 0
         while i < len(raw) and len(tokens) < k:
             rule = self._rule_at(raw, i) if raw[i] in self._longest else None
+            if rule is None and i in words:
+                rule = self._word_at(raw, i, words[i], starts)
             if rule is None:
                 tokens.append(raw[i])
                 i += 1
@@ -133,6 +188,51 @@ class Rewrites:
                 return None
             return old, rule.new
         return None
+
+    def _words_in(self, raw: list[int]) -> tuple[dict[int, tuple[bytes, int]], list[int]]:
+        """Where trusted word rules' old words stand, whole, in the text of `raw` (with what
+        follows each in view): by the token their first byte is in, the word and where it ends
+        in the text; and where each token's text starts (one more: the end)."""
+        pieces = [self._piece(t) for t in raw]
+        starts = list(accumulate(map(len, pieces), initial=0))
+        trusted = sorted((word for word, rule in self.words.items() if rule.trusted), key=len, reverse=True)
+        if not trusted:
+            return {}, starts
+        found: dict[int, tuple[bytes, int]] = {}
+        text = b"".join(pieces)
+        for match in re.finditer(rb"(?<!\w)(" + b"|".join(map(re.escape, trusted)) + rb")(?!\w)", text):
+            if match.end() < len(text):
+                found.setdefault(bisect_right(starts, match.start()) - 1, (match.group(1), match.end()))
+        return found, starts
+
+    def _word_at(
+        self, raw: list[int], i: int, found: tuple[bytes, int], starts: list[int]
+    ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """A token rule for the tokens from raw[i] on that hold an old word (`found`: the word,
+        and where it ends in the text), made now and kept: those tokens spelt again with the new
+        word; None where the span is too long, or the spelling gives the same tokens."""
+        assert self.vocabulary is not None
+        was, end = found
+        count = bisect_left(starts, end) - i  # tokens through the one the word ends in
+        old = tuple(raw[i : i + count])
+        if count > SPAN_MAX or old in self.rules:
+            return None
+        spelt = b"".join(self._piece(t) for t in old)
+        cut = end - starts[i]
+        text = spelt[: cut - len(was)] + self.words[was].new + spelt[cut:]
+        new = tuple(self.vocabulary.tokenize(text.decode("utf-8", "replace")))
+        if new == old or not new or len(new) > SPAN_MAX:
+            return None
+        self._learn(old, new, ())
+        self._made[old] = was
+        return old, new
+
+    def _piece(self, token: int) -> bytes:
+        assert self.vocabulary is not None
+        piece = self._pieces.get(token)
+        if piece is None:
+            piece = self._pieces[token] = self.vocabulary.piece(token)
+        return piece
 
 
 def _differences(old: tuple[int, ...], new: tuple[int, ...]) -> list[tuple[int, int, int, int]]:
