@@ -145,8 +145,10 @@ endpoint=()
 if have llama-server; then
   port=$("$PY" -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
   length=(); [ "$best" = default ] || length=(--spec-draft-n-max "$best")
+  # --no-jinja: the template as llama.cpp's built-in renderer writes it, which specgen uses; the Jinja
+  # one adds Qwen's default system prompt, and the server would then answer another prompt
   "$B/llama-server" -m "$T" -md "$S" -ngl $NGL -ngld $NGL --spec-type draft-simple "${length[@]}" -c 4096 -np 1 \
-    --host 127.0.0.1 --port "$port" > "$W/server.log" 2>&1 &
+    --no-jinja --host 127.0.0.1 --port "$port" > "$W/server.log" 2>&1 &
   server=$!
   for _ in $(seq 120); do up "$port" && break; sleep 0.5; done
   if up "$port"; then
