@@ -311,8 +311,29 @@ def test_standins_rows_never_tie_at_a_real_vocabulary():
     assert all(standins.POOL % d for d in range(2, math.isqrt(standins.POOL) + 1))
     import numpy as np
 
-    head = standins.weights(standins.pool(7), "output.weight", (152_064, 256), 1.0)
+    head = standins.weights(standins.pool(7), "output.weight", (152_064, 256))
     assert len(np.unique(head.view(np.dtype((np.void, 2 * 256))))) == 152_064
+
+
+def test_standins_quiet_only_the_later_layers_residual_writers(tiny_models, tmp_path):
+    """--quiet-from 2 --scale 0.5 halves attn_output and ffn_down of layers 2 and on, against the
+    same fill without it, and leaves every other tensor as it was."""
+    from gguf import GGUFReader
+
+    for name, extra in (("plain", ()), ("quiet", ("--quiet-from", "2", "--scale", "0.5"))):
+        fill = ("device/standins.py", "fill", str(tiny_models["target"]), str(tmp_path / f"{name}.gguf"))
+        ran(script(*fill, "--shape", "tiny", *extra))
+    plain, quiet = (
+        {t.name: t.data.astype("float32") for t in GGUFReader(tmp_path / f"{n}.gguf").tensors}
+        for n in ("plain", "quiet")
+    )
+    assert set(plain) == set(quiet)
+    halved = {f"blk.{i}.{t}.weight" for i in (2, 3) for t in ("attn_output", "ffn_down")}
+    for name in plain:
+        # F16 numbers halved, as F16 again (exact but below 2^-14, where the last bit goes)
+        expected = (plain[name] * 0.5).astype("float16").astype("float32") if name in halved else plain[name]
+        assert (quiet[name] == expected).all(), name
+    assert all(plain[name].any() for name in halved)
 
 
 def test_mission7b_dry_run_runs_every_step_without_llama_cpp_tools(tiny_models, tmp_path):

@@ -153,19 +153,15 @@ def pool(seed: int) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(POOL, dtype=np.float32) * 0.02).astype(np.float16)
 
 
-def weights(numbers: np.ndarray, name: str, dims: tuple[int, ...], quiet: float) -> np.ndarray:
-    """Norms 1; biases F32 and matrices F16 from the pool, read on from an offset that the
+def weights(numbers: np.ndarray, name: str, dims: tuple[int, ...]) -> np.ndarray:
+    """Norms 1; biases F32 and matrices F16 from `numbers`, read on from an offset that the
     tensor's name gives (so no two tensors of one shape are equal: the output head is not the
-    embedding, layer 2 is not layer 1); the residual writers of a quieted layer scaled by `quiet`."""
+    embedding, layer 2 is not layer 1)."""
     if len(dims) == 1 and "norm" in name:
         return np.ones(dims, np.float32)
     start = zlib.crc32(name.encode()) % len(numbers)
     tensor = np.resize(np.concatenate([numbers[start:], numbers[:start]]), dims)
-    if len(dims) == 1:
-        return tensor.astype(np.float32)
-    if quiet != 1.0 and name.endswith(("attn_output.weight", "ffn_down.weight")):
-        tensor = (tensor.astype(np.float32) * quiet).astype(np.float16)
-    return tensor
+    return tensor.astype(np.float32) if len(dims) == 1 else tensor
 
 
 def fill(skeleton: str, out: str, shape: Shape, layers: int, quiet_from: int | None, scale: float, seed: int) -> None:
@@ -191,9 +187,13 @@ def fill(skeleton: str, out: str, shape: Shape, layers: int, quiet_from: int | N
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_ti_data_to_file()
+    # a quieted layer's residual writers (attn_output, ffn_down) read the same pool scaled: each of
+    # their numbers is `scale` times the one it would have been
+    quiet = (numbers.astype(np.float32) * scale).astype(np.float16)
     for name, dims in plan.items():  # one tensor in memory at a time: a 7B's F16 is 15 GB
         quieted = quiet_from is not None and name.startswith("blk.") and int(name.split(".")[1]) >= quiet_from
-        writer.write_tensor_data(weights(numbers, name, dims, scale if quieted else 1.0))
+        writes = name.endswith(("attn_output.weight", "ffn_down.weight"))
+        writer.write_tensor_data(weights(quiet if quieted and writes else numbers, name, dims))
     writer.close()
 
 
