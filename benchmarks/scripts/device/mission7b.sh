@@ -13,9 +13,9 @@
 #   `target` row is -k 0) with S, with llama-server -md S (at that best length) as an --endpoint
 #   row, and with N; and summary.py's table of it all.
 # Writes $OUT: log.txt, llama-bench.json, texts.json, spec-simple/, bench-S.json, bench-N.json,
-# summary.txt, and libs.tar.xz (the built binaries, for a rerun: unpack to .libs/). LIMIT: seconds
-# for the whole script; a step that would run past it is skipped with a line saying so.
-# DRY=1 is the dry run on a CPU (README.md): tiny shapes, this machine's Python (PY), llama.cpp's
+# summary.txt, and libs.tar.xz (the built binaries: a rerun on a fresh machine carries it in .libs/).
+# LIMIT: seconds for the whole script; a step that would run past it is skipped with a line saying so.
+# DRY=1 is the dry run on a CPU (benchmarks/README.md): tiny shapes, this machine's Python (PY), llama.cpp's
 # tools from BIN (default: the first ~/.cache/specgen-anchors/*/build/bin), the skeleton SKEL
 # (default .gpu/skel/target.gguf.gz, a .gguf is read as it is), scratch in WORK; a step whose tool
 # is not there is skipped with one line.
@@ -86,16 +86,19 @@ if [ -z "$made" ]; then
   threads=$(( $(nproc) > 2 ? $(nproc) - 2 : 1 ))
   ( quantize T "$threads" && "$PY" $D/standins.py cut "$T" "$S" --layers "$S_LAYERS" ) > "$W/quant.log" 2>&1 &
   quantT=$!
-  quantize N 2 >> "$W/quant.log" 2>&1
+  quantize N 2 > "$W/quantN.log" 2>&1 &
+  quantN=$!
 fi
 if [ -n "$build" ]; then
-  log "build: $TOOLS (while T quantizes)"
-  EXAMPLES=ON SERVER=ON build_llama /tmp/b $TOOLS
+  log "build: $TOOLS (while T and N quantize)"
+  EXAMPLES=ON SERVER=ON build_llama /tmp/b $TOOLS -- -k 0  # (ninja: one tool failing leaves the others built)
   log "built: $(ls $B | tr '\n' ' ')"
-  (cd $B && tar cf - $(ls | grep -E '\.so|^llama-') | nice xz -T4 -6 > "$O/libs.tar.xz") &
+  # the binaries for a rerun on a fresh machine, packed before anything is timed
+  (cd $B && tar cf - $(ls | grep -E '\.so|^llama-') | xz -T0 -3 > "$O/libs.tar.xz") &
   pack=$!
 fi
-if [ -z "$made" ]; then wait $quantT; cat "$W/quant.log" | tee -a "$O/$LOG"; fi
+if [ -z "$made" ]; then wait $quantT $quantN; cat "$W/quant.log" "$W/quantN.log" | tee -a "$O/$LOG"; fi
+[ -n "${pack:-}" ] && { wait "$pack"; log "libs.tar.xz: $(stat -c %s "$O/libs.tar.xz") bytes"; }
 for m in $T $S $N; do
   [ -s "$m" ] || { log "$m not made"; exit 1; }
   echo "$(basename "$m"): $(stat -c %s "$m") bytes, $("$PY" $D/standins.py rows "$m")" | tee -a "$O/$LOG"
@@ -172,5 +175,4 @@ bench N --target "$T" --draft "$N"
 
 log "summary"
 "$PY" $D/summary.py "$O" | tee "$O/summary.txt"
-[ -n "${pack:-}" ] && wait "$pack"
 log "done"

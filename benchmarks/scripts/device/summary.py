@@ -117,10 +117,11 @@ def curve(path: Path) -> list[str]:
     records = json.loads(path.read_text())
     models: dict[str, dict[int, str]] = {}
     for r in records:  # a pass of n tokens: n_prompt = n; decoding: n_gen, keyed 0
-        value = f"{r['avg_ns'] / 1e6:.2f}" if r["n_prompt"] else f"{r['avg_ts']:.1f}"
+        value = f"{r['avg_ns'] / 1e6:.2f}" if r["n_prompt"] else f"{r['avg_ts']:.1f} ({1000 / r['avg_ts']:.2f} ms)"
         models.setdefault(Path(r["model_filename"]).stem, {})[r["n_prompt"]] = value
     sizes = sorted({n for m in models.values() for n in m if n})
-    lines = ["| model | " + " | ".join(f"{n} ms" for n in sizes) + " | decoding tok/s |"]
+    lines = ["| model | " + " | ".join(f"{n} ms" for n in sizes) + " | decoding tok/s (ms a token) |"]
+    lines += ["|" + " --- |" * (len(sizes) + 2)]
     lines += [f"| {name} | " + " | ".join(m.get(n, "-") for n in [*sizes, 0]) + " |" for name, m in models.items()]
     return lines
 
