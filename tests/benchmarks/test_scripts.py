@@ -394,3 +394,64 @@ def test_mission7b_dry_run_runs_every_step_without_llama_cpp_tools(tiny_models, 
             assert row.split(" | ")[6:9] == ms and row.endswith("| identical (1 runs) |")
     texts = json.loads((out / "texts.json").read_text())["outputs"]
     assert list(texts) == ["qa-324"] and texts["qa-324"]["text"]
+
+
+def test_summary_reads_llama_cpp_lines_and_texts(tmp_path):
+    """summary.py on what llama.cpp's tools wrote in a dry run (these lines are that run's): a draft
+    length's rate is its prompts' tokens over their seconds, a text is the target alone's when the
+    shorter of the two begins the longer, and llama-bench's pass costs are its mean nanoseconds."""
+    recorded = """\
+draft-max default | chat-117 | decoded   28 tokens in   13.685 seconds, speed:    2.046 | n_draft   = 3 | accept    = 64.286%
+draft-max default | qa-324 | decoded   27 tokens in    4.668 seconds, speed:    5.784 | n_draft   = 3 | accept    = 79.167%
+draft-max 2 | chat-117 | decoded   27 tokens in    0.669 seconds, speed:   40.375 | n_draft   = 2 | accept    = 76.190%
+draft-max 4 | chat-117 | decoded   29 tokens in   12.793 seconds, speed:    2.267 | n_draft   = 4 | accept    = 67.742%
+draft-max 2 | qa-324 | decoded   27 tokens in    2.708 seconds, speed:    9.969 | n_draft   = 2 | accept    = 76.190%
+"""  # noqa: E501
+    (tmp_path / "spec-simple.txt").write_text(recorded)
+    folder = tmp_path / "spec-simple"
+    folder.mkdir()
+    prompts = {
+        "chat-117": "<|im_start|>user\nhow many?<|im_end|>\n<|im_start|>assistant\n",
+        "qa-324": "<|im_start|>user\nbird?<|im_end|>\n<|im_start|>assistant\n",
+    }
+    # llama-speculative-simple's stdout: two newlines, the prompt, the reply (past -n), two newlines
+    replies = {
+        "chat-117-default": "ten of them",
+        "chat-117-2": "ten of them",
+        "chat-117-4": "ten of them",
+        "qa-324-default": "a hornbill, Zazu",
+        "qa-324-2": "a hornbilk",
+    }
+    for name, text in prompts.items():
+        (folder / f"{name}.txt").write_text(text)
+    for run, reply in replies.items():
+        (folder / f"{run}.out").write_text("\n\n" + prompts[run.rsplit("-", 1)[0]] + reply + "\n\n")
+    texts = {"chat-117": {"text": "ten of"}, "qa-324": {"text": "a hornbill"}}
+    (tmp_path / "texts.json").write_text(json.dumps({"outputs": texts}))
+    bench = [
+        {"model_filename": "/tmp/m/T.gguf", "n_prompt": 1, "n_gen": 0, "avg_ns": 12014762, "avg_ts": 91.5},
+        {"model_filename": "/tmp/m/T.gguf", "n_prompt": 4, "n_gen": 0, "avg_ns": 7440000, "avg_ts": 537.6},
+        {"model_filename": "/tmp/m/T.gguf", "n_prompt": 0, "n_gen": 24, "avg_ns": 331000000, "avg_ts": 72.5},
+    ]
+    (tmp_path / "llama-bench.json").write_text(json.dumps(bench))
+    out = ran(script("device/summary.py", str(tmp_path)))
+    rows = {
+        cells[1]: cells
+        for cells in (line.strip("|").split(" | ") for line in out.splitlines())
+        if cells[0].strip() == "llama.cpp"
+    }
+    assert set(rows) == {
+        "spec-simple -md S, draft default (3)",
+        "spec-simple -md S, draft 2",
+        "spec-simple -md S, draft 4",
+    }
+    # (28 + 27) / (13.685 + 4.668) = 3.00, not the mean of the two speeds (3.9); both texts begin the target's
+    assert rows["spec-simple -md S, draft default (3)"][2:5] == ["3.0", "-", "72%"]
+    assert rows["spec-simple -md S, draft default (3)"][-1].strip() == "2/2 the target's"
+    # (27 + 27) / (0.669 + 2.708) = 16.0; qa-324's "a hornbilk" is not "a hornbill"
+    assert (
+        rows["spec-simple -md S, draft 2"][2] == "16.0"
+        and rows["spec-simple -md S, draft 2"][-1].strip() == "1/2 the target's"
+    )
+    assert "| T | 12.01 | 7.44 | 72.5 (13.79 ms) |" in out
+    assert "(no bench-S.json: not run)" in out and "(no bench-N.json: not run)" in out
