@@ -7,9 +7,9 @@ script fills it at a shape named below: the keys that give a model its size are 
 vocabulary is padded to the shape's as Qwen's converter pads it, and every weight comes from one
 pool of random numbers whose length is prime. A row of n numbers starting at offset i·n then
 repeats only after the pool's length in rows, more than any vocabulary: no two rows of the
-output head are equal, so greedy decoding meets no exact ties (the pool of 2^24 that
-`random_model.py` used made rows 32,768 apart identical, and llama.cpp and specgen picked
-different tokens of those ties).
+output head are equal, so no two tokens' logits are equal by construction (the pool of 2^24 that
+`random_model.py` used made the 1.5B's rows 32,768 apart identical, every argmax a tie, and
+llama.cpp and specgen picked different tokens of those ties).
 
     python standins.py fill SKELETON OUT.gguf --shape 7b [--layers N] [--quiet-from L --scale E] [--seed S]
         # F16 weights at the shape (7b: Qwen2.5-Coder-7B's published config; 0.5b; tiny and
