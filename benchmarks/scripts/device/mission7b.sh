@@ -127,8 +127,11 @@ simple() {  # LENGTH PROMPT.txt: llama-speculative-simple -md S, its stdout kept
   { cat "$2"; echo; } > "$W/ask.txt"  # -f drops a file's last newline, and the template ends in one
   timeout 120 "$B/llama-speculative-simple" -m "$T" -md "$S" -ngl $NGL -ngld $NGL --spec-type draft-simple "${flag[@]}" \
     -f "$W/ask.txt" -n "$N_TOKENS" --temp 0 -c 4096 > "$O/spec-simple/$name-$length.out" 2> "$W/simple.err"
-  echo "draft-max $length | $name | $(grep -oE "decoded +[0-9]+ tokens in +[0-9.]+ seconds, speed: +[0-9.]+" "$W/simple.err" | head -1) | $(grep -oE "n_draft += [0-9]+" "$W/simple.err" | head -1) | $(grep -oE "accept += [0-9.]+%" "$W/simple.err" | head -1)" \
-    | tee -a "$O/spec-simple.txt" "$O/$LOG"
+  local decoded drafts kept
+  decoded=$(grep -oE "decoded +[0-9]+ tokens in +[0-9.]+ seconds, speed: +[0-9.]+" "$W/simple.err" | head -1)
+  drafts=$(grep -oE "n_draft += [0-9]+" "$W/simple.err" | head -1)
+  kept=$(grep -oE "accept += [0-9.]+%" "$W/simple.err" | head -1)
+  echo "draft-max $length | $name | $decoded | $drafts | $kept" | tee -a "$O/spec-simple.txt" "$O/$LOG"
 }
 rate() { grep "^draft-max $1 | $2 |" "$O/spec-simple.txt" | grep -oE "speed: +[0-9.]+" | awk '{print $2; exit}'; }
 best=default
