@@ -21,20 +21,20 @@ pack_llama_source() {
     "llama_add_compile_flags()" "add_subdirectory(llama-bench)" "add_subdirectory(quantize)" > .gpu/llama.cpp/tools/CMakeLists.txt
 }
 
-# pack_python: the pure-Python packages as the repository's .venv has them (llama_cpp without its
+# pack_python: the pure-Python packages as the repository's .venv (or VENV) has them (llama_cpp without its
 # CPU libraries), and wheels for Python 3.12 of what that machine lacks
 pack_python() {
   local SP p
-  SP=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  SP=$("${VENV:-.venv}"/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   mkdir -p .gpu/site
   for p in llama_cpp gguf platformdirs typer click shellingham rich markdown_it mdurl starlette uvicorn \
            annotated_doc diskcache sniffio; do cp -r "$SP/$p" .gpu/site/; done
   rm -rf .gpu/site/llama_cpp/lib .gpu/site/llama_cpp/server
   find .gpu/site -name __pycache__ -type d -prune -exec rm -rf {} +
-  .venv/bin/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+  "${VENV:-.venv}"/bin/python -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .gpu/whl \
-    "pydantic==$(.venv/bin/python -c 'import pydantic; print(pydantic.VERSION)')" \
-    "pydantic-core==$(.venv/bin/python -c 'import pydantic_core; print(pydantic_core.__version__)')" \
+    "pydantic==$("${VENV:-.venv}"/bin/python -c 'import pydantic; print(pydantic.VERSION)')" \
+    "pydantic-core==$("${VENV:-.venv}"/bin/python -c 'import pydantic_core; print(pydantic_core.__version__)')" \
     annotated-types typing-inspection typing-extensions
 }
 
@@ -42,9 +42,9 @@ pack_python() {
 pack_skeletons() {
   local M=$1
   mkdir -p .gpu/skel
-  .venv/bin/python benchmarks/results/2026-11-26-h100/random_model.py skeleton \
+  "${VENV:-.venv}"/bin/python benchmarks/results/2026-11-26-h100/random_model.py skeleton \
     "$M"/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf .gpu/skel/target.gguf
-  .venv/bin/python benchmarks/results/2026-11-26-h100/random_model.py skeleton \
+  "${VENV:-.venv}"/bin/python benchmarks/results/2026-11-26-h100/random_model.py skeleton \
     "$M"/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf .gpu/skel/draft.gguf
   gzip -9 .gpu/skel/*.gguf
 }
