@@ -6,10 +6,12 @@
 # Where llama.cpp's AMX kernels crash, set PRELOAD=path/to/noamx.so (see noamx.c).
 set -u
 dir=$1 target=$2 bin=$3
+ask=$(mktemp); trap 'rm -f "$ask"' EXIT
 for prompt in "$dir"/*.txt; do
+  { cat "$prompt"; echo; } > "$ask"  # -f drops a file's last newline, and a chat template ends in one
   for method in ngram-simple ngram-map-k ngram-map-k4v ngram-mod ngram-cache; do
     out=$(LD_PRELOAD=${PRELOAD:-} timeout 600 "$bin/llama-speculative-simple" -m "$target" --spec-type "$method" \
-          -f "$prompt" -n "${N:-256}" -t 2 --temp 0 -c 4096 2>&1)
+          -f "$ask" -n "${N:-256}" -t 2 --temp 0 -c 4096 2>&1)
     decoded=$(grep -oE "decoded +[0-9]+ tokens in +[0-9.]+ seconds, speed: +[0-9.]+" <<<"$out" | head -1)
     accepted=$(grep -oE "accept += [0-9.]+%" <<<"$out" | head -1)
     echo "$(basename "$prompt" .txt) $method | $decoded | $accepted"
