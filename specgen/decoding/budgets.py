@@ -3,11 +3,18 @@
 The loss budget bounds what copies may lose against plain decoding. A copy of k tokens whose
 first token the target refuses costs one pass over k + 1 tokens (and, where that size differs
 from the pass before it and after it, the switch costs) for one token. Such a copy is drafted
-only where that loss is covered by what this reply's copies have already saved plus `RISK` of
-its plain-decoding time so far, so a reply is never slower than plain decoding by more than
-`RISK` of its time in the measured costs, however its copies go. Where a prediction or a
-schema foresees the reply's length, it may lose `FORESEEN_RISK` of that reply's plain time from
-the first round (`foresee`).
+where that loss is covered by what this reply's copies have already saved plus `RISK` of its
+plain-decoding time so far, so that however its copies go a reply is never slower than plain
+decoding by more than `RISK` of its time in the measured costs; or, where it is not, if by the
+estimates of how many of its tokens will be kept the chance that it loses more than that is at
+most `CHANCE` and its expected loss is covered (`overshoot`), while the reply's copies have not
+lost on the whole: so a reply loses at most `RISK` of its plain time and one such copy's worst
+case, however its copies go, even where the estimates are wrong. The second way lets a reply that
+has reprinted its source for a while bet on a long copy before small copies have saved what the
+worst case of a long one would cost: on a verify curve where a few tokens cost as much as as
+many passes of one, small copies save almost nothing, and the reply would decode plainly for
+hundreds of tokens first. Where a prediction or a schema foresees the reply's length, it may
+lose `FORESEEN_RISK` of that reply's plain time from the first round (`foresee`).
 
 The look budget bounds the Python time spent weighing drafts (finding offers, pricing them,
 learning from the round), which matters only where a pass is short: a reply weighs drafts
@@ -26,6 +33,7 @@ RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet pai
 FORESEEN_RISK = 0.06  # the most of a foreseen reply's plain-decoding time (a prediction's, a schema's) copies may lose
 LOOK_SHARE = 0.01  # the most of a reply's plain-decoding time that weighing drafts may take beyond what drafts saved
 FIRST_LOOKS = 16  # rounds a reply always weighs, so that one that opens by reprinting its source finds its first copy
+CHANCE = 0.02  # the most chance that a copy whose worst case the budget cannot bear loses more than it can
 
 
 @dataclass
@@ -51,6 +59,19 @@ class LossBudget:
         """Whether a round that loses at most `worst` seconds against plain decoding fits."""
         return worst <= self.bearable()
 
+    def bears_copy(self, worst: float, step: float, reach: list[float], sums: list[float], k: int) -> bool:
+        """Whether a copy of k tokens fits: its `worst` loss (its first token refused; each token
+        kept takes `step` off it) within what the reply can bear now, or the chance that it
+        loses more at most `CHANCE` and its expected loss within it (`overshoot`; `reach`: the
+        chance that at least j of the offer's tokens are kept; `sums`: `reach_sums(reach)`)."""
+        bearable = self.bearable()
+        if worst <= bearable:
+            return True
+        if self.saved < 0.0:  # copies have lost so far (a bet among them may have failed): no more bets
+            return False
+        over, expected = overshoot(worst, step, bearable, reach, sums, k)
+        return over <= CHANCE and expected <= bearable
+
 
 @dataclass
 class LookBudget:
@@ -75,3 +96,32 @@ class LookBudget:
         self.earned += earned
         self.weighed += 1
         self.kept_last, self.held_back = kept, held_back
+
+
+def reach_sums(reach: list[float]) -> list[float]:
+    """sums[n]: the chances that at least j tokens are kept, summed over j = 1..n-1 (sums[0] = sums[1] = 0)."""
+    sums = [0.0, 0.0]
+    for chance in reach:
+        sums.append(sums[-1] + chance)
+    return sums
+
+
+def overshoot(
+    worst: float, step: float, bearable: float, reach: list[float], sums: list[float], k: int
+) -> tuple[float, float]:
+    """For a copy of the first k tokens of an offer that loses `worst` seconds if none is kept and `step`
+    less for each token kept (the plain pass it saves), where at least j are kept with chance
+    reach[j - 1]: the chance that it loses more than `bearable`, and the loss it is expected to
+    make (gains count as none); `sums`: `reach_sums(reach)`. With r(j) that chance for j
+    (r(0) = 1, r(k + 1) = 0), J kept
+    tokens lose worst - J step: more than `bearable` while J < ceil((worst - bearable) / step),
+    anything while J < j0 = ceil(worst / step); and the expected loss, the sum over j < j0 of
+    P(J = j) (worst - j step), telescopes to worst (1 - r(j0)) - step (r(1) + ... + r(j0 - 1) - (j0 - 1) r(j0))."""
+
+    def kept(j: int) -> float:
+        return 1.0 if j <= 0 else reach[j - 1] if j <= k else 0.0
+
+    over = 1.0 - kept(min(max(math.ceil((worst - bearable) / step), 0), k + 1)) if worst > bearable else 0.0
+    j0 = min(max(math.ceil(worst / step), 0), k + 1)
+    expected = worst * (1.0 - kept(j0)) - step * (sums[j0] - (j0 - 1) * kept(j0)) if j0 > 0 else 0.0
+    return over, max(expected, 0.0)

@@ -21,7 +21,9 @@ Where each estimate comes from:
 
 Two budgets bound what drafts may cost (`budgets`): a copy is drafted only where its loss, were
 its first token refused, is covered by what this reply's copies saved plus a share of its plain
-time; and drafts are weighed only while the time spent weighing them stays within what they saved.
+time, or where by the same estimates the chance that it loses more than that is small and its
+expected loss is covered; and drafts are weighed only while the time spent weighing them stays
+within what they saved.
 
 Queries (`choose`, `best_copy`, `speed`, `worth_looking`) change nothing; what a round showed
 is learnt in `observe`, which gets back the `Choice` the round made. Pure Python: no llama.cpp
@@ -32,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specgen.decoding.budgets import FORESEEN_RISK, RISK, LookBudget, LossBudget
+from specgen.decoding.budgets import FORESEEN_RISK, RISK, LookBudget, LossBudget, reach_sums
 from specgen.decoding.copy_rates import (
     PREDICTION_ODDS,
     CopyEvidence,
@@ -205,7 +207,7 @@ class Policy:
         best, best_speed, tokens, held_back = None, 0.0, 1.0, False
         python = self.python_time()
         one, plain = self.plain_pass(), 1.0 / (self.rounds.seconds(Source.PLAIN, 0) + python)
-        switch = self.costs.switch
+        switch, step, sums = self.costs.switch, self.costs.verify_cost(1), reach_sums(reach)
         for k, chance in enumerate(reach, start=1):
             if chance < _NEGLIGIBLE:
                 break
@@ -213,7 +215,8 @@ class Policy:
             verify = self.pass_cost(k + 1)
             # a copy that breaks sends the next pass to another size; one kept whole may repeat its size
             speed = tokens / ((verify + (1.0 - chance) * switch) * self.rounds.factor_of(Source.LOOKUP, k) + python)
-            if not self.loss.bears(verify + switch - one):  # refused at once: one token for the pass and the way back
+            # refused at once: one token for the pass and the way back; each token kept saves a plain pass
+            if not self.loss.bears_copy(verify + switch - one, step, reach, sums, k):
                 held_back = held_back or speed > plain
                 continue
             if speed > best_speed:

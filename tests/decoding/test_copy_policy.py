@@ -120,23 +120,26 @@ def test_an_offer_is_judged_over_the_rounds_that_emit_its_tokens():
     assert whole.judge([1, 2, 3]) == CopyJudgement(None, (1, 2), 0, 2, 2) and whole.settled
 
 
-def worst_case(risk: float, foreseen: int = 0, truth: StepCosts = COSTS) -> tuple[list[float], list[int]]:
+def worst_case(
+    risk: float, foreseen: int = 0, truth: StepCosts = COSTS, match: int = 12, judged: int = 1
+) -> tuple[list[float], list[int]]:
     """Hindsight says every offer would have been kept, yet every drafted copy is refused at its
     first token: the seconds lost against plain decoding after each round, and each round's draft
     length, for a reply of 300 tokens (`foreseen`: the tokens a prediction or a schema foresees;
-    `truth`: what the passes really take, reported to the policy as each round's time)."""
+    `truth`: what the passes really take, reported to the policy as each round's time; `match`:
+    the offers' evidence; `judged`: how many tokens of an offer not drafted hindsight keeps)."""
     policy = Policy(COSTS, 8, risk=risk)
     if foreseen:
         policy.foresee(foreseen)
     one, spent, plain, lost, lengths = truth.verify_cost(1), 0.0, 0.0, [], []
     for n in range(300):
         offer = tuple(range(1000 * n, 1000 * n + 16))
-        choice = policy.choose(64, len(offer), 0, CopyEvidence(12), offer)
+        choice = policy.choose(64, len(offer), 0, CopyEvidence(match), offer)
         k = choice.k if choice.source == Source.LOOKUP else 0
         seconds = truth.verify_cost(k + 1)  # the round's pass; it yields one token either way
         spent += seconds
         plain += one  # one token a round: a refused copy, or plain decoding
-        hindsight = (CopyJudgement(CopyEvidence(12), offer, 0, 1, 1),) if not k else ()
+        hindsight = (CopyJudgement(CopyEvidence(match), offer, 0, judged, judged),) if not k else ()
         policy.observe(Outcome(choice, k, 0, seconds=seconds, copies=hindsight))
         lost.append(spent - plain)
         lengths.append(k)
@@ -152,6 +155,21 @@ def test_a_reply_never_loses_more_than_its_risk_to_copies_however_they_go():
     assert all(loss <= risk * one * (n + 1) + 1e-9 for n, loss in enumerate(lost))
     unbounded, _ = worst_case(math.inf)
     assert unbounded[-1] > 0.5 * one * 300
+
+
+def test_a_reply_bets_beyond_its_risk_once_and_loses_at_most_that_copys_worst_case_more():
+    """The estimates are sure (hindsight keeps every offer whole at a long match), yet every
+    drafted copy is refused: a copy beyond what the reply can bear is drafted (its chance to
+    overshoot is under CHANCE), fails, and no other is drafted beyond the bound after it, so the
+    reply stays within RISK of its plain time plus that one copy's worst case (16 tokens here:
+    a pass of 17 less the one-token pass it replaces)."""
+    one, risk = COSTS.verify_cost(1), Policy(COSTS).risk
+    lost, lengths = worst_case(risk, match=64, judged=16)
+    beyond = [loss - risk * one * (n + 1) for n, loss in enumerate(lost)]
+    assert max(beyond) > 0, "a copy beyond the worst-case bound should have been drafted"
+    assert max(beyond) <= COSTS.verify_cost(17) - one + 1e-9
+    bets = [n for n in range(1, 300) if lengths[n] and beyond[n] > max([*beyond[:n], 0.0])]
+    assert len(bets) == 1, bets  # once over the bound, never further over it
 
 
 def test_a_copy_is_priced_by_the_time_its_own_verify_size_took():

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from specgen.decoding.budgets import FORESEEN_RISK, LossBudget
+from specgen.decoding.budgets import FORESEEN_RISK, LossBudget, overshoot, reach_sums
 from specgen.decoding.copy_rates import AGREE, GROUNDED, LOOSE, CopyEvidence, CopyJudgement, CopyRates
 from specgen.decoding.costs import RoundCosts, StepCosts
 from specgen.decoding.drafters.base import Source
@@ -83,6 +83,44 @@ def test_the_loss_budget_bears_what_copies_saved_plus_its_share_of_plain_time():
     assert budget.bearable() == pytest.approx(1.0 + FORESEEN_RISK * 10.0)
     unbounded = LossBudget(risk=math.inf)  # no budget: any loss, from the first round (no plain time yet)
     assert unbounded.bears(1e9)
+
+
+def test_a_copys_chance_of_overshooting_and_its_expected_loss_by_enumerating_its_kept_lengths():
+    """Against the kept-length distribution written out: J tokens kept with chance
+    P(J >= j) - P(J >= j + 1), each costing `worst - J step` (no gain counted)."""
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(1, 40)
+        reach = reach_of([rng.uniform(0.5, 1.0) for _ in range(n)])
+        k = rng.randint(1, n)
+        worst, step, bearable = rng.uniform(0.1, 8.0), rng.uniform(0.05, 1.0), rng.uniform(-1.0, 4.0)
+        chances = [1.0, *reach[:k], 0.0]
+        over = expected = 0.0
+        for j in range(k + 1):
+            p, loss = chances[j] - chances[j + 1], worst - j * step
+            over += p if loss > bearable else 0.0
+            expected += p * max(loss, 0.0)
+        found = overshoot(worst, step, bearable, reach, reach_sums(reach), k)
+        assert found == pytest.approx((over, expected), abs=1e-9)
+
+
+def test_a_copy_the_budget_cannot_bear_at_worst_is_drafted_where_it_is_unlikely_to_overshoot():
+    """A pass of 1 token costs 1 s, of 9 tokens 2.6 s; the reply can bear 0.5 s. An 8-token copy
+    refused at once loses 1.6 s; kept for 2 tokens, 0.6 s; for 3, none. Its tokens each kept
+    with chance 0.998 once those before were, it overshoots only when fewer than 2 are kept:
+    1 - 0.998^2 = 0.4%, and its expected loss is 1.6 x 0.2% + 0.6 x 0.2% = 0.0044 s: it is
+    drafted. Each kept with chance 0.9: 19% and 0.27 s: only copies whose worst case fits are
+    (k <= 2: 0.2 s a token), though without the budget 7 tokens would be worth the most."""
+    costs = StepCosts({1: 1.0, 9: 2.6}, {})
+    for per_token, longest in ((0.998, 8), (0.9, 2)):
+        policy = Policy(costs, 8, timed=False)
+        policy.rounds.last_size = 1
+        policy.after_copy = True  # plain decoding would not switch either
+        policy.saved = 0.5
+        choice = policy.best_copy(reach_of([per_token] * 8))
+        assert choice is not None and choice.source == Source.LOOKUP
+        assert choice.k == 8 if per_token > 0.99 else choice.k <= longest
+        assert policy.best_copy(reach_of([per_token] * 8)) == choice  # a query: nothing changed
 
 
 def test_the_chooser_takes_the_copy_length_with_the_most_tokens_per_second():
