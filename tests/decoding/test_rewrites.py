@@ -22,9 +22,10 @@ def source_lines(count: int) -> list[list[int]]:
     return [[100 + 10 * i, 101 + 10 * i, OLD, *range(102 + 10 * i, 108 + 10 * i)] for i in range(count)]
 
 
-def offers_while_writing(source: list[int], output: list[int]) -> list[list[int]]:
-    """The copier's offer (8 tokens) before each output token, written one token a round."""
-    copier = Copier()
+def offers_while_writing(source: list[int], output: list[int], words: Vocabulary | None = None) -> list[list[int]]:
+    """The copier's offer (8 tokens) before each output token, written one token a round
+    (`words`: the vocabulary that makes word rules)."""
+    copier = Copier(words=words)
     history = [*source, 1]
     copier.reset(history)
     offers = []
@@ -209,25 +210,13 @@ def spelt(text: str) -> list[int]:
     return _longest_first(text.encode())
 
 
-def copier_offers(source: list[int], output: list[int], words: Vocabulary | None) -> list[list[int]]:
-    """The copier's offer (8 tokens) before each output token, written one token a round."""
-    copier = Copier(words=words)
-    history = [*source, 1]
-    copier.reset(history)
-    offers = []
-    for token in output:
-        offers.append(copier.offer(history[:-1], history[-1], 8).tokens)
-        history.append(token)
-    return offers
-
-
 def test_a_renamed_word_is_carried_into_a_context_that_tokenizes_it_differently():
     source = spelt(" a b = tmo:\n c d =(tmo)\n e f =.tmo\n g h")
     output = spelt(" a b = timeout:\n c d =(timeout)\n e f =.timeout\n g h")
     # the name stands after a space, a bracket and a dot: three spellings in tokens
     assert all(spelt(name)[0] in source for name in (" tmo", "(tmo", ".tmo"))
-    with_words = copier_offers(source, output, TOY)
-    without = copier_offers(source, output, None)
+    with_words = offers_while_writing(source, output, TOY)
+    without = offers_while_writing(source, output, None)
     second = output.index(spelt("(timeout")[0])  # the bracket's spelling, never written before
     third = output.index(spelt(".timeout")[0])
     assert with_words[second][:2] == spelt("(timeout)") and with_words[third][:2] == spelt(".timeout\n")
