@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from servers import KEY, OTHER_KEY, Server
+from servers import KEY, OTHER_KEY, Server, tiny_pair
 
 from specgen.llama.model import LoadOptions, Model
 
@@ -48,16 +48,7 @@ def fim_draft(tiny_models):
 def server(tiny_models):
     """The tiny pair with K = 3, the session fixtures' context and threads, and two API keys."""
     running = Server(
-        "--target",
-        str(tiny_models["target"]),
-        "--draft",
-        str(tiny_models["draft"]),
-        "-k",
-        "3",
-        "--ctx",
-        "2048",
-        "-t",
-        "1",
+        *tiny_pair(tiny_models["target"], tiny_models["draft"]),
         "--api-key",
         KEY,
         "--api-key",

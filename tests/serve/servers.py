@@ -24,6 +24,11 @@ KEY = "test-key-123"
 OTHER_KEY = "another-key-456"
 
 
+def tiny_pair(target: Path, draft: Path) -> tuple[str, ...]:
+    """A server's arguments for a tiny pair with the suite's K (3), context (2048) and threads (1)."""
+    return ("--target", str(target), "--draft", str(draft), "-k", "3", "--ctx", "2048", "-t", "1")
+
+
 class Server:
     """A `specgen serve` process on a free loopback port; its stderr lines are kept as they come."""
 

@@ -12,7 +12,7 @@ import string
 import httpx
 import openai
 import pytest
-from servers import KEY, Server, client, pinned_costs, post, reference
+from servers import KEY, Server, client, pinned_costs, post, reference, tiny_pair
 
 from specgen.llama.model import FimTokens, LoadOptions, Model
 from specgen.serve.infill import EditorLimits, files_tokens, fim_prompt, picked
@@ -70,16 +70,7 @@ LLAMA_VSCODE = {
 @pytest.fixture(scope="module")
 def fim_server(tiny_models):
     running = Server(
-        "--target",
-        str(tiny_models["target_fim"]),
-        "--draft",
-        str(tiny_models["draft_fim"]),
-        "-k",
-        "3",
-        "--ctx",
-        "2048",
-        "-t",
-        "1",
+        *tiny_pair(tiny_models["target_fim"], tiny_models["draft_fim"]),
         "-n",
         "24",
         "--api-key",

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from servers import Server
+from servers import Server, tiny_pair
 
 SPECGEN = [sys.executable, "-m", "specgen"]
 
@@ -19,16 +19,7 @@ SPECGEN = [sys.executable, "-m", "specgen"]
 @pytest.fixture(scope="module")
 def server(tiny_models):
     running = Server(
-        "--target",
-        str(tiny_models["target"]),
-        "--draft",
-        str(tiny_models["draft"]),
-        "-k",
-        "3",
-        "--ctx",
-        "2048",
-        "-t",
-        "1",
+        *tiny_pair(tiny_models["target"], tiny_models["draft"]),
     )
     yield running
     running.stop()

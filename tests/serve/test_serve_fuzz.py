@@ -20,6 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from servers import Server
 
+from specgen.serve.wire import infill as wire_infill
+
 SCALE = int(os.environ.get("SPECGEN_FUZZ_SCALE", "1"))
 SENT: Counter = Counter()  # status class -> requests, over the module
 
@@ -114,31 +116,7 @@ FORMATS = st.one_of(
         }
     ),
 )
-INFILL_FIELDS = [
-    "input_prefix",
-    "input_suffix",
-    "input_extra",
-    "prompt",
-    "model",
-    "n_predict",
-    "max_tokens",
-    "temperature",
-    "top_k",
-    "top_p",
-    "seed",
-    "stop",
-    "stream",
-    "n_indent",
-    "t_max_predict_ms",
-    "response_fields",
-    "cache_prompt",
-    "t_max_prompt_ms",
-    "samplers",
-    "id_slot",
-    "n_cmpl",
-    "lora",
-    "frobnicate",
-]
+INFILL_FIELDS = [*sorted(wire_infill.INFILL_FIELDS), "frobnicate"]  # every field /infill reads, and one it does not
 CHUNKS = st.lists(
     st.one_of(
         VALUES,

@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from servers import Server
+from servers import Server, tiny_pair
 
 
 @pytest.fixture(scope="module")
 def guarded(tiny_models):
     """A target that never ends a reply, so only a limit can end one."""
     running = Server(
-        "--target",
-        str(tiny_models["target_endless"]),
-        "--draft",
-        str(tiny_models["draft"]),
-        "-k",
-        "3",
-        "--ctx",
-        "2048",
-        "-t",
-        "1",
+        *tiny_pair(tiny_models["target_endless"], tiny_models["draft"]),
         "--allow-host",
         "Editor.Local",
         "--max-tokens-limit",

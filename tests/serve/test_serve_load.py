@@ -6,21 +6,12 @@ from __future__ import annotations
 import statistics
 
 from loadtest import report, run
-from servers import Server
+from servers import Server, tiny_pair
 
 
 def test_the_server_keeps_every_promise_under_load(tiny_models):
     server = Server(
-        "--target",
-        str(tiny_models["target"]),
-        "--draft",
-        str(tiny_models["draft"]),
-        "-k",
-        "3",
-        "--ctx",
-        "2048",
-        "-t",
-        "1",
+        *tiny_pair(tiny_models["target"], tiny_models["draft"]),
         "--queue",
         "2",
         "--cache-ram",
@@ -61,16 +52,7 @@ def test_normal_clients_are_not_held_up_by_hostile_ones_beside_them(tiny_models)
     refused at once): their median latency moves by under a second, /health answers within a
     second throughout, and every probe is refused within a second."""
     server = Server(
-        "--target",
-        str(tiny_models["target"]),
-        "--draft",
-        str(tiny_models["draft"]),
-        "-k",
-        "3",
-        "--ctx",
-        "2048",
-        "-t",
-        "1",
+        *tiny_pair(tiny_models["target"], tiny_models["draft"]),
         "--queue",
         "4",
         "--receive-timeout",

@@ -10,7 +10,7 @@ import codecs
 import numpy as np
 import openai
 import pytest
-from servers import Server
+from servers import Server, tiny_pair
 
 from specgen.decoding.loop import GenerationConfig, generate
 
@@ -20,16 +20,7 @@ MODEL = "tiny-target"
 @pytest.fixture(scope="module")
 def server(tiny_models):
     running = Server(
-        "--target",
-        str(tiny_models["target"]),
-        "--draft",
-        str(tiny_models["draft"]),
-        "-k",
-        "3",
-        "--ctx",
-        "2048",
-        "-t",
-        "1",
+        *tiny_pair(tiny_models["target"], tiny_models["draft"]),
         "-n",
         "24",
     )

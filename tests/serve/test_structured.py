@@ -12,7 +12,7 @@ import json
 
 import openai
 import pytest
-from servers import Server
+from servers import Server, tiny_pair
 
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.llama.grammar import Grammar, json_grammar, schema_example, schema_grammar
@@ -30,16 +30,7 @@ RECORD = {
 def tools_server(tiny_models, max_tokens: int) -> Server:
     """A server on the tiny target with Qwen2.5's template (tools, structured output), K = 3."""
     return Server(
-        "--target",
-        str(tiny_models["target_tools"]),
-        "--draft",
-        str(tiny_models["draft"]),
-        "-k",
-        "3",
-        "--ctx",
-        "2048",
-        "-t",
-        "1",
+        *tiny_pair(tiny_models["target_tools"], tiny_models["draft"]),
         "-n",
         str(max_tokens),
     )
