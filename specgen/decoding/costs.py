@@ -73,6 +73,7 @@ def _interpolate(table: dict[int, float], n: int) -> float:
     return table[lo] + (table[hi] - table[lo]) * (n - lo) / (hi - lo)
 
 
+RETURN_PRIOR = 2.0  # pseudo-passes after a broken copy that changed size, before a reply shows its own
 FACTOR_STEP = 0.15  # weight of one round in a choice's time factor
 FACTOR_CLIP = (0.5, 3.0)  # one round's measured/predicted ratio is clipped to this
 
@@ -89,6 +90,8 @@ class RoundCosts:
     def __init__(self, costs: StepCosts, timed: bool = True):
         self.costs, self.timed = costs, timed
         self.last_size = 0  # tokens in the target's last pass (0: a prefill): another size pays costs.switch
+        self.broke = False  # whether the last pass verified a copy that the target cut short
+        self.returns = [0.0, 0.0]  # passes after such a copy: [of another size than it, all]
         self.factor = {Source.PLAIN: 1.0, Source.MODEL: 1.0, Source.LOOKUP: 1.0}
         self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else Source.LOOKUP's)
         self.plain_ratios: list[float] = []  # each timed plain round's measured / predicted seconds
@@ -97,6 +100,21 @@ class RoundCosts:
         """The target's pass over `size` tokens next: its steady cost, plus the switch cost where
         the last pass had another size."""
         return self.costs.verify_cost(size) + (self.costs.switch if size != self.last_size else 0.0)
+
+    def passed(self, size: int, broke: bool = False) -> None:
+        """The target's pass just made had `size` tokens (0: a prefill); `broke`: it verified a
+        copy the target cut short. Counts whether a pass after such a copy changed size."""
+        if self.broke and size > 0:
+            self.returns[0] += size != self.last_size
+            self.returns[1] += 1.0
+        self.last_size, self.broke = size, broke
+
+    def switch_after_break(self) -> float:
+        """The chance that the pass after a copy the target cuts short has another size (and pays
+        the switch): learnt in this reply from such passes, from `RETURN_PRIOR` passes that did.
+        Where offers go on at every position, the next round may draft as many tokens again, and a
+        broken copy costs no switch; where they do not, it returns to one-token passes."""
+        return (self.returns[0] + RETURN_PRIOR) / (self.returns[1] + RETURN_PRIOR)
 
     def round_cost(self, source: Source, k: int, lag: int = 0) -> float:
         """A round of `source` drafting k, before its time factor: the verify pass, and for the

@@ -208,13 +208,14 @@ class Policy:
         python = self.python_time()
         one, plain = self.plain_pass(), 1.0 / (self.rounds.seconds(Source.PLAIN, 0) + python)
         switch, step, sums = self.costs.switch, self.costs.verify_cost(1), reach_sums(reach)
+        back = switch * self.rounds.switch_after_break()  # what a break costs the next pass, on average
         for k, chance in enumerate(reach, start=1):
             if chance < _NEGLIGIBLE:
                 break
             tokens += chance
             verify = self.pass_cost(k + 1)
-            # a copy that breaks sends the next pass to another size; one kept whole may repeat its size
-            speed = tokens / ((verify + (1.0 - chance) * switch) * self.rounds.factor_of(Source.LOOKUP, k) + python)
+            # a copy that breaks may send the next pass to another size; one kept whole may repeat its size
+            speed = tokens / ((verify + (1.0 - chance) * back) * self.rounds.factor_of(Source.LOOKUP, k) + python)
             # refused at once: one token for the pass and the way back; each token kept saves a plain pass
             if not self.loss.bears_copy(verify + switch - one, step, reach, sums, k):
                 held_back = held_back or speed > plain
@@ -293,7 +294,7 @@ class Policy:
 
     def prefilled(self) -> None:
         """The target's last pass was a prefill: the next pass switches size, whatever it drafts."""
-        self.rounds.last_size = 0
+        self.rounds.passed(0)
         self.after_copy = False
 
     def foresee(self, tokens: int) -> None:
@@ -322,7 +323,8 @@ class Policy:
         )
         self.rounds.timed_round(choice.source, outcome.drafted, outcome.seconds, predicted)
         charged = predicted * self.rounds.factor_of(choice.source, outcome.drafted)
-        self.rounds.last_size = outcome.drafted + 1
+        broke = choice.source == Source.LOOKUP and outcome.accepted < outcome.drafted
+        self.rounds.passed(outcome.drafted + 1, broke)
         self.spent += charged
         self.explored += charged if choice.explore else 0.0
 
@@ -338,7 +340,7 @@ class Policy:
         if self.timed and outcome.seconds is not None:
             self.rounds.plain_ratios.append(outcome.seconds / predicted)
         self.spent += predicted * self.rounds.factor[Source.PLAIN]
-        self.rounds.last_size = 1
+        self.rounds.passed(1)
         self.look.looked += outcome.looked
         self._learn_copies(outcome.copies)
 

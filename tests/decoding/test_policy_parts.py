@@ -148,6 +148,45 @@ def test_a_copy_that_may_break_is_charged_the_switch_back_to_plain_passes():
     assert policy.choose(1, 1, 0, *_offer(policy, 0.95)) == Choice(Source.LOOKUP, 1)
 
 
+def test_a_break_is_charged_the_switch_only_as_often_as_passes_after_breaks_changed_size():
+    """Passes of 1 and 2 tokens cost 1.0 and 1.1, another size than the last 0.5 more. After a
+    plain round a 1-token copy kept with chance 0.7 makes 1.7 tokens for 1.6 s plus, where every
+    break sends the next pass back to one token, 0.3 x 0.5 s: 0.97 tokens a second, under plain
+    decoding's 1.0. In a reply where nine passes after broken copies drafted again at their size
+    and one went back (with the two returns the record starts from, 3 of 11), a break costs
+    0.3 x 0.5 x 3/11 = 0.04 s: 1.7 / 1.64 = 1.04, and the copy is drafted."""
+    costs = StepCosts({1: 1.0, 2: 1.1}, {}, switch=0.5)
+    refused = Outcome(Choice(Source.LOOKUP, 1), 1, 0)
+    for kept_size, drafted in ((True, True), (False, False)):
+        policy = Policy(costs, 8, timed=False)
+        for _ in range(9):
+            policy.observe(refused)
+            if not kept_size:
+                policy.observe(Outcome(Choice(Source.PLAIN), 0, 0))
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0))
+        policy.saved = 100.0
+        choice = policy.choose(1, 1, 0, *_offer(policy, 0.7))
+        assert choice == (Choice(Source.LOOKUP, 1) if drafted else Choice(Source.PLAIN))
+
+
+def test_round_costs_count_the_passes_after_broken_copies_that_changed_size():
+    """Only a pass right after a copy the target cut short counts; none seen: a break is
+    assumed to switch, and the more passes keep their size after breaks, the less it is."""
+    rounds = RoundCosts(StepCosts({1: 1.0}, {}, switch=0.5))
+    assert rounds.switch_after_break() == 1.0
+    rounds.passed(1)
+    rounds.passed(5)  # a copy kept whole: the pass after it does not count
+    rounds.passed(1)
+    assert rounds.switch_after_break() == 1.0
+    chances = []
+    for _ in range(6):
+        rounds.passed(5, broke=True)
+        chances.append(rounds.switch_after_break())
+    assert chances[0] == 1.0 and chances == sorted(chances, reverse=True) and chances[-1] < 0.5
+    rounds.passed(1)  # after a broken copy, back to one token
+    assert rounds.switch_after_break() > chances[-1]
+
+
 def _offer(policy: Policy, chance: float) -> tuple[CopyEvidence, tuple[int, ...]]:
     """A one-token offer that the policy prices at `chance`: its record is replaced by one that says so."""
 
