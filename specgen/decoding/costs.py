@@ -84,7 +84,8 @@ class RoundCosts:
     A copy's time factor is learnt per verify size too: the calibration keeps the fastest of a
     few isolated passes, and on a few shared CPU cores a batch pass can take much longer than
     that while a one-token pass does not, so a copy is priced by what passes of its size took
-    in this reply, or by all copies' factor until one was timed. A seeded run (`timed` False)
+    in this reply, or by all copies' factor until one was timed, and before any copy was timed by
+    plain decoding's factor (as is the draft model before its first timed round). A seeded run (`timed` False)
     learns nothing from timings, so it decides the same way every time."""
 
     def __init__(self, costs: StepCosts, timed: bool = True):
@@ -94,6 +95,7 @@ class RoundCosts:
         self.returns = [0.0, 0.0]  # passes after such a copy: [of another size than it, all]
         self.factor = {Source.PLAIN: 1.0, Source.MODEL: 1.0, Source.LOOKUP: 1.0}
         self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else Source.LOOKUP's)
+        self.paced: set[Source] = set()  # the choices whose rounds were timed (until then: plain decoding's factor)
         self.plain_ratios: list[float] = []  # each timed plain round's measured / predicted seconds
 
     def pass_cost(self, size: int) -> float:
@@ -125,7 +127,13 @@ class RoundCosts:
         return verify + self.costs.draft_cost(lag + 1) + (k - 1) * self.costs.draft_cost(1)
 
     def factor_of(self, source: Source, k: int) -> float:
-        """The learnt time factor of `source` drafting k: a copy's by its verify size, where timed."""
+        """The learnt time factor of `source` drafting k: a copy's by its verify size, where timed.
+        A choice not yet timed in this reply takes plain decoding's: how the machine runs against
+        its calibration now is the best guess for a pass not yet seen (priced at 1, a copy would
+        look cheap beside plain passes that run slower than calibrated, and be drafted where it
+        cannot pay)."""
+        if source not in self.paced:
+            return self.factor[Source.PLAIN]
         if source == Source.LOOKUP:
             return self.copy_factor.get(k + 1, self.factor[Source.LOOKUP])
         return self.factor[source]
@@ -142,6 +150,9 @@ class RoundCosts:
         if source == Source.PLAIN:
             self.plain_ratios.append(seconds / predicted)
         ratio = min(max(seconds / predicted, FACTOR_CLIP[0]), FACTOR_CLIP[1])
+        if source not in self.paced:  # its first timed round: it starts from the machine's pace
+            self.factor[source] = self.factor[Source.PLAIN]
+            self.paced.add(source)
         if source == Source.LOOKUP:
             size = self.copy_factor.setdefault(drafted + 1, self.factor[Source.LOOKUP])
             self.copy_factor[drafted + 1] = size + FACTOR_STEP * (ratio - size)

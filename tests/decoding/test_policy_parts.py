@@ -187,6 +187,23 @@ def test_round_costs_count_the_passes_after_broken_copies_that_changed_size():
     assert rounds.switch_after_break() > chances[-1]
 
 
+def test_a_copy_not_yet_timed_is_priced_at_the_pace_plain_passes_run_at_now():
+    """A pass of 1 token is calibrated at 1.0 s, of 2 at 2.0 s; plain passes in this reply take
+    1.3 s. A 1-token copy kept with chance 0.9 makes 1.9 tokens a pass: at the same pace as plain
+    passes 1.9 / 2.6 = 0.73 tokens a second against plain decoding's 1 / 1.3 = 0.77, so it does not
+    pay; priced at its calibrated 2.0 s it would seem to (0.95). Once copies are timed at what
+    they cost, their own pace counts: a copy round timed at 2.0 s (1.0 of its calibration, where
+    it started from plain passes' 1.3) moves its factor down."""
+    policy = Policy(StepCosts({1: 1.0, 2: 2.0}, {}), 8, timed=True)
+    for _ in range(40):
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, seconds=1.3))
+    policy.saved = 100.0
+    assert policy.rounds.factor_of(Source.LOOKUP, 1) == pytest.approx(1.3, abs=0.01)
+    assert policy.choose(1, 1, 0, *_offer(policy, 0.9)) == Choice(Source.PLAIN)
+    policy.observe(Outcome(Choice(Source.LOOKUP, 1), 1, 1, seconds=2.0))
+    assert 1.0 < policy.rounds.factor_of(Source.LOOKUP, 1) < 1.3 - 0.03
+
+
 def _offer(policy: Policy, chance: float) -> tuple[CopyEvidence, tuple[int, ...]]:
     """A one-token offer that the policy prices at `chance`: its record is replaced by one that says so."""
 
