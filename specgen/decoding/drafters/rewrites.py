@@ -161,7 +161,7 @@ class Rewrites:
             return Rewritten(raw[:k], position)
         tokens: list[int] = []
         replaced: list[tuple[int, int, tuple[int, ...]]] = []
-        words, starts = self._words_in(raw) if self.words else ({}, [])
+        words, starts = self._words_in(raw)
         i = 0
         while i < len(raw) and len(tokens) < k:
             rule = self._rule_at(raw, i) if raw[i] in self._longest else None
@@ -192,12 +192,13 @@ class Rewrites:
     def _words_in(self, raw: list[int]) -> tuple[dict[int, tuple[bytes, int]], list[int]]:
         """Where trusted word rules' old words stand, whole, in the text of `raw` (with what
         follows each in view): by the token their first byte is in, the word and where it ends
-        in the text; and where each token's text starts (one more: the end)."""
-        pieces = [self._piece(t) for t in raw]
-        starts = list(accumulate(map(len, pieces), initial=0))
+        in the text; and where each token's text starts (one more: the end). Nothing is read
+        while no word rule is trusted: this runs for every copy offered."""
         trusted = sorted((word for word, rule in self.words.items() if rule.trusted), key=len, reverse=True)
         if not trusted:
-            return {}, starts
+            return {}, []
+        pieces = [self._piece(t) for t in raw]
+        starts = list(accumulate(map(len, pieces), initial=0))
         found: dict[int, tuple[bytes, int]] = {}
         text = b"".join(pieces)
         for match in re.finditer(rb"(?<!\w)(" + b"|".join(map(re.escape, trusted)) + rb")(?!\w)", text):
@@ -217,7 +218,7 @@ class Rewrites:
         old = tuple(raw[i : i + count])
         if count > SPAN_MAX or old in self.rules:
             return None
-        spelt = b"".join(self._piece(t) for t in old)
+        spelt = self._text(old)
         cut = end - starts[i]
         text = spelt[: cut - len(was)] + self.words[was].new + spelt[cut:]
         new = tuple(self.vocabulary.tokenize(text.decode("utf-8", "replace")))
