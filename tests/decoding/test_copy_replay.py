@@ -216,6 +216,17 @@ def test_the_h100_curve_charges_a_change_of_pass_size():
     assert SWITCHES["h100"] > 0 and switching.speedup < 0.95 * steady.speedup
 
 
+@pytest.mark.parametrize("curve", ["epyc-2611", "h100"])
+def test_a_reply_stuck_repeating_two_tokens_is_copied_in_rounds_longer_than_its_period(curve):
+    """A small model's greedy loop ("X, X, X, ..."): a copy from one period back reaches the
+    text's end after two tokens, so without copies that go on through themselves a round yields at
+    most three tokens (two copied, one the target's own), and 150 tokens take at least 50 rounds."""
+    prompt, output = list(range(100, 160)), [200, 201, *[300, 11] * 75]
+    result = replay("loop", "rag", prompt, output, named_costs(curve))
+    assert result.emitted == compact(prompt, output)[1]
+    assert result.rounds < len(output) / 3 * 0.75, result.rounds
+
+
 def test_cached_step_costs_are_curves_to_replay_on(tmp_path):
     """A step-cost cache file (`calibrate.cached_costs`' format) is read as a curve with its switch
     cost; a file of anything else is passed over."""

@@ -110,6 +110,33 @@ def test_a_long_repeat_is_found_whole_and_the_continuation_copied():
     assert index.continuation(best.position, 10) == text[50:60]
 
 
+@given(period=st.integers(1, 6), repeats=st.integers(1, 8), head=sequences, k=st.integers(1, 70))
+def test_text_that_repeats_with_a_period_is_copied_on_through_the_copy_itself(period, repeats, head, k):
+    """A reply stuck repeating a few tokens: the match with the text's end spans the period, so
+    the copy goes on past the end as the period does, k tokens; the expected tokens by modulo."""
+    pattern = [10 + i for i in range(period)]  # tokens the head (0..3) never holds
+    index = SuffixIndex([*head, *pattern * (repeats + 1)])
+    position = len(index) - period  # the occurrence one period back
+    match = index.match_length(position, index)
+    assert match >= period
+    expected = [pattern[i % period] for i in range(k)]
+    assert index.continuation(position, k, match) == expected
+
+
+def test_a_match_shorter_than_its_distance_to_the_end_shows_no_period_and_the_copy_stops_there():
+    index = SuffixIndex([1, 2, 3, 9, 1])
+    best = index.find(index)[0]
+    assert (best.position, best.match) == (1, 1)
+    assert index.continuation(best.position, 8, best.match) == [2, 3, 9, 1]
+    assert index.continuation(best.position, 8) == [2, 3, 9, 1]  # not the request's own text: no overlap
+
+
+def test_the_copier_offers_a_repeating_reply_its_period_as_far_as_asked():
+    history = [7, 8, 9, *[5, 6] * 12]
+    offer = Copier().offer(history[:-1], history[-1], 16)
+    assert offer.tokens == [5, 6] * 8
+
+
 def test_copying_resumes_after_a_renamed_span():
     source = list(range(1000, 1060))
     copier = Copier()

@@ -114,7 +114,8 @@ class Copier:
             skip = 0
         self._anchor = (best.source, best.position, len(self.index))
         source = sources[best.source]
-        copy = self.rewrites.apply(source.continuation(best.position, k + skip + SPAN_MAX), best.position, k + skip)
+        ahead = source.continuation(best.position, k + skip + SPAN_MAX, best.match if source is self.index else 0)
+        copy = self.rewrites.apply(ahead, best.position, k + skip)
         if skip and copy.tokens[:skip] != self.index.tokens[len(self.index) - skip :].tolist():
             self._last = None  # the rewrite it was inside no longer applies
             return Offer([])

@@ -172,10 +172,21 @@ class SuffixIndex:
             return None
         return Branch(source, best[2], best[0], anchored=True)
 
-    def continuation(self, position: int, k: int) -> list[int]:
-        """Up to k tokens from `position`, cut at a separator."""
+    def continuation(self, position: int, k: int, match: int = 0) -> list[int]:
+        """Up to k tokens from `position`, cut at a separator. `match`: where the index holds the
+        text being written, how many tokens before `position` equal its end. Where they span the
+        distance d from `position` to the end, the text has repeated with period d, and a copy
+        that reaches the end goes on through the tokens it writes itself (an overlapping copy,
+        as in LZ77): it offers k tokens, not d. A shorter match shows no period, and the copy
+        stops at the end."""
         out = self.tokens[position : position + k].tolist()
-        return out[: out.index(SEPARATOR)] if SEPARATOR in out else out
+        if SEPARATOR in out:
+            return out[: out.index(SEPARATOR)]
+        period = len(self.tokens) - position
+        if 0 < period <= match and len(out) == period:
+            for i in range(period, k):
+                out.append(out[i - period])
+        return out
 
 
 class LookupMemory:
