@@ -47,6 +47,21 @@ CURVES = {
     },
     # the 2-vCPU AMD EPYC of 2026-11-26 (no AMX, no AVX-512), as `specgen bench` measured it at 07:16
     "epyc-2611": {1: 0.074, 2: 0.118, 4: 0.216, 8: 0.426, 16: 0.559, 32: 0.941, 64: 1.758},
+    # the 2-vCPU AMD EPYC of 2026-11-29, with AVX-512 and no AMX: a 2-token pass 2.1 single ones, the
+    # steepest start measured (the mean of two calibrations, benchmarks/results/2026-11-29-overlap)
+    "epyc-2911": {
+        1: 0.0403,
+        2: 0.0831,
+        3: 0.103,
+        4: 0.13,
+        6: 0.178,
+        8: 0.2996,
+        12: 0.3584,
+        16: 0.3698,
+        24: 0.5715,
+        32: 0.6393,
+        64: 1.022,
+    },
     # simulated, not measured: a GPU's nearly flat verify (12 ms for one token, 30 ms for 64)
     "gpu-sim": {1: 0.012, 2: 0.0122, 4: 0.0125, 8: 0.013, 16: 0.015, 32: 0.02, 64: 0.03},
     # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)
