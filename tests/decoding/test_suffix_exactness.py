@@ -1,8 +1,9 @@
 """Copying from the suffix index keeps the output the target's, with a memory of past outputs in
 play, with learnt rewrites carried in the copies, and with copies by the output's record
-pattern: greedy token for token, sampled in distribution; and a copy drafter that peeks at the
-accept test's uniform (a planted bias) fails the same statistical test, rewriting or not, by
-pattern or not.
+pattern, and with copies that go on through the text they write (a period repeated): greedy
+token for token, sampled in distribution; and a copy drafter that peeks at the accept test's
+uniform (a planted bias) fails the same statistical test, rewriting or not, by pattern or not,
+overlapping or not.
 
 Real llama.cpp on the tiny models. The memory holds earlier samples that begin with the whole
 prompt, so its match is the longest and its continuations are what gets copied.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 
+import numpy as np
 import pytest
 from recording import RecordingAutoDrafter
 from stathelp import PeeksAtTheAcceptTest, accept_uniform, position_pvalues
@@ -171,6 +173,57 @@ def test_a_copier_that_peeks_at_the_accept_test_fails_the_same_test(target_model
     memory = setting[1]
     rule = likely_rewrite(setting) if rewriting else ((-5,), (-6,))  # (-5,): never in a copy
     ok, pvalues = same_distribution(target_model, setting, lambda: PeekingCopier((memory.index,), *rule), 3)
+    assert not ok, pvalues
+
+
+class Overlapping(PromptLookupDrafter):
+    """Copies from this request's text alone; records the longest draft."""
+
+    def __init__(self):
+        super().__init__()
+        self.longest = 0
+
+    def propose(self, history, last, k, params, draws, keep=None):
+        draft = super().propose(history, last, k, params, draws, keep)
+        self.longest = max(self.longest, len(draft.tokens))
+        return draft
+
+
+@pytest.fixture(scope="module")
+def repeating(target_model):
+    """A prompt that repeats the token the target most likely repeats (found by trying each), so
+    that a copy from one token back reaches the text's end after one token and goes on only
+    through itself, and is often kept; its target-alone samples."""
+    start = target_model.tokenize("", add_special=True, parse_special=False)
+
+    def repeats(token: int) -> float:
+        target_model.truncate(0)
+        logits = target_model.forward([*start, *[token] * 8], False)[-1]
+        return float(logits[token] - np.logaddexp.reduce(np.sort(logits)[-TOP_K.top_k :]))
+
+    token = max(range(target_model.n_vocab), key=repeats)
+    prompt = [*start, *[token] * 12]
+    return prompt, None, samples(target_model, lambda: None, prompt, TOP_K, 0, range(10**6, 10**6 + N))
+
+
+def test_copies_that_go_on_through_themselves_sample_the_target_distribution(target_model, repeating):
+    drafters = []
+
+    def make():
+        drafters.append(Overlapping())
+        return drafters[-1]
+
+    ok, pvalues = same_distribution(target_model, repeating, make, 8)
+    assert ok, pvalues
+    assert max(d.longest for d in drafters) > 1, "the copies should have gone on past the text's end"
+
+
+class PeekingOverlap(PeeksAtTheAcceptTest, Overlapping):
+    """Biased: drafts the overlapping copy only where the accept test's uniform is small."""
+
+
+def test_an_overlapping_copier_that_peeks_at_the_accept_test_fails_the_same_test(target_model, repeating):
+    ok, pvalues = same_distribution(target_model, repeating, PeekingOverlap, 8)
     assert not ok, pvalues
 
 
