@@ -114,7 +114,9 @@ class Copier:
             skip = 0
         self._anchor = (best.source, best.position, len(self.index))
         source = sources[best.source]
-        ahead = source.continuation(best.position, k + skip + SPAN_MAX, best.match if source is self.index else 0)
+        # a followed copy's match counts the run through its rewrites, not tokens equal to the end
+        repeats = best.match if source is self.index and best is not followed else 0
+        ahead = source.continuation(best.position, k + skip + SPAN_MAX, repeats)
         copy = self.rewrites.apply(ahead, best.position, k + skip)
         if skip and copy.tokens[:skip] != self.index.tokens[len(self.index) - skip :].tolist():
             self._last = None  # the rewrite it was inside no longer applies
