@@ -117,17 +117,15 @@ def test_text_that_repeats_with_a_period_is_copied_on_through_the_copy_itself(pe
     pattern = [10 + i for i in range(period)]  # tokens the head (0..3) never holds
     index = SuffixIndex([*head, *pattern * (repeats + 1)])
     position = len(index) - period  # the occurrence one period back
-    match = index.match_length(position, index)
-    assert match >= period
     expected = [pattern[i % period] for i in range(k)]
-    assert index.continuation(position, k, match) == expected
+    assert index.continuation(position, k, overlapping=True) == expected
 
 
 def test_a_match_shorter_than_its_distance_to_the_end_shows_no_period_and_the_copy_stops_there():
     index = SuffixIndex([1, 2, 3, 9, 1])
     best = index.find(index)[0]
     assert (best.position, best.match) == (1, 1)
-    assert index.continuation(best.position, 8, best.match) == [2, 3, 9, 1]
+    assert index.continuation(best.position, 8, overlapping=True) == [2, 3, 9, 1]
     assert index.continuation(best.position, 8) == [2, 3, 9, 1]  # not the request's own text: no overlap
 
 

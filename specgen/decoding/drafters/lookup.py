@@ -114,9 +114,7 @@ class Copier:
             skip = 0
         self._anchor = (best.source, best.position, len(self.index))
         source = sources[best.source]
-        # a followed copy's match counts the run through its rewrites, not tokens equal to the end
-        repeats = best.match if source is self.index and best is not followed else 0
-        ahead = source.continuation(best.position, k + skip + SPAN_MAX, repeats)
+        ahead = source.continuation(best.position, k + skip + SPAN_MAX, overlapping=source is self.index)
         copy = self.rewrites.apply(ahead, best.position, k + skip)
         if skip and copy.tokens[:skip] != self.index.tokens[len(self.index) - skip :].tolist():
             self._last = None  # the rewrite it was inside no longer applies

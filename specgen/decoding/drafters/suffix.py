@@ -172,18 +172,18 @@ class SuffixIndex:
             return None
         return Branch(source, best[2], best[0], anchored=True)
 
-    def continuation(self, position: int, k: int, match: int = 0) -> list[int]:
-        """Up to k tokens from `position`, cut at a separator. `match`: where the index holds the
-        text being written, how many tokens before `position` equal its end. Where they span the
+    def continuation(self, position: int, k: int, overlapping: bool = False) -> list[int]:
+        """Up to k tokens from `position`, cut at a separator. `overlapping`: this index holds the
+        text being written. Where the tokens before `position` equal its end over at least the
         distance d from `position` to the end, the text has repeated with period d, and a copy
-        that reaches the end goes on through the tokens it writes itself (an overlapping copy,
-        as in LZ77): it offers k tokens, not d. A shorter match shows no period, and the copy
-        stops at the end."""
+        that reaches the end goes on through the tokens it writes itself (an overlapping copy, as
+        in LZ77): it offers k tokens, not d. A shorter match shows no period, and the copy stops
+        at the end."""
         out = self.tokens[position : position + k].tolist()
         if SEPARATOR in out:
             return out[: out.index(SEPARATOR)]
         period = len(self.tokens) - position
-        if 0 < period <= match and len(out) == period:
+        if overlapping and 0 < period == len(out) < k and self.match_length(position, self) >= period:
             for i in range(period, k):
                 out.append(out[i - period])
         return out
