@@ -13,6 +13,11 @@ the server can accept no one. Here uvicorn's own h11 protocol gets three bounds:
   that has not is answered 408 and its connection closed. A kept-alive connection that sends
   nothing is closed without a word, as uvicorn closes idle ones.
 
+A refused connection is closed the way nginx's lingering close does it: the answer, then the
+end of the stream, and what the client still sends is read and dropped for `LINGER_S` before the
+socket closes. Closed at once, a socket with unread bytes (a client still sending its headers)
+answers them with a reset, and a reset can reach the client before it has read the 503 or 408.
+
 The app reads the body with its own deadline too (serve.http), so that a body that trickles
 gets the same 408 as a JSON error.
 """
@@ -26,6 +31,8 @@ from dataclasses import dataclass
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+LINGER_S = 2.0  # how long a refused connection's further bytes are read and dropped before it closes
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,7 @@ def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
         _timer: asyncio.TimerHandle | None = None
         _address: str | None = None
         _received = False  # bytes of a request came since the connection opened or the last response
+        _refused = False  # answered 503 or 408: what comes now is dropped until the socket closes
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn's own signature
             super().connection_made(transport)
@@ -94,6 +102,8 @@ def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
             if not self._received and self.conn.their_state is h11.IDLE:
                 self._received = True
                 self._arm(limits.receive_s)  # the headers' time counts from their first byte
@@ -141,8 +151,14 @@ def guarded_protocol(limits: ConnectionLimits) -> type[H11Protocol]:
                 self.transport.close()
 
         def _refuse(self, response: bytes) -> None:
+            """Answer `response` and end the stream; close the socket `LINGER_S` later."""
             self._disarm()
+            self._refused = True
             self.transport.write(response)
-            self.transport.close()
+            if not self.transport.can_write_eof():
+                self.transport.close()
+                return
+            self.transport.write_eof()
+            self.loop.call_later(LINGER_S, self.transport.close)
 
     return Guarded

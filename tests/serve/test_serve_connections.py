@@ -74,6 +74,23 @@ def test_headers_sent_a_byte_at_a_time_are_answered_408_at_the_deadline(server):
     assert DEADLINE <= closed - start < DEADLINE + 1.0
 
 
+def test_a_client_that_sends_more_after_its_408_gets_the_end_of_the_stream_not_a_reset(server):
+    """Bytes that reach a closed socket are answered with a reset, which a client reading the
+    answer sees as an error (and, where it comes first, instead of the answer): the refusal ends
+    the stream and then reads and drops what still comes (a lingering close)."""
+    sock = connect(server)
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the headers never end
+    sock.settimeout(DEADLINE + 2.0)
+    data = b""
+    while not data.endswith(b"}"):
+        data += sock.recv(4096)
+    sock.sendall(b"x-late: 1\r\n")  # a client that has not read the answer yet goes on sending
+    time.sleep(0.1)
+    rest = sock.recv(4096)  # ConnectionResetError where the server's socket was closed at once
+    sock.close()
+    assert data.startswith(b"HTTP/1.1 408") and rest == b""
+
+
 def test_a_body_that_trickles_is_answered_408_at_the_deadline(server):
     sock = connect(server)
     sock.sendall(
