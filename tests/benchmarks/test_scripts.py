@@ -38,7 +38,7 @@ COVERED = {
     "specbench_prompts.py": "test_specbench_prompts_draws_disjoint_splits",
     "llama-cpp/compare.py": "test_compare_reads_llama_cpp_lines_as_recorded",
     "llama-cpp/template_prompts.py": "test_template_prompts_writes_the_chat_template",
-    "llama-cpp/draft_free.sh": "test_shell_scripts_parse",
+    "llama-cpp/draft_free.sh": "test_draft_free_takes_the_end_of_generation_token_off_a_reply_that_ended",
     "llama-cpp/json_check.sh": "test_shell_scripts_parse",
     "llama-cpp/noamx.c": "test_noamx_shim_compiles",
     "device/common.sh": "test_shell_scripts_parse",
@@ -152,6 +152,46 @@ def test_compare_reads_llama_cpp_lines_as_recorded():
 
     recorded = best_rates((folder / "compare-first-run.md").read_text())
     assert len(recorded) == 30 and best_rates(out) == recorded
+
+
+STAND_IN = """#!/usr/bin/env bash
+# prints what llama-speculative-simple logs: a reply of 12 tokens and the end-of-generation token,
+# or with -n under 12 the n + 1 tokens it decodes before it stops for length
+n=256; while [ $# -gt 0 ]; do [ "$1" = -n ] && n=$2; shift; done
+decoded=$(( n < 12 ? n + 1 : 13 ))
+echo "I encoded   26 tokens in    0.472 seconds, speed:   55.128 t/s" >&2
+printf 'I decoded %4d tokens in %8.3f seconds, speed: %8.3f t/s\\n' $decoded 0.5 $(( decoded * 2 )) >&2
+echo "I accept    = 0.000%" >&2
+"""
+
+
+@pytest.mark.parametrize(("n", "stop", "specgen_counts"), [(256, "eog", 12), (8, "length", 9)])
+def test_draft_free_takes_the_end_of_generation_token_off_a_reply_that_ended(tmp_path, n, stop, specgen_counts):
+    """A reply that ended before N tokens is marked `stop eog`, and compare.py rates it by the
+    tokens before the end-of-generation token (12 in 0.5 s: 24 tok/s, not the printed 26); one
+    cut at N is marked `stop length` and rated as printed."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "prompts").mkdir()
+    stand_in = tmp_path / "bin" / "llama-speculative-simple"
+    stand_in.write_text(STAND_IN)
+    stand_in.chmod(0o755)
+    (tmp_path / "prompts" / "qa-1.txt").write_text("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
+    command = [SCRIPTS / "llama-cpp" / "draft_free.sh", tmp_path / "prompts", "t.gguf", tmp_path / "bin"]
+    result = subprocess.run(
+        ["bash", *map(str, command)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "N": str(n)},
+        check=True,
+    )
+    lines = result.stdout.splitlines()
+    assert len(lines) == 5 and all(line.endswith(f"| stop {stop}") for line in lines)
+    (tmp_path / "draft_free.txt").write_text(result.stdout)
+    runs = [{"prompt": "qa-1", "config": config, "tokens_per_second": 20.0} for config in ("target", "lookup-auto")]
+    (tmp_path / "bench.json").write_text(json.dumps({"runs": runs}))
+    out = ran(script("llama-cpp/compare.py", str(tmp_path / "draft_free.txt"), str(tmp_path / "bench.json")))
+    row = next(line for line in out.splitlines() if line.startswith("| qa-1 |"))
+    assert row.split(" | ")[2] == f"{specgen_counts / 0.5:.1f}"
 
 
 def test_specbench_prompts_draws_disjoint_splits(tmp_path):

@@ -4,8 +4,11 @@
 
 DRAFT_FREE.txt: the lines `draft_free.sh` printed (a later file's line for the same prompt and
 method replaces an earlier one: a re-run). BENCH.json: `specgen bench --json` on the same
-prompts. Both count decode time after the prompt. A prompt's kind is its name up to the last
-dash (`summarization-248`).
+prompts. Both count decode time after the prompt. Where a line says `stop eog` the reply ended
+at the end-of-generation token, which llama.cpp counts as a decoded token and specgen does not
+(it is not part of the reply): its rate is taken without it, as specgen counts (on a 12-token
+answer llama.cpp's printed speed is 13/12 of that). Lines recorded without the field count as
+printed. A prompt's kind is its name up to the last dash (`summarization-248`).
 
 By default each prompt is set against its fastest method. That is a choice made after the
 fact: the fastest of several noisy runs of equal speed is faster than any one of them. With
@@ -23,7 +26,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-LINE = re.compile(r"^(\S+) (\S+) \| decoded +(\d+) tokens in +([\d.]+) seconds, speed: +([\d.]+)")
+LINE = re.compile(r"^(\S+) (\S+) \| decoded +(\d+) tokens in +([\d.]+) seconds, speed: +([\d.]+)(.*\| stop eog)?")
 
 
 def llama_rates(paths: list[str], every: bool = False) -> dict[str, dict[str, float]]:
@@ -33,11 +36,18 @@ def llama_rates(paths: list[str], every: bool = False) -> dict[str, dict[str, fl
         for line in Path(path).read_text(encoding="utf-8").splitlines():
             found = LINE.match(line)
             if found:
-                runs[found[1]][found[2]].append(float(found[5]))
+                rate = decode_rate(int(found[3]), float(found[4]), float(found[5]), bool(found[6]))
+                runs[found[1]][found[2]].append(rate)
     return {
         prompt: {method: geometric_mean(v) if every else v[-1] for method, v in methods.items()}
         for prompt, methods in runs.items()
     }
+
+
+def decode_rate(decoded: int, seconds: float, printed: float, eog: bool) -> float:
+    """tok/s of a llama.cpp line as specgen counts tokens: without the end-of-generation token
+    where the reply ended at one (`eog`), else as printed."""
+    return (decoded - 1) / seconds if eog and seconds > 0 else printed
 
 
 def kind_of(prompt: str) -> str:
@@ -84,7 +94,8 @@ def main() -> None:
     for prompt in sorted(set(llama) & set(ours)):
         method = chosen[prompt]
         best = llama[prompt][method]
-        auto, plain = ours[prompt].get("draft-auto"), ours[prompt].get("target")
+        auto = next((rate for config, rate in ours[prompt].items() if config.endswith("-auto")), None)
+        plain = ours[prompt].get("target")  # auto: draft-auto, or lookup-auto with --no-draft
         if auto is None:
             continue
         by_kind[kind_of(prompt)].append(auto / best)
