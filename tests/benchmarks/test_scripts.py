@@ -33,6 +33,7 @@ COVERED = {
     "fim_bench.py": "test_server_scripts_answer_help",
     "make_figure.py": "test_make_figure_draws_a_recorded_bench",
     "query_bench.py": "test_query_bench_times_every_history_length",
+    "reach_calibration.py": "test_reach_calibration_counts_each_offer_at_every_length_it_reaches",
     "record_outputs.py": "test_record_outputs_records_the_target_alones_reply",
     "replay_curves.py": "test_replay_curves_means_and_added_delays",
     "specbench_prompts.py": "test_specbench_prompts_draws_disjoint_splits",
@@ -128,6 +129,21 @@ def test_copy_offers_tallies_every_offer_of_a_replay():
     out = ran(script("copy_offers.py", str(RECORDED)))
     counts = [int(n) for n in re.findall(r"of +(\d+)", out)]
     assert counts and sum(counts) > 0
+
+
+def test_reach_calibration_counts_each_offer_at_every_length_it_reaches():
+    """An offer counted at j is counted at every shorter length, and one kept for j tokens was kept
+    for fewer: over each group, offers and kept ones never grow with j; and some offers held."""
+    out = ran(script("reach_calibration.py", str(RECORDED)))
+    for block in out.split(":\n")[1:]:
+        rows = [line for line in block.splitlines() if line.strip().startswith("j=")]
+        cells = [re.findall(r"([\d.]+)/([\d.]+) \( *(\d+)\)", row) for row in rows]
+        offers = [sum(int(n) for _, _, n in row) for row in cells]
+        kept = [sum(float(share) * int(n) for _, share, n in row) for row in cells]
+        assert len(rows) == 7 and offers[0] > 0 and kept[0] > 0
+        assert offers == sorted(offers, reverse=True)
+        rounding = [0.005 * n for n in offers]  # shares print to two decimals
+        assert all(kept[i + 1] <= kept[i] + rounding[i] + rounding[i + 1] for i in range(len(kept) - 1))
 
 
 def test_query_bench_times_every_history_length():

@@ -1,0 +1,140 @@
+"""Whether auto's copy estimates are calibrated: each offer's predicted chance that at least j of
+its tokens are kept, set against how often the output then kept them.
+
+The policy drafts a copy of the length its estimates price best, so where they are low for copies
+that hold (or high for copies that break) it drafts too short (or too long), whatever the pricing.
+This replays recorded greedy outputs through the real loop and auto policy (tests/copyreplay.py)
+on one curve and, for every offer the policy priced (in rounds that drafted it or not), takes its
+reach at j = 1, 2, 4, ... 48 and whether the output's next j tokens were the offer's. Rows: the
+kind of output, grounded (the output reprints what it was given: edits, reformats, extraction,
+summaries, RAG, revisions, JSON, by the recorded kind's name) or other, and j; columns: bins of
+the prediction, each with its mean prediction, the share kept and the count. A calibrated
+estimate reads the same in both.
+
+    python benchmarks/scripts/reach_calibration.py OUTPUTS.json ... [--curve NAME] [--vocab MODEL.gguf]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+
+from copyreplay import named_costs, qwen_vocabulary, replay
+
+from specgen.decoding.copy_rates import CopyEvidence
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.policy import Choice, Outcome, Policy
+
+JS = (1, 2, 4, 8, 16, 32, 48)
+BINS = 5  # of the predicted chance: 0-0.2, ..., 0.8-1
+GROUNDED = (
+    "edit",
+    "rename",
+    "bugfix",
+    "reformat",
+    "extract",
+    "summar",
+    "rag",
+    "revise",
+    "json",
+    "tools",
+    "yaml",
+    "table",
+    "csv",
+    "dict",
+)
+
+
+class Recording(Policy):
+    """The auto policy, noting each priced offer's output position, tokens and reach."""
+
+    def __init__(self, costs: StepCosts):
+        super().__init__(costs, 8, timed=False)
+        self.position = 0  # output tokens emitted before this round
+        self.priced: list[tuple[int, tuple[int, ...], list[float]]] = []
+
+    def choose(
+        self, room: int, lookup: int, lag: int, evidence: CopyEvidence | None = None, offer: tuple[int, ...] = ()
+    ) -> Choice:
+        if evidence is not None and offer:
+            self.priced.append((self.position, offer, self.copy_reach(evidence, offer[: min(lookup, room, 64)])))
+        return super().choose(room, lookup, lag, evidence, offer)
+
+    def observe(self, outcome: Outcome) -> None:
+        super().observe(outcome)
+        self.position += outcome.accepted + 1
+
+    def decoded_plainly(self, outcome: Outcome) -> None:
+        super().decoded_plainly(outcome)
+        self.position += outcome.accepted + 1
+
+
+def kept_prefix(offer: tuple[int, ...], output: list[int]) -> int:
+    """How many leading tokens of `offer` the output (from the offer's position) repeats."""
+    return next(
+        (i for i, (a, b) in enumerate(zip(offer, output, strict=False)) if a != b), min(len(offer), len(output))
+    )
+
+
+def tally(files: list[Path], curve: str, vocabulary) -> dict[tuple[str, int, int], list[float]]:
+    """(group, j, bin) -> [sum of predictions, number kept, count], over every priced offer."""
+    cells: dict[tuple[str, int, int], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for path in files:
+        for name, record in json.loads(path.read_text())["outputs"].items():
+            policies: list[Recording] = []
+
+            def made(costs: StepCosts, policies: list[Recording] = policies) -> Recording:
+                policies.append(Recording(costs))
+                return policies[-1]
+
+            kind = record["kind"]
+            result = replay(
+                name,
+                kind,
+                record["prompt"],
+                record["output"],
+                named_costs(curve),
+                vocabulary,
+                quoted=record.get("quoted", False),
+                example=record.get("example", ""),
+                policy=made,
+            )
+            group = "grounded" if any(word in kind for word in GROUNDED) else "other"
+            for position, offer, reach in policies[0].priced:
+                rest = result.emitted[position:]
+                kept = kept_prefix(offer, rest)
+                for j in JS:
+                    if j <= len(reach) and j <= len(rest):
+                        cell = cells[(group, j, min(int(reach[j - 1] * BINS), BINS - 1))]
+                        cell[0] += reach[j - 1]
+                        cell[1] += kept >= j
+                        cell[2] += 1
+    return cells
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("outputs", nargs="+", type=Path)
+    parser.add_argument("--curve", default="epyc-2611")
+    parser.add_argument("--vocab", type=Path, default=None, help="the recorded tokens' GGUF (record patterns)")
+    args = parser.parse_args()
+    vocabulary = qwen_vocabulary(args.vocab) if args.vocab else None
+    cells = tally(args.outputs, args.curve, vocabulary)
+    print(f"predicted P(kept >= j) / share kept (offers), by bin of the prediction; curve {args.curve}")
+    for group in ("grounded", "other"):
+        print(f"{group}:")
+        for j in JS:
+            columns = []
+            for b in range(BINS):
+                predicted, kept, count = cells.get((group, j, b), (0.0, 0.0, 0.0))
+                columns.append(f"{predicted / count:.2f}/{kept / count:.2f} ({int(count):4d})" if count else " " * 16)
+            print(f"  j={j:2d}  " + "  ".join(columns))
+
+
+if __name__ == "__main__":
+    main()
