@@ -19,13 +19,9 @@ lose `FORESEEN_RISK` of that reply's plain time from the first round (`foresee`)
 The look budget bounds the Python time spent weighing drafts (finding offers, pricing them,
 learning from the round), which matters only where a pass is short: a reply weighs drafts
 while that time stays within what drafted rounds saved plus `LOOK_SHARE` of its plain time,
-from its first round on (nothing has been spent weighing then, so it is weighed), and always in
-a reply a prediction or a schema foresees, after a round whose drafts were kept (a copy grows as
-it pays) and after one whose copy only the loss budget held back (it is drafted once the reply
-can bear its loss). So a short answer whose drafts never pay loses about `LOOK_SHARE` of its
-time to weighing on any machine, and a reply that opens by reprinting its source finds its first
-copy within the rounds it takes to earn a weighing (about one on a CPU; on a GPU whose pass is
-ten times a weighing, about ten, while the loss budget holds that copy back longer). Pure Python.
+and always in its first `FIRST_LOOKS` rounds, in a reply a prediction or a schema foresees,
+after a round whose drafts were kept (a copy grows as it pays) and after one whose copy only
+the loss budget held back (it is drafted once the reply can bear its loss). Pure Python.
 """
 
 from __future__ import annotations
@@ -36,6 +32,7 @@ from dataclasses import dataclass
 RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet paid for may lose
 FORESEEN_RISK = 0.06  # the most of a foreseen reply's plain-decoding time (a prediction's, a schema's) copies may lose
 LOOK_SHARE = 0.01  # the most of a reply's plain-decoding time that weighing drafts may take beyond what drafts saved
+FIRST_LOOKS = 16  # rounds a reply always weighs, so that one that opens by reprinting its source finds its first copy
 CHANCE = 0.02  # the most chance that a copy whose worst case the budget cannot bear loses more than it can
 
 
@@ -89,7 +86,7 @@ class LookBudget:
     def worth_looking(self, foreseen: bool, plain: float) -> bool:
         """Whether to weigh drafts this round (see the module docstring); `plain`: the reply's
         plain-decoding seconds so far."""
-        if foreseen or self.kept_last or self.held_back:
+        if self.weighed < FIRST_LOOKS or foreseen or self.kept_last or self.held_back:
             return True
         return self.looked <= max(self.earned, 0.0) + LOOK_SHARE * plain
 

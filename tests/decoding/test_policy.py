@@ -372,31 +372,6 @@ def test_on_a_fast_machine_a_reply_that_drafts_nothing_weighs_drafts_within_a_sh
     assert policy.looked <= SHARE_OF_PLAIN * policy.plain + LOOK
 
 
-def test_a_short_answer_on_a_fast_machine_weighs_drafts_within_a_share_of_its_time():
-    """A 16-token answer whose drafts never pay: its first round is weighed, later ones only as
-    1% of its plain time allows (one more look of 0.3 ms in 32 ms), not all 16 (9% on an H100)."""
-    weighed, policy = weigh(FAST, 16)
-    assert weighed == 1 + math.floor(SHARE_OF_PLAIN * 16 * 0.002 / LOOK)
-    assert policy.looked <= SHARE_OF_PLAIN * policy.plain + LOOK
-
-
-def test_a_reply_that_reprints_after_an_opening_on_a_fast_machine_finds_its_copy_and_keeps_it():
-    """Fresh text for 5 rounds, then its source reprinted: a weighed round then drafts a copy that
-    is kept. The copy is found within the rounds one look takes to earn (1% of a 2 ms pass a round
-    against a 0.3 ms look: 15), and from then on every round is weighed."""
-    policy, weighed_at = Policy(FAST, 8), []
-    for round_ in range(60):
-        if not policy.worth_looking():
-            policy.decoded_plainly(Outcome(Choice(Source.PLAIN), 0, 0, seconds=FAST.verify_cost(1)))
-            continue
-        weighed_at.append(round_)
-        choice = Choice(Source.LOOKUP, 4) if round_ >= 5 else Choice(Source.PLAIN)
-        policy.observe(Outcome(choice, choice.k, choice.k, seconds=FAST.verify_cost(choice.k + 1), looked=LOOK))
-    first = next(r for r in weighed_at if r >= 5)
-    assert first <= 5 + math.ceil(LOOK / (SHARE_OF_PLAIN * 0.002))
-    assert weighed_at[weighed_at.index(first) :] == list(range(first, 60))
-
-
 def test_on_a_cpu_weighing_drafts_is_cheap_enough_for_every_round():
     assert weigh(SLOW, 2000)[0] == 2000
 
