@@ -1,0 +1,130 @@
+"""Would estimates calibrated by kind of output make auto faster? Replays each recorded output twice
+on one curve: with auto as it is, and with every copy reach it prices mapped through the
+calibration cells of the output's own kind (reach_calibration.py's table, interpolated between
+its cells and its lengths). The output's kind is known there, which no real estimator knows,
+and the table was made from these same outputs: an upper bound on what calibration by kind can
+give. Prints geometric means by kind, with the hindsight reference over both runs' offers.
+
+    PYTHONPATH=. python benchmarks/results/2026-11-29-calibration/kind_calibrated.py CAL.txt CURVE OUTPUTS.json ...
+
+(env VOCAB: the recorded tokens' GGUF.) Run at f871c84 (the tables at ae41728); it imports tests/copyreplay.py, which
+may change after it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, "tests")
+
+import copyreplay as cr
+
+from specgen.decoding.copy_rates import CopyEvidence
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.policy import Policy
+
+JS = (1, 2, 4, 8, 16, 32, 48)
+GROUNDED = (
+    "edit",
+    "rename",
+    "bugfix",
+    "reformat",
+    "extract",
+    "summar",
+    "rag",
+    "revise",
+    "json",
+    "tools",
+    "yaml",
+    "table",
+    "csv",
+    "dict",
+)
+Table = dict[str, dict[int, list[tuple[float, float]]]]  # kind -> j -> (mean prediction, share kept), sorted
+
+
+def read_table(path: Path) -> Table:
+    """reach_calibration.py's cells of at least 30 offers, with (0, 0) and (1, 1) at the ends."""
+    table: Table = {}
+    kind = ""
+    for line in path.read_text().splitlines():
+        if line in ("grounded:", "other:"):
+            kind = line[:-1]
+        elif found := re.match(r"\s+j=\s*(\d+)\s+(.*)", line):
+            cells = re.findall(r"([\d.]+)/([\d.]+) \( *(\d+)\)", found[2])
+            points = sorted((float(p), float(k)) for p, k, n in cells if int(n) >= 30)
+            table.setdefault(kind, {})[int(found[1])] = [(0.0, 0.0), *points, (1.0, 1.0)]
+    return table
+
+
+def interpolate(points: list[tuple[float, float]], x: float) -> float:
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0) if x1 > x0 else y1
+    return points[-1][1]
+
+
+def calibrated(table: Table, kind: str, j: int, chance: float) -> float:
+    """`chance` of keeping j tokens mapped through the kind's cells, between the two nearest lengths."""
+    low, high = max(x for x in JS if x <= min(j, 48)), min(x for x in JS if x >= min(j, 48))
+    at_low, at_high = interpolate(table[kind][low], chance), interpolate(table[kind][high], chance)
+    if high == low:
+        return at_low
+    share = (math.log(j) - math.log(low)) / (math.log(high) - math.log(low))
+    return at_low + (at_high - at_low) * share
+
+
+class KindCalibrated(Policy):
+    """auto's policy, pricing each copy by its reach mapped through the output's kind's cells."""
+
+    def __init__(self, costs: StepCosts, table: Table, kind: str):
+        super().__init__(costs, 8, timed=False)
+        self.table, self.kind = table, kind
+
+    def copy_reach(self, evidence: CopyEvidence | None, offer: tuple[int, ...], floor: float = 1e-3) -> list[float]:
+        out, last = [], 1.0
+        for j, chance in enumerate(super().copy_reach(evidence, offer, 0.0), 1):
+            mapped = min(calibrated(self.table, self.kind, j, chance), last)  # still falling with j
+            if mapped < floor:
+                break
+            out.append(mapped)
+            last = mapped
+        return out
+
+
+def main() -> None:
+    table, curve, files = read_table(Path(sys.argv[1])), sys.argv[2], sys.argv[3:]
+    default = Path.home() / ".cache/specgen-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
+    vocabulary = cr.qwen_vocabulary(Path(os.environ.get("VOCAB", default)))
+    costs = cr.named_costs(curve)
+    results: dict[str, list[tuple[float, float, float]]] = {"grounded": [], "other": []}
+    for path in files:
+        for name, r in json.loads(Path(path).read_text())["outputs"].items():
+            kind = "grounded" if any(word in r["kind"] for word in GROUNDED) else "other"
+            args = (name, r["kind"], r["prompt"], r["output"], costs, vocabulary)
+            shape = {"quoted": r.get("quoted", False), "example": r.get("example", "")}
+            auto = cr.replay(*args, **shape)
+            mapped = cr.replay(*args, **shape, policy=lambda c, kind=kind: KindCalibrated(c, table, kind))
+            seen: dict[int, list] = {}
+            for offers in (auto.offers, mapped.offers):
+                for at, made in offers.items():
+                    seen.setdefault(at, []).extend(made)
+            best = cr.hindsight(r["prompt"], r["output"], costs, vocabulary, seen=seen, **shape)
+            results[kind].append((auto.speedup, mapped.speedup, best))
+    for kind, rows in results.items():
+        a, m, h = (math.exp(sum(math.log(row[i]) for row in rows) / len(rows)) for i in range(3))
+        print(
+            f"{curve} {kind:8s} n={len(rows):3d} auto {a:.3f} ({(a - 1) / (h - 1):.0%})  "
+            f"kind-calibrated {m:.3f} ({(m - 1) / (h - 1):.0%})  hindsight {h:.3f}  "
+            f"lowest auto {min(row[0] for row in rows):.2f} kind-calibrated {min(row[1] for row in rows):.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
