@@ -22,30 +22,15 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, "tests")
+sys.path.insert(0, "benchmarks/scripts")
 
 import copyreplay as cr
+from reach_calibration import GROUNDED, JS
 
 from specgen.decoding.copy_rates import CopyEvidence
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.policy import Policy
 
-JS = (1, 2, 4, 8, 16, 32, 48)
-GROUNDED = (
-    "edit",
-    "rename",
-    "bugfix",
-    "reformat",
-    "extract",
-    "summar",
-    "rag",
-    "revise",
-    "json",
-    "tools",
-    "yaml",
-    "table",
-    "csv",
-    "dict",
-)
 Table = dict[str, dict[int, list[tuple[float, float]]]]  # kind -> j -> (mean prediction, share kept), sorted
 
 
@@ -118,6 +103,8 @@ def main() -> None:
             best = cr.hindsight(r["prompt"], r["output"], costs, vocabulary, seen=seen, **shape)
             results[kind].append((auto.speedup, mapped.speedup, best))
     for kind, rows in results.items():
+        if not rows:
+            continue
         a, m, h = (math.exp(sum(math.log(row[i]) for row in rows) / len(rows)) for i in range(3))
         print(
             f"{curve} {kind:8s} n={len(rows):3d} auto {a:.3f} ({(a - 1) / (h - 1):.0%})  "
