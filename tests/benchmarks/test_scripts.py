@@ -31,6 +31,7 @@ COVERED = {
     "copy_offers.py": "test_copy_offers_tallies_every_offer_of_a_replay",
     "delay_proxy.py": "test_delay_proxy_holds_each_direction",
     "fim_bench.py": "test_server_scripts_answer_help",
+    "kind_calibrated.py": "test_kind_calibrated_replays_both_ways_within_the_hindsight_bound",
     "make_figure.py": "test_make_figure_draws_a_recorded_bench",
     "query_bench.py": "test_query_bench_times_every_history_length",
     "reach_calibration.py": "test_reach_calibration_counts_each_offer_at_every_length_it_reaches",
@@ -144,6 +145,20 @@ def test_reach_calibration_counts_each_offer_at_every_length_it_reaches():
         assert offers == sorted(offers, reverse=True)
         rounding = [0.005 * n for n in offers]  # shares print to two decimals
         assert all(kept[i + 1] <= kept[i] + rounding[i] + rounding[i + 1] for i in range(len(kept) - 1))
+
+
+def test_kind_calibrated_replays_both_ways_within_the_hindsight_bound(tmp_path):
+    """From reach_calibration.py's table of the recorded outputs, both kinds replay as auto and
+    with estimates calibrated by kind; neither beats the hindsight drafting of both runs' offers."""
+    table = tmp_path / "cal.txt"
+    table.write_text(ran(script("reach_calibration.py", str(RECORDED))))
+    out = ran(script("kind_calibrated.py", str(table), str(RECORDED)))
+    row = r"(grounded|other) +n= *(\d+) auto ([\d.]+) .* kind-calibrated ([\d.]+) .* hindsight ([\d.]+)"
+    found = re.findall(row, out)
+    assert {kind for kind, *_ in found} == {"grounded", "other"}
+    for _, outputs, auto, calibrated, hindsight in found:
+        assert int(outputs) > 0 and float(hindsight) >= 1.0
+        assert float(auto) <= float(hindsight) and float(calibrated) <= float(hindsight)
 
 
 def test_query_bench_times_every_history_length():

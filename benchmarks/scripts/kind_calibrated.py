@@ -1,28 +1,26 @@
 """Would estimates calibrated by kind of output make auto faster? Replays each recorded output twice
 on one curve: with auto as it is, and with every copy reach it prices mapped through the
 calibration cells of the output's own kind (reach_calibration.py's table, interpolated between
-its cells and its lengths). The output's kind is known there, which no real estimator knows,
-and the table was made from these same outputs: an upper bound on what calibration by kind can
-give. Prints geometric means by kind, with the hindsight reference over both runs' offers.
+its cells and its lengths). The output's kind is known there, which no real estimator knows;
+with a table made from the same outputs this bounds what calibration by kind can give. Prints
+geometric means by kind, with the hindsight reference over both runs' offers.
 
-    PYTHONPATH=. python benchmarks/results/2026-11-29-calibration/kind_calibrated.py CAL.txt CURVE OUTPUTS.json ...
-
-(env VOCAB: the recorded tokens' GGUF.) Run at f871c84 (the tables at ae41728); it imports tests/copyreplay.py, which
-may change after it.
+    python benchmarks/scripts/reach_calibration.py OUTPUTS.json ... --curve C --vocab V.gguf > CAL.txt
+    python benchmarks/scripts/kind_calibrated.py CAL.txt OUTPUTS.json ... --curve C --vocab V.gguf
 """
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import json
 import math
-import os
 import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, "tests")
-sys.path.insert(0, "benchmarks/scripts")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import copyreplay as cr
 from reach_calibration import GROUNDED, JS
@@ -84,13 +82,18 @@ class KindCalibrated(Policy):
 
 
 def main() -> None:
-    table, curve, files = read_table(Path(sys.argv[1])), sys.argv[2], sys.argv[3:]
-    default = Path.home() / ".cache/specgen-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"
-    vocabulary = cr.qwen_vocabulary(Path(os.environ.get("VOCAB", default)))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("table", type=Path, help="reach_calibration.py's output")
+    parser.add_argument("outputs", nargs="+", type=Path)
+    parser.add_argument("--curve", default="epyc-2611")
+    parser.add_argument("--vocab", type=Path, default=None, help="the recorded tokens' GGUF (record patterns)")
+    args = parser.parse_args()
+    table, curve = read_table(args.table), args.curve
+    vocabulary = cr.qwen_vocabulary(args.vocab) if args.vocab else None
     costs = cr.named_costs(curve)
     results: dict[str, list[tuple[float, float, float]]] = {"grounded": [], "other": []}
-    for path in files:
-        for name, r in json.loads(Path(path).read_text())["outputs"].items():
+    for path in args.outputs:
+        for name, r in json.loads(path.read_text())["outputs"].items():
             kind = "grounded" if any(word in r["kind"] for word in GROUNDED) else "other"
             args = (name, r["kind"], r["prompt"], r["output"], costs, vocabulary)
             shape = {"quoted": r.get("quoted", False), "example": r.get("example", "")}
