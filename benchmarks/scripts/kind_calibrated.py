@@ -70,14 +70,11 @@ class KindCalibrated(Policy):
         super().__init__(costs, 8, timed=False)
         self.table, self.kind = table, kind
 
-    def copy_reach(self, evidence: CopyEvidence | None, offer: tuple[int, ...], floor: float = 1e-3) -> list[float]:
+    def copy_reach(self, evidence: CopyEvidence | None, offer: tuple[int, ...]) -> list[float]:
         out, last = [], 1.0
-        for j, chance in enumerate(super().copy_reach(evidence, offer, 0.0), 1):
-            mapped = min(calibrated(self.table, self.kind, j, chance), last)  # still falling with j
-            if mapped < floor:
-                break
-            out.append(mapped)
-            last = mapped
+        for j, chance in enumerate(super().copy_reach(evidence, offer), 1):
+            last = min(calibrated(self.table, self.kind, j, chance), last)  # still falling with j
+            out.append(last)
         return out
 
 

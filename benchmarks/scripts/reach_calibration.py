@@ -62,8 +62,7 @@ class Recording(Policy):
         self, room: int, lookup: int, lag: int, evidence: CopyEvidence | None = None, offer: tuple[int, ...] = ()
     ) -> Choice:
         if evidence is not None and offer:
-            reach = self.copy_reach(evidence, offer[: min(lookup, room, 64)], floor=0.0)  # the whole estimate
-            self.priced.append((self.position, offer, reach))
+            self.priced.append((self.position, offer, self.copy_reach(evidence, offer[: min(lookup, room, 64)])))
         return super().choose(room, lookup, lag, evidence, offer)
 
     def observe(self, outcome: Outcome) -> None:

@@ -20,11 +20,9 @@ from specgen.decoding.copy_rates import (
     CopyEvidence,
     CopyJudgement,
     CopyRates,
-    StructureRates,
 )
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Source
-from specgen.decoding.drafters.structure import Role
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
 from specgen.decoding.kept import reach_of
 from specgen.decoding.policy import FORESEEN_RISK, Choice, Outcome, Policy
@@ -110,31 +108,6 @@ def test_a_record_prices_a_copy_as_the_two_curves_runs_mixed_by_its_odds():
     assert leaning[0] == pytest.approx(0.8975)  # match 40, bin [32, 48): 0.75 * 0.98 + 0.25 * 0.65
     anchored = CopyRates().rates(CopyEvidence(2, anchored=True), (7,))
     assert anchored[0] == pytest.approx(0.6)  # short anchored bin [2, 3): (0.70 + 0.50) / 2
-
-
-@pytest.mark.parametrize("agreement", [SINGLE, AGREE, SPLIT])
-def test_a_reach_with_a_floor_is_the_full_reach_up_to_its_first_chance_under_the_floor(agreement):
-    """The policy asks for a copy's chances only as far as they are worth pricing: the list must
-    be the full one cut before its first chance under the floor (taken here from the full list),
-    for a record that has learnt, an agreement that scales the first token, and both kinds of source."""
-    rates = CopyRates()
-    for n in range(6):  # some history: copies that held and one that broke, so bins and tokens differ
-        rates.learn(CopyJudgement(CopyEvidence(3), tuple(range(100 * n, 100 * n + 12)), 0, 12, 12 if n else 4))
-        rates.forget()
-    evidence = CopyEvidence(2, agreement=agreement)
-    offer = tuple(range(30, 94))
-    full = rates.reach(evidence, offer)
-    cuts = []
-    for floor in (1e-3, 0.05, 0.3, 0.6, 2.0):
-        cuts.append(next((j for j, chance in enumerate(full) if chance < floor), len(full)))
-        assert rates.reach(evidence, offer, floor) == full[: cuts[-1]]
-    assert cuts[-1] == 0 and any(0 < cut < len(full) for cut in cuts)  # some floor cuts mid-offer
-    structure = StructureRates()
-    roles = tuple(Role(key=None if j % 3 else "k", first=j % 3 == 0) for j in range(40))
-    structured = CopyEvidence(8, source=Source.STRUCTURE, roles=roles)
-    whole = structure.reach(structured, offer[:40])
-    cut = next((j for j, chance in enumerate(whole) if chance < 0.05), len(whole))
-    assert 0 < cut < len(whole) and structure.reach(structured, offer[:40], 0.05) == whole[:cut]
 
 
 def test_an_offer_is_judged_over_the_rounds_that_emit_its_tokens():

@@ -208,8 +208,8 @@ def _offer(policy: Policy, chance: float) -> tuple[CopyEvidence, tuple[int, ...]
     """A one-token offer that the policy prices at `chance`: its record is replaced by one that says so."""
 
     class Fixed(CopyRates):
-        def reach(self, evidence: CopyEvidence, offer: tuple[int, ...], floor: float = 0.0) -> list[float]:
-            return [chance][: len(offer)] if chance >= floor else []
+        def reach(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
+            return [chance][: len(offer)]
 
     policy.copies[Source.TEXT] = Fixed()
     return CopyEvidence(12), (5,)
