@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import math
 import re
 import sys
@@ -23,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import copyreplay as cr
-from reach_calibration import GROUNDED, JS
+from reach_calibration import JS, recordings, replayed
 
 from specgen.decoding.copy_rates import CopyEvidence
 from specgen.decoding.costs import StepCosts
@@ -89,19 +88,16 @@ def main() -> None:
     vocabulary = cr.qwen_vocabulary(args.vocab) if args.vocab else None
     costs = cr.named_costs(curve)
     results: dict[str, list[tuple[float, float, float]]] = {"grounded": [], "other": []}
-    for path in args.outputs:
-        for name, r in json.loads(path.read_text())["outputs"].items():
-            kind = "grounded" if any(word in r["kind"] for word in GROUNDED) else "other"
-            args = (name, r["kind"], r["prompt"], r["output"], costs, vocabulary)
-            shape = {"quoted": r.get("quoted", False), "example": r.get("example", "")}
-            auto = cr.replay(*args, **shape)
-            mapped = cr.replay(*args, **shape, policy=lambda c, kind=kind: KindCalibrated(c, table, kind))
-            seen: dict[int, list] = {}
-            for offers in (auto.offers, mapped.offers):
-                for at, made in offers.items():
-                    seen.setdefault(at, []).extend(made)
-            best = cr.hindsight(r["prompt"], r["output"], costs, vocabulary, seen=seen, **shape)
-            results[kind].append((auto.speedup, mapped.speedup, best))
+    for name, r, kind in recordings(args.outputs):
+        auto = replayed(name, r, costs, vocabulary)
+        mapped = replayed(name, r, costs, vocabulary, lambda c, kind=kind: KindCalibrated(c, table, kind))
+        seen: dict[int, list] = {}
+        for offers in (auto.offers, mapped.offers):
+            for at, made in offers.items():
+                seen.setdefault(at, []).extend(made)
+        shape = {"quoted": r.get("quoted", False), "example": r.get("example", "")}
+        best = cr.hindsight(r["prompt"], r["output"], costs, vocabulary, seen=seen, **shape)
+        results[kind].append((auto.speedup, mapped.speedup, best))
     for kind, rows in results.items():
         if not rows:
             continue

@@ -20,15 +20,17 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 
-from copyreplay import named_costs, qwen_vocabulary, replay
+from copyreplay import Replay, default_policy, named_costs, qwen_vocabulary, replay
 
 from specgen.decoding.copy_rates import CopyEvidence
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.policy import Choice, Outcome, Policy
+from specgen.decoding.tokens import common_prefix
 
 JS = (1, 2, 4, 8, 16, 32, 48)
 BINS = 5  # of the predicted chance: 0-0.2, ..., 0.8-1
@@ -74,46 +76,44 @@ class Recording(Policy):
         self.position += outcome.accepted + 1
 
 
-def kept_prefix(offer: tuple[int, ...], output: list[int]) -> int:
-    """How many leading tokens of `offer` the output (from the offer's position) repeats."""
-    return next(
-        (i for i, (a, b) in enumerate(zip(offer, output, strict=False)) if a != b), min(len(offer), len(output))
+def recordings(files: list[Path]) -> Iterator[tuple[str, dict, str]]:
+    """Each recorded output of `files`: its name, its record, and its group (grounded or other)."""
+    for path in files:
+        for name, record in json.loads(path.read_text())["outputs"].items():
+            yield name, record, "grounded" if any(word in record["kind"] for word in GROUNDED) else "other"
+
+
+def replayed(
+    name: str, record: dict, costs: StepCosts, vocabulary, policy: Callable[[StepCosts], Policy] = default_policy
+) -> Replay:
+    """`record` replayed through the loop and `policy` on `costs` (copyreplay.replay)."""
+    quoted, example = record.get("quoted", False), record.get("example", "")
+    prompt, output = record["prompt"], record["output"]
+    return replay(
+        name, record["kind"], prompt, output, costs, vocabulary, quoted=quoted, example=example, policy=policy
     )
 
 
 def tally(files: list[Path], curve: str, vocabulary) -> dict[tuple[str, int, int], list[float]]:
     """(group, j, bin) -> [sum of predictions, number kept, count], over every priced offer."""
     cells: dict[tuple[str, int, int], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    for path in files:
-        for name, record in json.loads(path.read_text())["outputs"].items():
-            policies: list[Recording] = []
+    for name, record, group in recordings(files):
+        policies: list[Recording] = []
 
-            def made(costs: StepCosts, policies: list[Recording] = policies) -> Recording:
-                policies.append(Recording(costs))
-                return policies[-1]
+        def made(costs: StepCosts, policies: list[Recording] = policies) -> Recording:
+            policies.append(Recording(costs))
+            return policies[-1]
 
-            kind = record["kind"]
-            result = replay(
-                name,
-                kind,
-                record["prompt"],
-                record["output"],
-                named_costs(curve),
-                vocabulary,
-                quoted=record.get("quoted", False),
-                example=record.get("example", ""),
-                policy=made,
-            )
-            group = "grounded" if any(word in kind for word in GROUNDED) else "other"
-            for position, offer, reach in policies[0].priced:
-                rest = result.emitted[position:]
-                kept = kept_prefix(offer, rest)
-                for j in JS:
-                    if j <= len(reach) and j <= len(rest):
-                        cell = cells[(group, j, min(int(reach[j - 1] * BINS), BINS - 1))]
-                        cell[0] += reach[j - 1]
-                        cell[1] += kept >= j
-                        cell[2] += 1
+        result = replayed(name, record, named_costs(curve), vocabulary, made)
+        for position, offer, reach in policies[0].priced:
+            rest = result.emitted[position:]
+            kept = common_prefix(offer, rest)
+            for j in JS:
+                if j <= len(reach) and j <= len(rest):
+                    cell = cells[(group, j, min(int(reach[j - 1] * BINS), BINS - 1))]
+                    cell[0] += reach[j - 1]
+                    cell[1] += kept >= j
+                    cell[2] += 1
     return cells
 
 
