@@ -4,7 +4,8 @@
 # Held-out Spec-Bench prompts (benchmarks/prompts/heldout/specbench): all summaries and RAG answers,
 # two each of QA, translation and math. auto without a draft model interleaved with the target
 # alone (`specgen bench`, 3 repeats), and llama.cpp's draft-free methods on the same chat-templated
-# prompts (llama-speculative-simple; its -f drops the file's last newline, so it is given back).
+# prompts (benchmarks/scripts/llama-cpp/draft_free.sh: five methods, each line marked `stop eog` or
+# `stop length`; the llama.txt files recorded here ran four, before draft_free.sh marked the stop).
 # env PROMPTS: a JSONL file of prompts to run instead of that set.
 set -u
 L=${1:?OUT folder}; N=${N:-128}; PY=${PYTHON:-.venv/bin/python}
@@ -18,11 +19,4 @@ fi
 $PY -m specgen bench "$L/prompts.jsonl" --target $T --no-draft -k auto -r 3 --warmup 0 -n $N -t 2 \
   --json "$L/bench.json" > "$L/bench.txt" 2>&1
 $PY benchmarks/scripts/llama-cpp/template_prompts.py "$L/P" $T "$L/prompts.jsonl" > /dev/null 2>&1
-for prompt in "$L"/P/*.txt; do
-  { cat "$prompt"; echo; } > "$L/ask.txt"
-  for method in ngram-simple ngram-map-k ngram-mod ngram-cache; do
-    out=$(timeout 600 "$BIN/llama-speculative-simple" -m $T --spec-type $method -f "$L/ask.txt" -n $N -t 2 --temp 0 -c 4096 2>&1)
-    echo "$(basename "$prompt" .txt) $method | $(grep -oE "decoded +[0-9]+ tokens in +[0-9.]+ seconds, speed: +[0-9.]+" <<<"$out" | head -1) | $(grep -oE "accept += [0-9.]+%" <<<"$out" | head -1)"
-  done
-done > "$L/llama.txt"
-rm -f "$L/ask.txt"
+N=$N bash benchmarks/scripts/llama-cpp/draft_free.sh "$L/P" $T "$BIN" > "$L/llama.txt"
