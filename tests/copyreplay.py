@@ -220,13 +220,17 @@ def hindsight(
 ) -> float:
     """The speedup of a drafter that knows how many tokens of each offer the output keeps and
     drafts the lengths that make the whole output cheapest. Its offers: those auto's sources make
-    at every position under `Weighing`, and `seen` (a replayed policy's `Replay.offers`)."""
+    at every position under `Weighing`, `seen` (a replayed policy's `Replay.offers`), and the
+    filler a held pass drafts where nothing is offered (the token before)."""
     if vocabulary is None:
         prompt, output = compact(prompt, output)
     costs = costs_of(curve)
     offers = _run(prompt, output, costs, Weighing(costs, 8, timed=False), vocabulary, None, quoted, example)[2]
     for at, made in (seen or {}).items():
         offers.setdefault(at, []).extend(made)
+    before = [prompt[-1], *output[:-1]]  # what a held pass drafts as its filler (`decoding.hold`)
+    for at, token in enumerate(output):
+        offers.setdefault(at, []).append((1, int(token == before[at])))
     return plain_seconds(costs, len(output)) / cheapest(costs, len(output), offers)
 
 

@@ -137,6 +137,7 @@ class AutoDrafter(Drafter):
         self._choice = Choice(Source.PLAIN)  # this round's, which `observe` reports to the policy
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
         self._weighed = True  # whether this round weighed drafts (else it decodes plainly, unweighed)
+        self._first: int | None = None  # this round's copy offer's first token (None: no offer)
 
     @property
     def quoted(self) -> bool:
@@ -181,10 +182,13 @@ class AutoDrafter(Drafter):
         known = evidence(offer.branch, offer.record, offer.roles) if offer.branch else None
         choice = self.policy.choose(k, len(tokens), lag, known, tokens)
         self._choice = choice
+        self._first = tokens[0] if tokens else None
         opened = [OpenOffer(known, tokens)] if tokens else []
         if other is not None and other.branch is not None:  # the offer not chosen is judged too, so its record learns
             opened.append(OpenOffer(evidence(other.branch, other.record, other.roles), tuple(other.tokens)))
         self._open = [*self._open[len(self._open) + len(opened) - _OPEN_MAX :], *opened]
+        if choice.source == Source.LOOKUP and not tokens:  # a held pass where nothing was offered (`decoding.hold`)
+            return copied([last] * choice.k, params, 0, Source.FILLER)
         if choice.source == Source.LOOKUP:
             return copied(
                 offer.tokens[: choice.k], params, sum(start < choice.k for start in offer.rewrites), offer.source
@@ -220,6 +224,7 @@ class AutoDrafter(Drafter):
                 seconds,
                 copies,
                 looked,
+                self._first is not None and emitted[0] == self._first,
             )
         )
 

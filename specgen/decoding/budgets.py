@@ -14,7 +14,10 @@ has reprinted its source for a while bet on a long copy before small copies have
 worst case of a long one would cost: on a verify curve where a few tokens cost as much as as
 many passes of one, small copies save almost nothing, and the reply would decode plainly for
 hundreds of tokens first. Where a prediction or a schema foresees the reply's length, it may
-lose `FORESEEN_RISK` of that reply's plain time from the first round (`foresee`).
+lose `FORESEEN_RISK` of that reply's plain time from the first round (`foresee`). Held passes
+(`hold`) keep an account of their own: they may lose what they saved plus `HOLD_RISK` of the
+reply's plain time, so that a stretch of them never spends what copies saved, and a reply loses
+at most `RISK` + `HOLD_RISK` of its plain time and one bet's worst case.
 
 The look budget bounds the Python time spent weighing drafts (finding offers, pricing them,
 learning from the round), which matters only where a pass is short: a reply weighs drafts
@@ -33,6 +36,7 @@ RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet pai
 FORESEEN_RISK = 0.06  # the most of a foreseen reply's plain-decoding time (a prediction's, a schema's) copies may lose
 LOOK_SHARE = 0.01  # the most of a reply's plain-decoding time that weighing drafts may take beyond what drafts saved
 FIRST_LOOKS = 16  # rounds a reply always weighs, so that one that opens by reprinting its source finds its first copy
+HOLD_RISK = 0.01  # the most of a reply's plain-decoding time that held passes (`hold`) may lose beyond what they saved
 CHANCE = 0.02  # the most chance that a copy whose worst case the budget cannot bear loses more than it can
 
 
@@ -46,6 +50,12 @@ class LossBudget:
     saved: float = 0.0
     plain: float = 0.0
     foreseen: float = 0.0
+    held: float = 0.0  # what held passes saved (< 0: lost), apart from copies
+
+    def bears_hold(self, worst: float) -> bool:
+        """Whether a held pass that loses at most `worst` seconds fits: within what held passes
+        saved plus `HOLD_RISK` of the reply's plain time (none where `risk` is infinite)."""
+        return math.isinf(self.risk) or worst <= self.held + HOLD_RISK * self.plain
 
     def bearable(self) -> float:
         """The most predicted seconds a round may lose now: what copies saved, plus `risk` of the

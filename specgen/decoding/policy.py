@@ -18,21 +18,25 @@ Where each estimate comes from:
   the time spent so far and only when it could win.
 - copy offers are judged every round for free: what each would have proposed is compared with
   the tokens the target then emitted, which has the same expectation as verifying it.
+- where a change of pass size costs a switch, plain decoding's place may be taken by a held
+  pass of two tokens (`hold`): the offer's first token, or a filler where there is none, drafted
+  for a stretch of rounds while the rate at which offers' first tokens were kept pays for the
+  switches (a decision round by round would never pay a switch for one token).
 
 Two budgets bound what drafts may cost (`budgets`): a copy is drafted only where its loss, were
 its first token refused, is covered by what this reply's copies saved plus a share of its plain
 time, or where by the same estimates the chance that it loses more than that is small and its
-expected loss is covered; and drafts are weighed only while the time spent weighing them stays
-within what they saved.
+expected loss is covered; held passes lose at most what they saved plus a share of their own;
+and drafts are weighed only while the time spent weighing them stays within what they saved.
 
-Queries (`choose`, `best_copy`, `speed`, `worth_looking`) change nothing; what a round showed
+Queries (`choose`, `best_copy`, `speed`, `worth_looking`, `holds`) change nothing; what a round showed
 is learnt in `observe`, which gets back the `Choice` the round made. Pure Python: no llama.cpp
 here (tests/policysim.py replays cost profiles and acceptance traces through this code).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from specgen.decoding.budgets import FORESEEN_RISK, RISK, LookBudget, LossBudget, reach_sums
 from specgen.decoding.copy_rates import (
@@ -44,6 +48,7 @@ from specgen.decoding.copy_rates import (
 )
 from specgen.decoding.costs import RoundCosts, StepCosts
 from specgen.decoding.drafters.base import Source
+from specgen.decoding.hold import STAY, HoldRate, worth_holding
 from specgen.decoding.kept import Acceptance, expected_tokens
 
 __all__ = [
@@ -75,12 +80,14 @@ STALE_RATIO = 0.9  # ... when their median ran under this share of the calibrate
 class Choice:
     """A round's choice: who drafts (Source.PLAIN, Source.MODEL or Source.LOOKUP) and how many tokens; whether it
     explores the draft model; whether a copy that would have paid was held back by the loss
-    budget (told back to the policy with the round's `Outcome`; not part of the choice's identity)."""
+    budget, and whether the round is a held pass (`hold`), accounted apart from copies (both told
+    back to the policy with the round's `Outcome`; not part of the choice's identity)."""
 
     source: Source
     k: int = 0
     explore: bool = False
     held_back: bool = field(default=False, compare=False)
+    holding: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,7 @@ class Outcome:
     seconds: float | None = None  # wall time of drafting and verifying; None when untimed
     copies: tuple[CopyJudgement, ...] = ()
     looked: float = 0.0  # seconds spent weighing this round's drafts and learning from the last
+    first_kept: bool = False  # whether the round's copy offer (drafted or not) had its first token kept
 
 
 class ModelGate:
@@ -133,6 +141,7 @@ class Policy:
         self.model = Acceptance(k_max)
         self.copies: dict[Source, CopyRates | StructureRates] = {Source.TEXT: CopyRates(), Source.PATTERN: CopyRates()}
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
+        self.hold = HoldRate()
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
         self.after_copy = False  # whether the target's last pass verified a copy
 
@@ -270,12 +279,15 @@ class Policy:
         (`offer`: the tokens), the draft model `lag` tokens behind; or a bounded exploration of
         the draft model."""
         length = min(lookup, room, LOOKUP_MAX)
-        copy, copy_speed = self._priced_copy(self.copy_reach(evidence, offer[:length]))
+        reach = self.copy_reach(evidence, offer[:length])
+        copy, copy_speed = self._priced_copy(reach)
         held_back = copy is not None and copy.held_back
         models = [Choice(Source.MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
         amortized = max(lag - 1, 0) // 8  # a catch-up is paid once, then serves the rounds after it
         best = max([Choice(Source.PLAIN), *models], key=lambda c: self.speed(c, amortized))
         best_speed = self.speed(best, amortized)
+        if best.source == Source.PLAIN and room > 0 and self.holds(room):  # a held pass in plain decoding's place
+            best, best_speed = Choice(Source.LOOKUP, 1, holding=True), self._held_speed(reach)
         if copy is not None and copy.source == Source.LOOKUP and copy_speed > best_speed:
             best, best_speed = copy, copy_speed
         if best.source == Source.MODEL or not models:
@@ -285,6 +297,27 @@ class Policy:
         if self.speed(probe, lag, optimistic=True) > best_speed and self.explored + cost <= _EXPLORE_SHARE * self.spent:
             return Choice(Source.MODEL, probe.k, explore=True, held_back=held_back)
         return _noting(best, held_back)
+
+    def holds(self, room: int) -> bool:
+        """Whether to hold the target's pass at two tokens this round (a one-token draft: the
+        offer's first token, or a filler where there is none) rather than decode plainly: only
+        where a change of pass size costs a switch (`hold`), and where the loss budget bears the
+        round's draft refused (with the switch back, where it enters the hold)."""
+        switch = self.costs.switch
+        if switch <= 0.0:
+            return False
+        one, two = self.costs.verify_cost(1), self.costs.verify_cost(2)
+        extra = (self.pass_cost(2) - two) - (self.pass_cost(1) - one) + switch
+        if not worth_holding(one, two, self.hold.rate(), extra, min(STAY, room)):
+            return False
+        back = switch if self.rounds.last_size != 2 else 0.0
+        return self.loss.bears_hold(self.pass_cost(2) + back - self.plain_pass())
+
+    def _held_speed(self, reach: list[float]) -> float:
+        """Expected tokens per second of a held round: a pass of two tokens whose draft (the
+        offer's first token, or a filler) is kept with the offer's chance."""
+        kept = reach[0] if reach else 0.0
+        return (1.0 + kept) / (self.rounds.seconds(Source.LOOKUP, 1) + self.python_time())
 
     def gate(self) -> ModelGate:
         """A fresh gate for this round's draft model tokens (each round gets its own)."""
@@ -312,11 +345,15 @@ class Policy:
         if choice.source == Source.MODEL:
             self._learn_model(outcome)
         self._learn_copies(outcome.copies)
+        self.hold.add(outcome.first_kept)
         predicted = self.rounds.round_cost(choice.source, outcome.drafted, outcome.lag)
         one = self.costs.verify_cost(1) * (outcome.accepted + 1)
         reference = one + self.plain_pass() - self.costs.verify_cost(1)  # plain decoding's own switch too
         self.loss.plain += one
-        self.loss.saved += reference - predicted if choice.source != Source.MODEL else 0.0
+        if choice.holding:
+            self.loss.held += reference - predicted
+        elif choice.source != Source.MODEL:
+            self.loss.saved += reference - predicted
         self.after_copy = choice.source == Source.LOOKUP and outcome.drafted > 0
         self.look.weighed_round(
             outcome.looked, reference - predicted, outcome.drafted > 0 and outcome.accepted > 0, choice.held_back
@@ -380,7 +417,7 @@ def _fresh_record(source: Source) -> CopyRates | StructureRates:
 
 def _noting(choice: Choice, held_back: bool) -> Choice:
     """`choice`, noting whether a copy was held back by the loss budget this round."""
-    return Choice(choice.source, choice.k, choice.explore, held_back) if held_back != choice.held_back else choice
+    return replace(choice, held_back=held_back) if held_back != choice.held_back else choice
 
 
 def _confidence_bin(confidence: float) -> int:

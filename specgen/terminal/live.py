@@ -93,6 +93,7 @@ def drafting(event: Round | None) -> str:
         Source.PATTERN: " by the record pattern",
         Source.QUOTED: " from the prompt as JSON",
         Source.STRUCTURE: " from an earlier record by its keys",
+        Source.FILLER: " to hold the pass size",
     }.get(event.source, "")
 
 

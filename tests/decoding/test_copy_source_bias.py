@@ -30,7 +30,7 @@ from specgen.decoding.drafters.quoted import json_escaped
 from specgen.decoding.drafters.source import CopySource
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import Policy
+from specgen.decoding.policy import Choice, Policy
 from specgen.decoding.sampling import SamplingParams
 
 PROMPT = "a b c\na b c\na b"  # a newline, so that the prompt as JSON escapes it is a source of its own
@@ -167,3 +167,44 @@ def test_copies_sample_the_target_distribution_and_a_slightly_biased_accept_test
     pvalues = position_pvalues(drafts, baseline)
     assert (min(pvalues) > ALPHA / len(pvalues)) != biased, pvalues
     assert drafted > N // 2, drafted  # the source drafted in most samples
+
+
+class HeldPasses(Policy):
+    """Holds the pass at two tokens every round (`decoding.hold`): the offer's first token, or a
+    filler where nothing is offered; prices no copy."""
+
+    def choose(self, room, lookup, lag, evidence=None, offer=()):
+        return Choice(Source.LOOKUP, 1, holding=True) if room else Choice(Source.PLAIN)
+
+
+def held(source: CopySource) -> AutoDrafter:
+    return AutoDrafter(None, HeldPasses(CHEAP, 4, timed=False), sources=[source])
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["exact", "near-ties kept"])
+def test_held_passes_give_the_target_alone_and_a_verification_that_keeps_near_ties_fails(
+    target_model, greedy, biased, monkeypatch
+):
+    prompt, plain, swapped = greedy
+    if biased:
+        keeps_near_ties(monkeypatch)
+    drafter = held(source_of("text", target_model, prompt, swapped))
+    tokens, summary = run(target_model, drafter, prompt, GenerationConfig(max_tokens=LENGTH, draft_tokens=8))
+    assert (tokens == plain) != biased
+    assert summary.by_source[Source.TEXT].drafted == summary.by_source[Source.TEXT].rounds  # one token a round
+    assert summary.by_source[Source.TEXT].kept > 0, summary.by_source
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["the p/q test", "an accept test that keeps 15% more"])
+def test_held_passes_sample_the_target_distribution_and_a_slightly_biased_accept_test_fails(
+    target_model, sampled, biased, monkeypatch
+):
+    prompt, baseline, commonest = sampled
+    if biased:
+        keeps_more(monkeypatch)
+    drafts, drafted = samples(
+        target_model, lambda: held(source_of("text", target_model, prompt, commonest)), prompt, range(N), Source.TEXT
+    )
+    pvalues = position_pvalues(drafts, baseline)
+    assert (min(pvalues) > ALPHA / len(pvalues)) != biased, pvalues
+    assert drafted > N // 2, drafted  # held passes drafted in most samples

@@ -17,7 +17,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from recording import RecordingAutoDrafter
-from stathelp import PeeksAtTheAcceptTest, accept_uniform, position_pvalues
+from stathelp import PeeksAtTheAcceptTest, accept_uniform, keeps_more, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -26,7 +26,7 @@ from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.pattern import PatternSource, RecordPattern
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import Policy
+from specgen.decoding.policy import Choice, Policy
 from specgen.decoding.sampling import SamplingParams
 
 N = 1200
@@ -318,3 +318,39 @@ def test_record_pattern_copies_that_peek_at_the_accept_test_fail_the_same_test(t
         target_model, setting, lambda: Patterning(Policy(CHEAP, 4, timed=False, risk=math.inf), pattern, peek=True), 4
     )
     assert not ok, pvalues
+
+
+class Fillers(AutoDrafter):
+    """Auto with no copy source, holding the pass at two tokens every round (`decoding.hold`):
+    each round drafts the token before as a filler; counts the fillers the target kept."""
+
+    def __init__(self):
+        class EveryRound(Policy):
+            def choose(self, room, lookup, lag, evidence=None, offer=()):
+                return Choice(Source.LOOKUP, 1, holding=True) if room else Choice(Source.PLAIN)
+
+        super().__init__(None, EveryRound(CHEAP, 4, timed=False), sources=[])
+        self.kept = 0
+
+    def observe(self, draft, emitted, seconds, looked=0.0):
+        self.kept += bool(draft.tokens) and draft.source == Source.FILLER and emitted[0] == draft.tokens[0]
+        super().observe(draft, emitted, seconds, looked)
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["the p/q test", "an accept test that keeps 15% more"])
+def test_held_passes_filled_with_the_token_before_sample_the_target_distribution(
+    target_model, repeating, biased, monkeypatch
+):
+    """In a text the target tends to repeat, a filler is often kept: the held passes sample the
+    target alone's distribution, and an accept test that keeps 15% more does not."""
+    if biased:
+        keeps_more(monkeypatch)
+    drafters = []
+
+    def make():
+        drafters.append(Fillers())
+        return drafters[-1]
+
+    ok, pvalues = same_distribution(target_model, repeating, make, 4)
+    assert ok != biased, pvalues
+    assert sum(d.kept for d in drafters) > N // 2, "the fillers should often have been kept"

@@ -40,6 +40,7 @@ class Source(str, Enum):
     PREDICTION = "prediction"  # the prediction the user gave (`drafters.prediction`)
     QUOTED = "quoted"  # the prompt as a JSON string escapes it (`drafters.quoted`)
     STRUCTURE = "structure"  # an earlier record of a JSON reply, found by its keys (`drafters.structure`)
+    FILLER = "filler"  # no source: a token that holds the pass's size where none offered one (`decoding.hold`)
 
     def __str__(self) -> str:
         return self.value

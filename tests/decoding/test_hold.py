@@ -1,0 +1,97 @@
+"""Holding the pass at two tokens where a change of size costs a switch (`decoding.hold`): the
+stretch rule, the rate it reads, the policy's choice and its budget, and the filler the auto
+drafter drafts where nothing is offered. Expected values are worked out here from the numbers
+given. Pure Python."""
+
+from __future__ import annotations
+
+import pytest
+
+from specgen.decoding.auto import AutoDrafter
+from specgen.decoding.budgets import HOLD_RISK
+from specgen.decoding.costs import StepCosts
+from specgen.decoding.drafters.base import Source
+from specgen.decoding.hold import HoldRate, worth_holding
+from specgen.decoding.policy import Choice, Outcome, Policy
+from specgen.decoding.sampling import SamplingParams
+
+# a GPU's curve: 2.2 ms a one-token pass, 2.3 ms two tokens, 1.1 ms more for another size than the last
+GRAPHS = StepCosts({1: 2.2e-3, 2: 2.3e-3, 4: 3.1e-3, 8: 4.0e-3, 64: 1e-2}, {}, switch=1.1e-3)
+STEADY = StepCosts(GRAPHS.verify, {})  # the same passes, no switch cost
+
+
+def test_a_stretch_of_held_passes_is_weighed_against_the_switches_it_adds():
+    """16 rounds at 2.2 and 2.3 ms: a draft kept a fifth of the time saves 16 x (2.64 - 2.3) =
+    5.44 ms, more than the two switches (2.2 ms) of entering and leaving; kept a tenth, 1.6 ms,
+    less; already held (no switch added), any rate above 2.3 / 2.2 - 1 = 4.5% pays."""
+    assert worth_holding(2.2, 2.3, 0.2, 2.2, 16)
+    assert not worth_holding(2.2, 2.3, 0.1, 2.2, 16)
+    assert worth_holding(2.2, 2.3, 0.05, 0.0, 16)
+    assert not worth_holding(2.2, 2.3, 0.04, 0.0, 16)
+    assert not worth_holding(2.2, 2.3, 0.2, 2.2, 2)  # two rounds left: 0.68 ms does not pay 2.2
+
+
+def test_the_hold_rate_is_the_faded_share_of_rounds_whose_offer_kept_its_first_token():
+    """Each round's weight fades by 0.94 a round, and two pseudo-rounds of nothing kept stand
+    behind the rate: written out for a round kept, two not, repeated."""
+    rate = HoldRate()
+    pattern = [True, False, False] * 10
+    for first_kept in pattern:
+        rate.add(first_kept)
+    ages = range(len(pattern) - 1, -1, -1)
+    kept = sum(0.94**age for age, hit in zip(ages, pattern, strict=True) if hit)
+    rounds = sum(0.94**age for age in ages)
+    assert rate.rate() == pytest.approx(kept / (rounds + 2.0))
+    assert 0.25 < rate.rate() < 1 / 3
+
+
+def observed(costs: StepCosts, hits: list[bool]) -> Policy:
+    """A policy after plain rounds whose copy offers had their first token kept as `hits` says."""
+    policy = Policy(costs, 8, timed=False)
+    for hit in hits:
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, first_kept=hit))
+    return policy
+
+
+def test_a_reply_whose_offers_keep_their_first_token_holds_two_token_passes_where_a_switch_costs():
+    """After 120 plain rounds a third of whose offers had their first token kept, a round with no
+    offer holds the pass at two tokens (a filler) on the GPU's curve: 16 rounds save 16 x (2.2 x
+    4/3 - 2.3) = 10.1 ms against 2.2 ms of switches, and the budget (1% of 264 ms of plain time)
+    bears the hold refused at once, 2.3 + 1.1 + 1.1 - 2.2 = 2.3 ms. Without a switch cost, or
+    where no offer kept its first token, it decodes plainly."""
+    third = [n % 3 == 0 for n in range(120)]
+    held = observed(GRAPHS, third).choose(64, 0, 0)
+    assert held == Choice(Source.LOOKUP, 1) and held.holding
+    assert observed(STEADY, third).choose(64, 0, 0) == Choice(Source.PLAIN)
+    assert observed(GRAPHS, [False] * 120).choose(64, 0, 0) == Choice(Source.PLAIN)
+    assert observed(GRAPHS, third[:60]).choose(64, 0, 0) == Choice(Source.PLAIN)  # 1% of 132 ms < 2.3 ms
+
+
+def test_held_passes_that_keep_nothing_stop_within_the_hold_s_share_of_the_reply():
+    """Every held pass refused: each loses its pass against a one-token one (the first also
+    the switch into it), and the hold stops before those losses pass HOLD_RISK of the reply's
+    plain time plus one held pass's worst case (its pass, the switch into it and back)."""
+    policy = observed(GRAPHS, [n % 3 == 0 for n in range(120)])
+    plain, lost, held = 120 * 2.2e-3, 0.0, 0
+    while (choice := policy.choose(64, 0, 0)).holding:
+        lost += 2.3e-3 - 2.2e-3 + (1.1e-3 if held == 0 else 0.0)
+        plain += 2.2e-3
+        held += 1
+        policy.observe(Outcome(choice, 1, 0, first_kept=False))
+        assert held < 1000
+    assert held > 1  # it held, and went on holding while it could bear it
+    assert lost <= HOLD_RISK * plain + 2.3e-3 + 2 * 1.1e-3 - 2.2e-3 + 1e-12
+
+
+class Holding(Policy):
+    """Holds every round, whatever its record."""
+
+    def holds(self, room: int) -> bool:
+        return True
+
+
+def test_a_held_pass_with_nothing_offered_drafts_the_token_before_as_a_filler():
+    drafter = AutoDrafter(None, Holding(GRAPHS, 8, timed=False), sources=[])
+    drafter.prepare([1, 2, 3])
+    draft = drafter.propose([1, 2, 3], 7, 64, SamplingParams(), None)
+    assert draft.tokens == [7] and draft.source == Source.FILLER
