@@ -11,6 +11,7 @@ from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.budgets import HOLD_RISK
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Source
+from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.hold import HoldRate, worth_holding
 from specgen.decoding.policy import Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
@@ -96,3 +97,17 @@ def test_a_held_pass_with_nothing_offered_drafts_the_token_before_as_a_filler():
     drafter.prepare([1, 2, 3])
     draft = drafter.propose([1, 2, 3], 7, 64, SamplingParams(), None)
     assert draft.tokens == [7] and draft.source == Source.FILLER
+
+
+def test_auto_tells_its_policy_whether_each_round_s_offer_kept_its_first_token():
+    """A prediction offers 5 6 7 8 after the prompt, and the new reply's budget bears no draft:
+    the target emits 5 (the offer's first token), then 9 where 6 was offered. The rate is
+    0.94 / (0.94 + 1 + 2), though nothing was drafted."""
+    policy = Policy(GRAPHS, 8, timed=False)
+    drafter = AutoDrafter(None, policy, prediction=Prediction([5, 6, 7, 8]))
+    drafter.prepare([1, 2, 3])
+    for history, last, emitted in (([1, 2, 3], 4, 5), ([1, 2, 3, 4], 5, 9)):
+        draft = drafter.propose(history, last, 64, SamplingParams(), None)
+        assert draft.tokens == []
+        drafter.observe(draft, [emitted], 0.0)
+    assert policy.hold.rate() == pytest.approx(0.94 / (0.94 + 1 + 2))
