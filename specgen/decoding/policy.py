@@ -301,8 +301,9 @@ class Policy:
     def holds(self, room: int) -> bool:
         """Whether to hold the target's pass at two tokens this round (a one-token draft: the
         offer's first token, or a filler where there is none) rather than decode plainly: only
-        where a change of pass size costs a switch (`hold`), and where the loss budget bears the
-        round's draft refused (with the switch back, where it enters the hold)."""
+        where a change of pass size costs a switch (`hold`), and where what held passes may lose
+        (`LossBudget.bears_hold`) bears the round's draft refused (with the switch back, where it
+        enters the hold)."""
         switch = self.costs.switch
         if switch <= 0.0:
             return False
