@@ -301,13 +301,12 @@ class Policy:
     def holds(self, room: int) -> bool:
         """Whether to hold the target's pass at two tokens this round (a one-token draft: the
         offer's first token, or a filler where there is none) rather than decode plainly: only
-        where a change of pass size costs a switch (`hold`), and where what held passes may lose
-        (`LossBudget.bears_hold`) bears the round's draft refused (with the switch back, where it
-        enters the hold)."""
-        switch = self.costs.switch
-        if switch <= 0.0:
+        where two switches cost more than a two-token pass costs over a one-token one (`hold`),
+        where the stretch pays, and where what held passes may lose (`LossBudget.bears_hold`)
+        bears the round's draft refused (with the switch back, where it enters the hold)."""
+        switch, one, two = self.costs.switch, self.costs.verify_cost(1), self.costs.verify_cost(2)
+        if 2.0 * switch <= two - one:  # switching out and back in costs less than one held pass's extra
             return False
-        one, two = self.costs.verify_cost(1), self.costs.verify_cost(2)
         extra = (self.pass_cost(2) - two) - (self.pass_cost(1) - one) + switch
         if not worth_holding(one, two, self.hold.rate(), extra, min(STAY, room)):
             return False

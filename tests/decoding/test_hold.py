@@ -111,3 +111,14 @@ def test_auto_tells_its_policy_whether_each_round_s_offer_kept_its_first_token()
         assert draft.tokens == []
         drafter.observe(draft, [emitted], 0.0)
     assert policy.hold.rate() == pytest.approx(0.94 / (0.94 + 1 + 2))
+
+
+def test_no_hold_where_two_switches_cost_less_than_a_held_pass_s_extra():
+    """Two CPU cores: a two-token pass 70% more than a one-token one, a switch 2% of one. Even
+    with every offer's first token kept, a round without an offer is cheaper left and entered
+    again (2 x 0.8 ms against 28 ms), so plain decoding's place is not held; with a switch of
+    15 ms (30 ms for two) it is, once 1% of the reply's plain time (200 x 40 ms) bears the hold
+    refused at once (68 + 15 + 15 - 40 = 58 ms)."""
+    cpu = StepCosts({1: 40e-3, 2: 68e-3, 4: 100e-3}, {}, switch=0.8e-3)
+    assert observed(cpu, [True] * 200).choose(64, 0, 0) == Choice(Source.PLAIN)
+    assert observed(StepCosts(cpu.verify, {}, switch=15e-3), [True] * 200).choose(64, 0, 0).holding
