@@ -10,11 +10,13 @@ rounds, not one: the output's recent rounds tell how often a one-token draft of 
 offer would have been kept (`HoldRate`, judged every round whatever was drafted: the offer's
 first token against the token the target then emitted, none where there was no offer), and
 the pass is held at two tokens while at that rate a stretch of `STAY` such rounds saves more
-than the switches it costs (`worth_holding`). Only where two switches cost more than the
-extra of a two-token pass over a one-token one: else a round without an offer is cheaper left
-and entered again, and the round-by-round choice, which prices each offer, does better (on two
-CPU cores a switch reads 2% of a pass and a two-token pass 70% more). A round with no offer then drafts a filler token:
-it is verified as any draft is, so it changes nothing in the output. Pure Python.
+than the switches it costs (`worth_holding`). A held round with no offer drafts a filler token,
+verified as any draft is, so it changes nothing in the output.
+
+Only where two switches cost more than the extra of a two-token pass over a one-token one: else
+a round without an offer is cheaper left and entered again, and the round-by-round choice, which
+prices each offer, does better. So on a CPU, where a larger pass costs far more than a switch,
+nothing changes. Pure Python.
 """
 
 from __future__ import annotations
