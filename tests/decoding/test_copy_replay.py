@@ -30,6 +30,7 @@ from copyreplay import (
     replay,
     replay_all,
 )
+from holding import HoldsEveryRound
 
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Source, Vocabulary
@@ -182,17 +183,9 @@ class Fours(Policy):
         return Choice(Source.LOOKUP, 4) if min(lookup, room) >= 4 else Choice(Source.PLAIN)
 
 
-class Holds(Policy):
-    """Holds every round at two tokens (`decoding.hold`): the offer's first token, or where none
-    was offered a filler (the token before); prices no copy."""
-
-    def choose(self, room, lookup, lag, evidence=None, offer=()):
-        return Choice(Source.LOOKUP, 1, holding=True) if room else Choice(Source.PLAIN)
-
-
 POLICIES = {
     "auto": lambda costs: Policy(costs, 8, timed=False),
-    "holds": lambda costs: Holds(costs, 8, timed=False),
+    "holds": lambda costs: HoldsEveryRound(costs, 8, timed=False),
     "greedy": lambda costs: Greedy(costs, 8, timed=False),
     "fours": lambda costs: Fours(costs, 8, timed=False),
     "auto-unbounded": lambda costs: Policy(costs, 8, timed=False, risk=math.inf),

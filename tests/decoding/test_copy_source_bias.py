@@ -19,6 +19,7 @@ from collections import Counter
 from collections.abc import Callable
 
 import pytest
+from holding import HoldsEveryRound
 from stathelp import keeps_more, keeps_near_ties, near_tie_swaps, position_pvalues
 
 from specgen.decoding.auto import AutoDrafter
@@ -31,7 +32,7 @@ from specgen.decoding.drafters.quoted import json_escaped
 from specgen.decoding.drafters.source import CopySource
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import Choice, Policy
+from specgen.decoding.policy import Policy
 from specgen.decoding.sampling import SamplingParams
 
 PROMPT = "a b c\na b c\na b"  # a newline, so that the prompt as JSON escapes it is a source of its own
@@ -100,19 +101,12 @@ def alone(source: CopySource, k: int = 8) -> AutoDrafter:
     return AutoDrafter(None, Policy(CHEAP, k, timed=False, risk=math.inf), sources=[source])
 
 
-class HeldPasses(Policy):
-    """Holds the pass at two tokens every round (`decoding.hold`): the offer's first token, or a
-    filler where nothing is offered; prices no copy."""
-
-    def choose(self, room, lookup, lag, evidence=None, offer=()):
-        return Choice(Source.LOOKUP, 1, holding=True) if room else Choice(Source.PLAIN)
-
-
 def drafting(kind: str, target, prompt: list[int], copy: list[int], k: int = 8) -> AutoDrafter:
     """An auto drafter whose one source of `kind` offers `copy`; "held": the text so far, drafted
     one token a round as held passes."""
     if kind == "held":
-        return AutoDrafter(None, HeldPasses(CHEAP, k, timed=False), sources=[source_of("text", target, prompt, copy)])
+        text = source_of("text", target, prompt, copy)
+        return AutoDrafter(None, HoldsEveryRound(CHEAP, k, timed=False), sources=[text])
     return alone(source_of(kind, target, prompt, copy), k)
 
 

@@ -16,6 +16,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from holding import HoldsEveryRound
 from recording import RecordingAutoDrafter
 from stathelp import PeeksAtTheAcceptTest, accept_uniform, keeps_more, position_pvalues
 
@@ -26,7 +27,7 @@ from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.pattern import PatternSource, RecordPattern
 from specgen.decoding.drafters.suffix import LookupMemory
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import Choice, Policy
+from specgen.decoding.policy import Policy
 from specgen.decoding.sampling import SamplingParams
 
 N = 1200
@@ -325,11 +326,7 @@ class Fillers(AutoDrafter):
     each round drafts the token before as a filler; counts the fillers the target kept."""
 
     def __init__(self):
-        class EveryRound(Policy):
-            def choose(self, room, lookup, lag, evidence=None, offer=()):
-                return Choice(Source.LOOKUP, 1, holding=True) if room else Choice(Source.PLAIN)
-
-        super().__init__(None, EveryRound(CHEAP, 4, timed=False), sources=[])
+        super().__init__(None, HoldsEveryRound(CHEAP, 4, timed=False), sources=[])
         self.kept = 0
 
     def observe(self, draft, emitted, seconds, looked=0.0):
