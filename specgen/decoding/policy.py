@@ -142,6 +142,8 @@ class Policy:
         self.copies: dict[Source, CopyRates | StructureRates] = {Source.TEXT: CopyRates(), Source.PATTERN: CopyRates()}
         self.calibration = [[(i + 0.5) / _CONFIDENCE_BINS * 2.0, 2.0] for i in range(_CONFIDENCE_BINS)]  # [kept, seen]
         self.hold = HoldRate()
+        # holding can pay only where switching out and back in costs more than one held pass's extra
+        self.can_hold = 2.0 * costs.switch > costs.verify_cost(2) - costs.verify_cost(1)
         self.spent = self.explored = 0.0  # predicted seconds: all rounds, exploring rounds
         self.after_copy = False  # whether the target's last pass verified a copy
 
@@ -304,9 +306,9 @@ class Policy:
         where two switches cost more than a two-token pass costs over a one-token one (`hold`),
         where the stretch pays, and where what held passes may lose (`LossBudget.bears_hold`)
         bears the round's draft refused (with the switch back, where it enters the hold)."""
-        switch, one, two = self.costs.switch, self.costs.verify_cost(1), self.costs.verify_cost(2)
-        if 2.0 * switch <= two - one:  # switching out and back in costs less than one held pass's extra
+        if not self.can_hold:
             return False
+        switch, one, two = self.costs.switch, self.costs.verify_cost(1), self.costs.verify_cost(2)
         extra = (self.pass_cost(2) - two) - (self.pass_cost(1) - one) + switch
         if not worth_holding(one, two, self.hold.rate(), extra, min(STAY, room)):
             return False
