@@ -3,10 +3,12 @@ its own thread, and keep the signals on the main thread (Ctrl-C drains, a second
 
 from __future__ import annotations
 
+import math
 import signal
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 
 import uvicorn
@@ -19,6 +21,10 @@ from specgen.serve.connections import guarded_protocol
 from specgen.serve.front import is_loopback
 from specgen.serve.http import ServeOptions, build_app
 from specgen.serve.scheduler import Limits, Scheduler
+
+# seconds the replies a second Ctrl-C stopped get to send their last chunk and close before open
+# connections are cut (a third Ctrl-C cuts them at once)
+CUT_AFTER = 3.0
 
 
 def check_binding(host: str, api_keys: tuple[str, ...]) -> None:
@@ -93,7 +99,9 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, auto: 
 
 def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, scheduler: Scheduler) -> None:
     """Run uvicorn on a thread and keep signals here: the first Ctrl-C (or SIGTERM) stops accepting
-    and lets running and waiting requests finish; the second stops the running one after its round.
+    and lets running and waiting requests finish; the second stops the running one after its round
+    and skips the waiting ones, which end as interrupted replies; connections still open
+    `CUT_AFTER` seconds later (or at a third) are cut.
 
     The handler only counts signals, and the loop acts on them between waits: a signal that raised
     wherever the main thread happened to be could cut the first stop short and hang the exit."""
@@ -113,11 +121,14 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, scheduler: S
     }
     try:
         thread.start()
-        handled = 0
+        handled, cut_at = 0, math.inf
         while not done.wait(0.1):
             for _ in range(handled, len(received)):
-                _stop(server, scheduler)
+                if _stop(server, scheduler):
+                    cut_at = time.monotonic() + (CUT_AFTER if math.isinf(cut_at) else 0.0)
                 handled += 1
+            if time.monotonic() >= cut_at:
+                server.force_exit = True
         thread.join()
     finally:
         server.should_exit = True
@@ -125,12 +136,13 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, scheduler: S
             signal.signal(sig, handler)
 
 
-def _stop(server: uvicorn.Server, scheduler: Scheduler) -> None:
+def _stop(server: uvicorn.Server, scheduler: Scheduler) -> bool:
+    """Act on one Ctrl-C: the first drains, a later one stops every job (True). Connections are
+    not cut here: a stopped reply still sends its last chunk and its access-log line."""
     if server.should_exit:
-        server.force_exit = True
         scheduler.cancel_all()
         print("specgen: stopping now", file=sys.stderr, flush=True)
-        return
+        return True
     server.should_exit = True
     busy = scheduler.busy + scheduler.waiting
     print(
@@ -140,6 +152,7 @@ def _stop(server: uvicorn.Server, scheduler: Scheduler) -> None:
         file=sys.stderr,
         flush=True,
     )
+    return False
 
 
 def model_id(pair: str | None, target: Path | None) -> str:
