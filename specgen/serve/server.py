@@ -3,7 +3,10 @@ its own thread, and keep the signals on the main thread (Ctrl-C drains, a second
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import math
+import os
 import signal
 import socket
 import sys
@@ -84,6 +87,8 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, auto: 
             lifespan="off",
             server_header=False,
         )
+        if os.environ.get("SPECGEN_DEBUG") != "1":
+            logging.getLogger("uvicorn.error").addFilter(_not_cut)
         server = uvicorn.Server(settings)
         if load.rpc:
             print(f"specgen: {placement(target.layers, draft.layers if draft else None)}", file=sys.stderr)
@@ -134,6 +139,12 @@ def _run_until_stopped(server: uvicorn.Server, sock: socket.socket, scheduler: S
         server.should_exit = True
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _not_cut(record: logging.LogRecord) -> bool:
+    """Drop uvicorn's report of a request cancelled because its connection was cut on the way
+    out (`CUT_AFTER`): the cut is deliberate, and its traceback would read as a crash."""
+    return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))
 
 
 def _stop(server: uvicorn.Server, scheduler: Scheduler) -> bool:

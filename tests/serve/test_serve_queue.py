@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import threading
 import time
 
@@ -117,3 +118,44 @@ def test_a_second_ctrl_c_stops_the_running_reply_at_once(tiny_models):
     assert "(interrupted)" in line and int(re.search(r"(\d+) tokens at", line).group(1)) < 30000
     stopping.wait_for("stopped")
     assert "Traceback" not in "\n".join(stopping.lines)
+
+
+def _stalled_request(server: Server) -> socket.socket:
+    """A connection whose request stops halfway through its body: the server waits on it for its
+    receive deadline (20 s) before it answers 408 and closes it."""
+    host, port = re.search(r"http://([^:/]+):(\d+)", server.url).groups()
+    stalled = socket.create_connection((host, int(port)))
+    stalled.sendall(
+        f"POST /v1/completions HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        'Content-Length: 1000\r\n\r\n{"prompt": '.encode()
+    )
+    return stalled
+
+
+def _exit_seconds_after(server: Server, notices: list[tuple[str, int]]) -> float:
+    """Send a Ctrl-C for each (notice, count) and wait for the notice; the seconds from the last
+    to the process's exit (which must be clean)."""
+    for notice, count in notices:
+        server.process.send_signal(signal.SIGINT)
+        server.wait_for(notice, count)
+    start = time.perf_counter()
+    assert server.process.wait(timeout=30) == 0
+    return time.perf_counter() - start
+
+
+def test_a_connection_still_open_after_a_second_ctrl_c_is_cut_3_s_later(tiny_models):
+    cutting = Server("--target", str(tiny_models["target"]), "--no-draft", "-k", "0", "-t", "1")
+    with _stalled_request(cutting):
+        time.sleep(0.5)  # the request is in, waiting for the rest of its body
+        waited = _exit_seconds_after(cutting, [("exiting", 1), ("stopping now", 1)])
+    # the cut comes at 3 s; without it, at the body's own deadline of 20 s
+    assert 2.5 < waited < 10, f"exited {waited:.1f} s after the second Ctrl-C"
+    assert "Traceback" not in "\n".join(cutting.lines)
+
+
+def test_a_third_ctrl_c_cuts_open_connections_at_once(tiny_models):
+    cutting = Server("--target", str(tiny_models["target"]), "--no-draft", "-k", "0", "-t", "1")
+    with _stalled_request(cutting):
+        time.sleep(0.5)
+        waited = _exit_seconds_after(cutting, [("exiting", 1), ("stopping now", 1), ("stopping now", 2)])
+    assert waited < 2.5, f"exited {waited:.1f} s after the third Ctrl-C"
