@@ -6,6 +6,7 @@ given. Pure Python."""
 from __future__ import annotations
 
 import pytest
+from holding import HoldsEveryRound
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.budgets import HOLD_RISK
@@ -85,15 +86,8 @@ def test_held_passes_that_keep_nothing_stop_within_the_hold_s_share_of_the_reply
     assert 5 < held < 30, held  # it held, and the budget, not the rate, ended it
 
 
-class Holding(Policy):
-    """Holds every round, whatever its record."""
-
-    def holds(self, room: int) -> bool:
-        return True
-
-
 def test_a_held_pass_with_nothing_offered_drafts_the_token_before_as_a_filler():
-    drafter = AutoDrafter(None, Holding(GRAPHS, 8, timed=False), sources=[])
+    drafter = AutoDrafter(None, HoldsEveryRound(GRAPHS, 8, timed=False), sources=[])
     drafter.prepare([1, 2, 3])
     draft = drafter.propose([1, 2, 3], 7, 64, SamplingParams(), None)
     assert draft.tokens == [7] and draft.source == Source.FILLER
