@@ -34,11 +34,11 @@ The curves and their loading live in tests/costcurves.py; this module re-exports
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
 import statistics
-import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -301,6 +301,9 @@ def file_prediction(prompt: list[int], vocabulary: Vocabulary) -> list[int] | No
     return vocabulary.tokenize(block.group(1)) if block else None
 
 
+PREDICTION_KINDS = ("self", "file", "deleted", "inserted", "renamed", "wrong")  # `--predict`'s (see the docstring)
+
+
 def prediction_of(kind: str, record: dict, others: list[dict], vocabulary: Vocabulary | None) -> list[int] | None:
     """The prediction of a recorded output of the given kind (see the module docstring)."""
     if kind == "self":
@@ -329,36 +332,33 @@ def main() -> None:
     """Arguments: recorded-output files; `--vocab FILE.gguf` puts record patterns in play;
     `--predict KIND` replays each output with and without a prediction of that kind; `--oracle`
     sets each beside its price in hindsight; `--curve NAME[,NAME...]` (`CURVES`' names, `cached`);
-    `--risk SHARE` (with `--oracle`): the loss budget's share of plain time (`inf`: no budget)."""
-    args = sys.argv[1:]
-    vocabulary, predict, names = None, None, list(CURVES)
-    oracle = "--oracle" in args
-    args = [a for a in args if a != "--oracle"]
-    if "--vocab" in args:
-        at = args.index("--vocab")
-        vocabulary = qwen_vocabulary(Path(args[at + 1]))
-        del args[at : at + 2]
-    if "--predict" in args:
-        at = args.index("--predict")
-        predict = args[at + 1]
-        del args[at : at + 2]
-    if "--curve" in args:
-        at = args.index("--curve")
-        names = args[at + 1].split(",")
-        del args[at : at + 2]
-    risk = RISK
-    if "--risk" in args:
-        at = args.index("--risk")
-        risk = float(args[at + 1])
-        del args[at : at + 2]
-    curves = select_curves(names)
+    `--risk SHARE` (with `--oracle`): the loss budget's share of plain time (`inf`: no budget).
+    A missing file or a bad value exits with a one-line error (argparse's)."""
+    parser = argparse.ArgumentParser(
+        prog="copyreplay.py", description="Replay recorded greedy outputs through auto on verify-cost curves."
+    )
+    parser.add_argument("outputs", type=Path, nargs="*", help=f"recorded outputs (default: {OUTPUTS})")
+    parser.add_argument("--oracle", action="store_true", help="set each output beside its price in hindsight")
+    parser.add_argument("--vocab", type=Path, help="a GGUF file of the outputs' family: record patterns in play")
+    parser.add_argument("--predict", choices=PREDICTION_KINDS, help="replay with and without such a prediction")
+    parser.add_argument("--curve", default=",".join(CURVES), help="NAME[,NAME...]: curves to replay on, or cached")
+    parser.add_argument("--risk", type=float, default=RISK, help="the loss budget's share of plain time (inf: none)")
+    args = parser.parse_args()
+    for path in [*args.outputs, *([args.vocab] if args.vocab else [])]:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
+    if args.predict == "file" and args.vocab is None:
+        parser.error("--predict file reads the prompt's fenced block: pass --vocab FILE.gguf")
+    vocabulary = qwen_vocabulary(args.vocab) if args.vocab else None
+    predict, risk = args.predict, args.risk
+    curves = select_curves(args.curve.split(","))
 
     def bounded(costs: StepCosts) -> Policy:
         return Policy(costs, 8, timed=False, risk=risk)
 
-    for outputs in [Path(name) for name in args] or [OUTPUTS]:
+    for outputs in args.outputs or [OUTPUTS]:
         for curve, costs in curves.items():
-            if oracle:
+            if args.oracle:
                 print_hindsight(curve, costs, outputs, vocabulary, bounded)
             elif predict is None:
                 print_replays(curve, replay_all(costs, outputs, vocabulary))

@@ -269,6 +269,27 @@ def test_the_replay_command_prices_on_the_curve_named_and_names_an_unknown_one()
     ]
 
 
+@pytest.mark.parametrize(
+    "arguments, error",
+    [
+        (["/nope/outputs.json"], "no such file: /nope/outputs.json"),
+        (["--risk", "x"], "argument --risk: invalid float value: 'x'"),
+        (["--predict", "file"], "--predict file reads the prompt's fenced block: pass --vocab FILE.gguf"),
+    ],
+)
+def test_the_replay_command_names_a_bad_argument_in_one_line_without_a_traceback(
+    arguments: list[str], error: str
+) -> None:
+    script = OUTPUTS.parent.parent / "copyreplay.py"
+    env = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
+    done = subprocess.run(
+        [sys.executable, str(script), *arguments], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip().splitlines()[-1] == f"copyreplay.py: error: {error}"
+    assert "Traceback" not in done.stderr
+
+
 def test_hindsight_drafts_the_filler_a_held_pass_drafts_where_nothing_is_offered():
     """An output that writes each new token twice (a a b b ...): where a token first appears no
     source offers anything, and a held pass's filler (the token before) is kept. Holding every
