@@ -5,7 +5,8 @@ curve, without the model: seconds of work instead of minutes, and the same numbe
 
 Greedy decoding follows the recorded output exactly whatever is drafted (a copied token is kept
 only where it is the recorded token), so the replay emits the recorded text and only the rounds
-differ: speedup = (tokens x one-token pass) / (sum of the rounds' verify passes).
+differ: speedup = (tokens - 1) one-token passes / the rounds' verify passes (the prefill gives
+the first token either way).
 
 `python tests/copyreplay.py [OUTPUTS.json ...]` prints the table for every curve (by default for
 tests/data/greedy-outputs.json; benchmarks/results/2026-11-25-learnt-rewrites/replay-kinds.json holds
@@ -61,7 +62,8 @@ OUTPUTS = Path(__file__).parent / "data" / "greedy-outputs.json"
 
 class RecordedTarget:
     """The loop's view of a target whose greedy choice after the prompt and i output tokens is
-    the recorded token i; each pass adds its cost from the curve to `seconds`."""
+    the recorded token i; each pass after the prefill (which gives the first output token's row)
+    adds its cost from the curve to `seconds`."""
 
     def __init__(self, prompt: list[int], output: list[int], costs: StepCosts):
         self.truth = [*prompt, *output, 0]
@@ -71,9 +73,12 @@ class RecordedTarget:
         self.costs, self.seconds = costs, 0.0
         self.last = 0  # the size of the last pass (0: the prefill)
 
-    def sync(self, tokens: list[int]) -> int:
-        self.tokens = list(tokens)
-        return len(tokens)
+    def start(self, prompt: list[int]) -> tuple[np.ndarray, int]:
+        """The prompt in the cache (the prefill: no pass priced), and its last token's row."""
+        self.tokens, self.last = list(prompt), 0
+        row = np.zeros((1, self.vocabulary), dtype=np.float32)
+        row[0, self.truth[len(prompt)]] = 1.0
+        return row, len(prompt)
 
     def truncate(self, n_keep: int) -> None:
         del self.tokens[n_keep:]
@@ -83,9 +88,10 @@ class RecordedTarget:
         self.tokens.extend(tokens)
         self.seconds += pass_seconds(self.costs, len(tokens), self.last)
         self.last = len(tokens)
-        rows = np.zeros((len(tokens), self.vocabulary), dtype=np.float32)
-        for i in range(len(tokens)):  # right while the drafted tokens before row i were right
-            rows[i, self.truth[min(start + i + 1, len(self.truth) - 1)]] = 1.0
+        first = 0 if all_logits else len(tokens) - 1
+        rows = np.zeros((len(tokens) - first, self.vocabulary), dtype=np.float32)
+        for i in range(first, len(tokens)):  # right while the drafted tokens before row i were right
+            rows[i - first, self.truth[min(start + i + 1, len(self.truth) - 1)]] = 1.0
         return rows
 
     def is_eog(self, token: int) -> bool:
@@ -124,8 +130,9 @@ def pass_seconds(costs: StepCosts, size: int, last: int) -> float:
 
 
 def plain_seconds(costs: StepCosts, tokens: int) -> float:
-    """Plain decoding of `tokens` tokens after the prefill: one switch, then passes of one token."""
-    return tokens * costs.verify_cost(1) + costs.switch
+    """Plain decoding of `tokens` tokens after the prefill, which gives the first: one switch,
+    then a pass of one token for each of the others."""
+    return (tokens - 1) * costs.verify_cost(1) + costs.switch if tokens > 1 else 0.0
 
 
 def default_policy(costs: StepCosts) -> Policy:
@@ -203,7 +210,7 @@ def replay(
         kind,
         len(output),
         len(rounds),
-        plain_seconds(costs, len(output)) / target.seconds,
+        plain_seconds(costs, len(output)) / target.seconds if target.seconds else 1.0,
         emitted[: len(output)],
         offers,
     )
@@ -238,7 +245,8 @@ def cheapest(costs: StepCosts, n: int, offers: Offers) -> float:
     """The fewest seconds in which passes can emit n tokens, where a pass at position i may draft
     k tokens of an offer made there (of at least k tokens) and yields those the output keeps plus
     the target's own: a shortest path over (position, size of the last pass), switch costs
-    included. The pass before the first is the prefill (size 0)."""
+    included. The prefill gives the first token (position 0 has no pass: nothing is drafted
+    there) and is the pass before the first (size 0)."""
     sizes = LOOKUP_MAX + 2  # pass sizes 0..LOOKUP_MAX + 1
     later = np.zeros((n + 1, sizes))  # seconds from position i to the end, after a pass of each size
     for i in range(n - 1, -1, -1):
@@ -249,7 +257,7 @@ def cheapest(costs: StepCosts, n: int, offers: Offers) -> float:
             ends = {min(i + min(k, kept) + 1, n) for offered, kept in made if offered >= k} or {i + 1}
             step[k + 1] = costs.verify_cost(k + 1) + min(later[end, k + 1] for end in ends)
         later[i] = np.minimum(step.min() + costs.switch, step)
-    return float(later[0, 0])
+    return float(later[min(n, 1), 0])
 
 
 def replay_all(

@@ -16,9 +16,10 @@ class WritesBack:
         self.truth, self.tokens, self.passes = [*prompt, *output, 0], [], 0
         self.vocabulary, self.n_ctx = max(self.truth) + 1, len(self.truth) + 64
 
-    def sync(self, tokens):
-        self.tokens = list(tokens)
-        return len(tokens)
+    def start(self, prompt):
+        """The prompt in the cache (the prefill, not counted as a pass), and its last token's row."""
+        self.tokens = list(prompt)
+        return self.rows(len(prompt) - 1, 1), len(prompt)
 
     def truncate(self, n_keep):
         del self.tokens[n_keep:]
@@ -26,8 +27,12 @@ class WritesBack:
     def forward(self, tokens, all_logits):
         start, self.passes = len(self.tokens), self.passes + 1
         self.tokens.extend(tokens)
-        rows = np.zeros((len(tokens), self.vocabulary), dtype=np.float32)
-        for i in range(len(tokens)):
+        return self.rows(start, len(tokens))
+
+    def rows(self, start, count):
+        """The logits rows of `count` tokens from position `start`: each says the next token written."""
+        rows = np.zeros((count, self.vocabulary), dtype=np.float32)
+        for i in range(count):
             rows[i, self.truth[min(start + i + 1, len(self.truth) - 1)]] = 1.0
         return rows
 

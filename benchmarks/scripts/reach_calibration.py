@@ -57,7 +57,7 @@ class Recording(Policy):
 
     def __init__(self, costs: StepCosts):
         super().__init__(costs, 8, timed=False)
-        self.position = 0  # output tokens emitted before this round
+        self.position = 1  # output tokens emitted before this round (the prefill gives the first)
         self.priced: list[tuple[int, tuple[int, ...], list[float]]] = []
 
     def choose(

@@ -282,18 +282,21 @@ def divergence(
     """The first position where `got` leaves `expected`, the target's top-2 margin there, and
     whether the target's own batched passes pick `got`'s token there. Where the runs' rounds are
     known their passes are replayed (the logits of both then are exactly those the runs saw);
-    else the target alone's logits come one token at a time and the last 2..16 tokens are tried
-    as one batch. A near-tie: both tokens within NEAR_TIE of the best. Under a grammar (`gbnf`)
-    only the tokens it allows there compete, as they did in the runs: the margin, the best and
-    the batched choice are taken among them. `ended`: whether `expected` and `got` stopped at an
-    end-of-text token; one that stopped at `position` has there the end token the target weighs
-    most, judged like any other token (a near-tie with its margin, not "a bug")."""
+    else the target alone's logits come as its prefill and one-token passes make them and the
+    last 2..16 tokens are tried as one batch. A near-tie: both tokens within NEAR_TIE of the
+    best. Under a grammar (`gbnf`) only the tokens it allows there compete, as they did in the
+    runs: the margin, the best and the batched choice are taken among them. `ended`: whether
+    `expected` and `got` stopped at an end-of-text token; one that stopped at `position` has
+    there the end token the target weighs most, judged like any other token (a near-tie with its
+    margin, not "a bug")."""
     differ = (i for i, (a, b) in enumerate(zip(expected, got, strict=False)) if a != b)
     position = next(differ, min(len(expected), len(got)))
     prefix = [*prompt, *expected[:position]]
     mask = allowed_mask(target, gbnf, expected[:position]) if gbnf is not None else None
     replayed = replayed_logits(target, prompt, expected, expected_rounds, position) if expected_rounds else None
-    logits = _masked(replayed if replayed is not None else logits_after(target, prefix), mask)
+    if replayed is None:  # the first token's row comes from the prefill's batch, as in the runs
+        replayed = target.start(prompt)[0][0].copy() if position == 0 else logits_after(target, prefix)
+    logits = _masked(replayed, mask)
     second, first = np.partition(logits, -2)[-2:]
     base = _token_at(target, expected, position, logits, ended[0])
     other = _token_at(target, got, position, logits, ended[1])
@@ -337,14 +340,19 @@ def replayed_logits(
     target: Model, prompt: list[int], output: tuple[int, ...], rounds: Rounds, position: int
 ) -> np.ndarray | None:
     """The target's logits for output `position` with its passes replayed as the run made them:
-    the same prefill, then each round's batch [last, drafted...], rolled back to what was kept.
-    The cache then holds the numbers the run's did, computed by the same batch shapes, so the
-    row is the one the run's verify saw (None past the rounds)."""
+    the same prefill (the prompt's last row from it), then each round's batch [last, drafted...]
+    (the first round's: its draft alone, after that row), rolled back to what was kept. The
+    cache then holds the numbers the run's did, computed by the same batch shapes, so the row is
+    the one the run's verify saw (None past the rounds)."""
     target.truncate(0)
-    target.prefill(prompt[:-1])
+    first: np.ndarray | None = target.start(prompt)[0]
     last, start = prompt[-1], 0
     for drafted, kept in rounds:
-        rows = target.forward([last, *drafted], all_logits=True)
+        if first is None:
+            rows = target.forward([last, *drafted], all_logits=True)
+        else:
+            rows = np.concatenate([first, target.forward(list(drafted), all_logits=True)]) if drafted else first
+            first = None
         if start <= position <= start + kept:
             return rows[position - start].copy()
         target.truncate(len(target.tokens) - len(drafted) + kept)

@@ -138,6 +138,7 @@ class AutoDrafter(Drafter):
         self._open: list[OpenOffer] = []  # copy offers still being judged against the output
         self._weighed = True  # whether this round weighed drafts (else it decodes plainly, unweighed)
         self._first: int | None = None  # this round's copy offer's first token (None: no offer)
+        self._start = -1  # the prompt's length but its last token: a request's first round starts there
 
     @property
     def quoted(self) -> bool:
@@ -154,7 +155,7 @@ class AutoDrafter(Drafter):
     def prepare(self, prefix: list[int]) -> None:
         """Prefill the draft model now only if it could ever pay; else it catches up when first used."""
         self.policy.prefilled()
-        self._open = []
+        self._open, self._start = [], len(prefix)
         for source in self.sources:
             source.prepare(prefix)
         if self.example and self.vocabulary is not None:  # the schema's grammar foresees a reply of its shape
@@ -173,6 +174,8 @@ class AutoDrafter(Drafter):
         draws: np.ndarray | None,
         keep: Gate | None = None,
     ) -> Draft:
+        if len(history) == self._start:  # the first round: the prefill's row gives its token for free
+            return NO_DRAFT  # (a draft, checked by a pass of its own, could only lose: `loop._rounds`)
         self._weighed = self.policy.worth_looking()
         if not self._weighed:  # weighing drafts would cost more than drafts have earned
             return NO_DRAFT

@@ -66,12 +66,12 @@ def generate(
     start = time.perf_counter()
     prefilled, prefill_s = 0, 0.0
     try:
-        prefilled = target.sync(prompt[:-1])
         if drafter is not None and k > 0:
             drafter.prepare(prompt[:-1])
+        first, prefilled = target.start(prompt)
         prefill_s = time.perf_counter() - start
         stop_reason = yield from _rounds(
-            target, drafter if k > 0 else None, prompt[-1], config, room, tally, constraint
+            target, drafter if k > 0 else None, first, prompt[-1], config, room, tally, constraint
         )
     except KeyboardInterrupt:
         stop_reason = "interrupted"
@@ -83,30 +83,39 @@ def generate(
 def _rounds(
     target: Target,
     drafter: Drafter | None,
+    first: np.ndarray | None,
     last: int,
     config: GenerationConfig,
     k: int,
     tally: Tally,
     constraint: Constraint | None,
 ) -> Generator[Round, None, str]:
-    """The loop proper: yields Rounds; returns why it stopped ("eog", "length" or "context")."""
+    """The loop proper: yields Rounds; returns why it stopped ("eog", "length" or "context").
+    `first`: the logits row of `last`, which the prefill put in the cache with the rest of the
+    prompt: the first round checks its draft with that row and a pass over the draft alone, and
+    where it drafts nothing draws its token from the row with no pass (`auto` drafts nothing
+    there: a draft yields what the next round's would with the same pass once the first token is
+    known, and where that token is refused the pass is wasted; a fixed K drafts as it always does)."""
     params = config.sampling
     seed = params.seed if params.seed is not None else secrets.randbits(63)
     text = Utf8Stream()
     learnt_s = 0.0  # the drafter's learning from the round before, which this round's choice rests on
     while True:
         clock = RoundClock()
-        room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - len(target.tokens) - 1)
+        n_past = len(target.tokens) - (1 if first is not None else 0)  # the cache before `last`
+        room = min(k, config.max_tokens - tally.tokens - 1, target.n_ctx - n_past - 1)
         if room < 0:
             return "length" if tally.tokens >= config.max_tokens else "context"
         proposing = drafter is not None and room > 0
         draws = draft_uniforms(seed, tally.rounds, room) if proposing and not params.greedy else None
-        draft = (
-            drafter.propose(target.tokens, last, room, params, draws) if drafter is not None and proposing else NO_DRAFT
-        )
+        draft = NO_DRAFT
+        if drafter is not None and proposing:
+            draft = drafter.propose(
+                target.tokens if first is None else target.tokens[:n_past], last, room, params, draws
+            )
         clock.drafted()
-        n_past = len(target.tokens)
-        rows = target.forward([last, *draft.tokens], all_logits=True)
+        rows, passed = _rows(target, first, last, draft.tokens), first is None or bool(draft.tokens)
+        first = None
         clock.forwarded()
         constrained_at = time.perf_counter()
         verdict = _verify(rows, draft, params, lambda i: uniforms(seed, tally.tokens + i), constraint)
@@ -120,7 +129,7 @@ def _rounds(
         if drafter is not None:
             drafter.rollback(target.tokens)
         clock.verified()
-        if drafter is not None and proposing:
+        if drafter is not None and proposing and passed:
             looked_s = learnt_s + (0.0 if draft.source == Source.MODEL else clock.proposing_s)
             drafter.observe(draft, [*draft.tokens[: verdict.accepted], verdict.token], clock.round_s, looked_s)
             clock.observed()
@@ -140,6 +149,14 @@ def _rounds(
         if ended:
             return "eog"
         last = verdict.token
+
+
+def _rows(target: Target, first: np.ndarray | None, last: int, draft: list[int]) -> np.ndarray:
+    """The target's logits rows of `last` and the draft: a pass over both, or where the prefill
+    gave the row of `last` (`first`), that row and a pass over the draft alone (none without one)."""
+    if first is None:
+        return target.forward([last, *draft], all_logits=True)
+    return np.concatenate([first, target.forward(draft, all_logits=True)]) if draft else first
 
 
 def _verify(

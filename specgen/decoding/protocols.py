@@ -3,7 +3,8 @@ a draft model (`DraftModel`), beside `constraint.Constraint`, what they ask of a
 
 The decoding layer imports no model library; `specgen.llama.model.Model` is one that satisfies
 both. Each holds a KV cache that mirrors `tokens`: `forward` appends to it and returns logits
-rows, `truncate` rolls it back, `sync` makes it hold a given history (reusing what it shares).
+rows, `truncate` rolls it back, `sync` makes it hold a given history, reusing what it shares (the
+target's `start` also gives the logits row of the prompt's last token).
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ class Target(Protocol):
     def n_ctx(self) -> int:
         """The most tokens its context holds."""
 
-    def sync(self, tokens: list[int]) -> int:
-        """Make the cache hold exactly `tokens`; return how many were decoded for it."""
+    def start(self, prompt: list[int]) -> tuple[np.ndarray, int]:
+        """Make the cache hold exactly `prompt`, its last token decoded with the uncached ones
+        before it; return that token's logits row (the same row however much was cached) and
+        how many tokens were decoded."""
 
     def forward(self, tokens: list[int], all_logits: bool) -> np.ndarray:
         """Decode `tokens` after the cache; their logits rows (all, or only the last)."""

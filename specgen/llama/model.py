@@ -61,6 +61,7 @@ class SavedState:
     tokens: tuple[int, ...]
     data: object  # a ctypes byte array
     nbytes: int
+    kept: tuple[int, np.ndarray] | None = None  # `Model.start`'s last row and its position
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ class Model:
             self._stack.close()
             raise
         self.tokens: list[int] = []
+        self._kept: tuple[int, np.ndarray] | None = None  # the last prompt row `start` made, and its position
 
     def _load(self, lib: Any, options: LoadOptions) -> None:
         mparams = lib.llama_model_default_params()
@@ -257,6 +259,24 @@ class Model:
         self.prefill(tokens[common:])
         return len(tokens) - common
 
+    def start(self, prompt: list[int]) -> tuple[np.ndarray, int]:
+        """Make the KV cache hold exactly `prompt`, reusing what it shares, with its last token
+        decoded in the same batch as the others before it that are not cached (never alone after
+        a prefill: a pass of its own would cost a token's time): that token's logits row, and
+        how many tokens were decoded. Where the whole prompt is cached and its row was kept when
+        its last token entered the cache, that row is given back, so a prompt gives the same row
+        however much of it was cached."""
+        common = common_prefix(self.tokens, prompt)
+        position = len(prompt) - 1
+        if common == len(prompt) and self._kept is not None and self._kept[0] == position:
+            self.truncate(len(prompt))
+            return self._kept[1], 0
+        shared = min(common, position)
+        self.truncate(shared)
+        row = np.array(self.forward(prompt[shared:], all_logits=False)[-1:])
+        self._kept = (position, row)
+        return row, len(prompt) - shared
+
     def truncate(self, n_keep: int) -> None:
         """Drop every cached position from n_keep on (also any an interrupted decode left behind)."""
         if not self._lib.llama_memory_seq_rm(self._memory, 0, n_keep, -1):
@@ -264,6 +284,8 @@ class Model:
                 f"{self.path.name} cannot roll back its cache; speculative decoding needs a transformer model"
             )
         del self.tokens[n_keep:]
+        if self._kept is not None and self._kept[0] >= n_keep:
+            self._kept = None
 
     # -- saved states -----------------------------------------------------------------------
 
@@ -272,7 +294,7 @@ class Model:
         size = self._lib.llama_state_seq_get_size(self._ctx, 0)
         data = (ctypes.c_ubyte * size)()
         written = self._lib.llama_state_seq_get_data(self._ctx, data, size, 0)
-        return SavedState(tuple(self.tokens), data, written)
+        return SavedState(tuple(self.tokens), data, written, self._kept)
 
     def load_state(self, saved: SavedState) -> None:
         """Make the KV cache hold what `save_state` copied."""
@@ -280,6 +302,7 @@ class Model:
         if saved.nbytes and not self._lib.llama_state_seq_set_data(self._ctx, saved.data, saved.nbytes, 0):
             raise SpecgenError(f"llama.cpp could not restore a saved cache of {self.path.name}")
         self.tokens[:] = saved.tokens
+        self._kept = saved.kept
 
     def _check_room(self, count: int) -> None:
         if len(self.tokens) + count > self.n_ctx:

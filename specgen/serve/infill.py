@@ -182,7 +182,7 @@ def timings(outcome: Outcome) -> dict:
     prefill's milliseconds, then the reply's tokens and milliseconds (the time to the first token
     is specgen's `first_token_s`)."""
     s = outcome.summary
-    cache_n = max(s.prompt_tokens - 1 - outcome.prefill.decoded, 0)
+    cache_n = max(s.prompt_tokens - outcome.prefill.decoded, 0)
     prompt_n, prompt_ms, predicted_ms = s.prompt_tokens - cache_n, outcome.prefill.seconds * 1000, s.decode_s * 1000
     out = {
         "cache_n": cache_n,

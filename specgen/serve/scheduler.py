@@ -302,19 +302,23 @@ class Scheduler:
             return Failed(ApiError(500, message, kind="server_error"))
 
     def _prefill(self, job: Job, tokens: list[int]) -> Prefill | None:
-        """Fill both caches with the prompt (all but its last token) a chunk at a time, so that a
-        client gone during a long prefill is noticed within a chunk (then None)."""
+        """Fill both caches with the prompt a chunk at a time, so that a client gone during a long
+        prefill is noticed within a chunk (then None): the draft model's with all but the last
+        token (where the drafters start), the target's with all but the last chunk, which the loop
+        decodes with the last token in one batch (its row gives the first token); the tokens and
+        seconds counted here are this part's."""
         start = time.perf_counter()
         own = min(self.states.take_up(tokens, job.user), len(tokens) - 1)
         start += self.states.saving_s  # keeping the last user's caches is not this request's prefill
         models = [self.target] + ([self.draft_model] if self.draft_model is not None else [])
         reused = common_prefix(self.target.tokens, tokens[:-1])
-        for end in [*range(reused + PREFILL_CHUNK, len(tokens) - 1, PREFILL_CHUNK), len(tokens) - 1]:
+        ends = [*range(reused + PREFILL_CHUNK, len(tokens) - 1, PREFILL_CHUNK)]
+        for end in [*ends, len(tokens) - 1]:
             if job.cancelled.is_set():
                 return None
-            for model in models:
+            for model in models if end in ends else models[1:]:
                 model.sync(tokens[:end])
-        return Prefill(own, len(tokens) - 1 - reused, time.perf_counter() - start)
+        return Prefill(own, (ends[-1] if ends else reused) - reused, time.perf_counter() - start)
 
     def request_for(self, request: GenRequest, user: User, encoded: Encoded) -> Request:
         """What the engine is asked for one request: its prompt and settings, the grammar its reply
@@ -385,6 +389,9 @@ class Scheduler:
                 job.send(Delta(text, logprobs))
 
         whole, summary = generation.consume(on_round, lambda: pipe.stopped or job.cancelled.is_set())
+        prefill = replace(  # with the loop's part: the last chunk and the last token
+            prefill, decoded=prefill.decoded + summary.prefilled_tokens, seconds=prefill.seconds + summary.prefill_s
+        )
         tail, logprobs, calls = pipe.finish()
         if tail or logprobs:
             job.send(Delta(tail, logprobs))

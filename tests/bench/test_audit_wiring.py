@@ -72,6 +72,9 @@ class _EndsAtANearTie:
     def sync(self, tokens):
         pass
 
+    def start(self, prompt):
+        return self.forward(prompt, all_logits=False), len(prompt)
+
     def forward(self, tokens, all_logits):
         return np.array([[0.0, 5.0, 4.98, 1.0]] * (len(tokens) if all_logits else 1), dtype=np.float32)
 

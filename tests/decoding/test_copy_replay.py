@@ -95,11 +95,12 @@ def test_regression_guard_the_record_pattern_cuts_the_time_of_recorded_reformats
 
 
 def test_hindsight_of_a_reprinted_text_is_the_flat_curves_ceiling():
-    """The output reprints 128 characters of the prompt, one token a character, and every pass
-    costs the same up to 64 tokens: the best a drafter can do is two passes of 63 copied tokens
-    and the target's own, so 128 one-token passes against 2, 64x; no copy can beat the ceiling."""
+    """The output reprints 129 characters of the prompt, one token a character, and every pass
+    costs the same up to 64 tokens: the prefill gives the first, and the best a drafter can do
+    for the other 128 is two passes of 63 copied tokens and the target's own, so 128 one-token
+    passes against 2, 64x; no copy can beat the ceiling."""
     rng = random.Random(7)
-    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(138))
+    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(139))
     prompt, output = [ord(c) for c in text + "\n" + text[:10]], [ord(c) for c in text[10:]]
     characters = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
     flat = {1: 1.0, 64: 1.0}
@@ -135,13 +136,17 @@ def test_hindsight_bounds_auto_on_recorded_outputs():
 
 def brute_force_seconds(costs: StepCosts, n: int, offers: dict[int, list[tuple[int, int]]]) -> float:
     """The fewest seconds over every sequence of passes, each drafting 0..(its offer) tokens,
-    priced one by one (steady cost, plus the switch where the size differs from the last)."""
+    priced one by one (steady cost, plus the switch where the size differs from the last). The
+    prefill gives the first token: no pass and no draft there."""
     best = math.inf
 
     def walk(at: int, last: int, seconds: float) -> None:
         nonlocal best
         if at >= n:
             best = min(best, seconds)
+            return
+        if at == 0:
+            walk(1, last, seconds)
             return
         for offered, kept in [*offers.get(at, []), (0, 0)]:
             for k in range(offered + 1):

@@ -87,20 +87,25 @@ def test_held_passes_that_keep_nothing_stop_within_the_hold_s_share_of_the_reply
 
 
 def test_a_held_pass_with_nothing_offered_drafts_the_token_before_as_a_filler():
+    """From the second round on: the first round's token comes from the prefill's row, where a
+    draft could only lose, so auto drafts nothing there, not even a held pass's filler."""
     drafter = AutoDrafter(None, HoldsEveryRound(GRAPHS, 8, timed=False), sources=[])
     drafter.prepare([1, 2, 3])
-    draft = drafter.propose([1, 2, 3], 7, 64, SamplingParams(), None)
+    assert drafter.propose([1, 2, 3], 4, 64, SamplingParams(), None).tokens == []
+    draft = drafter.propose([1, 2, 3, 4], 7, 64, SamplingParams(), None)
     assert draft.tokens == [7] and draft.source == Source.FILLER
 
 
 def test_auto_tells_its_policy_whether_each_round_s_offer_kept_its_first_token():
-    """A prediction offers 5 6 7 8 after the prompt, and the new reply's budget bears no draft:
-    the target emits 5 (the offer's first token), then 9 where 6 was offered. The rate is
+    """A prediction 5 6 7 8 of the reply to the prompt 1 2 3 4, and the new reply's budget bears
+    no draft: the prefill's row gives 5 (the first round, where auto weighs nothing), then the
+    target emits 6 (the offer's first token), then 9 where 7 was offered. The rate is
     0.94 / (0.94 + 1 + 2), though nothing was drafted."""
     policy = Policy(GRAPHS, 8, timed=False)
     drafter = AutoDrafter(None, policy, prediction=Prediction([5, 6, 7, 8]))
     drafter.prepare([1, 2, 3])
-    for history, last, emitted in (([1, 2, 3], 4, 5), ([1, 2, 3, 4], 5, 9)):
+    assert drafter.propose([1, 2, 3], 4, 64, SamplingParams(), None).tokens == []  # the loop observes no such round
+    for history, last, emitted in (([1, 2, 3, 4], 5, 6), ([1, 2, 3, 4, 5], 6, 9)):
         draft = drafter.propose(history, last, 64, SamplingParams(), None)
         assert draft.tokens == []
         drafter.observe(draft, [emitted], 0.0)

@@ -142,7 +142,9 @@ def test_auto_drafting_from_a_prediction_samples_the_target_distribution(target_
     make = Counting(lambda: Recorded(sampled[2]))
     ok, pvalues = same_distribution(target_model, sampled, make, 4)
     assert ok, pvalues
-    assert sum(d.drafted > 0 for d in make.made) > N // 2, "the prediction should have been drafted from"
+    # auto drafts from the second token on (the prefill's row gives the first), so from the
+    # prediction only where the sampled first token is the prediction's
+    assert sum(d.drafted > 0 for d in make.made) > N // 5, "the prediction should have been drafted from"
 
 
 class Fixed(PredictionDrafter):

@@ -27,7 +27,7 @@ from specgen.decoding.sampling import SamplingParams
 
 CHEAP = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.2, 64: 1.5}, {})  # copies pay at any length
 N = 1200
-DEPTH = 3
+DEPTH = 4
 ALPHA = 0.001
 TOP_K = SamplingParams(temperature=1.0, top_k=8)
 
@@ -119,7 +119,8 @@ def setting(target_model):
     """The prompt, target-alone samples, and a vocabulary whose tokens for the escaped prompt are
     the prompt's, then earlier samples after it: the quoted source matches the whole prompt, longer
     than any match inside the prompt itself, so its copies are the ones offered, and often kept;
-    and the first tokens of those earlier samples."""
+    and the second tokens of those earlier samples (the first copy comes after the first token,
+    which the prefill's row gives)."""
     prompt = target_model.tokenize(PROMPT, add_special=True, parse_special=False)
     baseline = samples(target_model, lambda: None, prompt, 0, range(10**6, 10**6 + N))
     before = samples(target_model, lambda: None, prompt, 0, range(10**7, 10**7 + 5))
@@ -128,11 +129,11 @@ def setting(target_model):
         b"".join(map(target_model.piece, prompt[:-1])).decode()
     )  # the loop prepares all but the last
     vocabulary = Vocabulary(target_model.piece, lambda text: earlier if text == escaped else [])
-    return prompt, baseline, vocabulary, {sample[0] for sample in before}
+    return prompt, baseline, vocabulary, {sample[1] for sample in before}
 
 
 class Quoting(AutoDrafter):
-    """Auto with the quoted source, keeping the first round's copy (None: it copied nothing)."""
+    """Auto with the quoted source, keeping its first copy (None: it copied nothing)."""
 
     def __init__(self, vocabulary):
         # the record pattern is tested elsewhere; here only copies
@@ -153,7 +154,7 @@ class Peeking(PeeksAtTheAcceptTest, Quoting):
 
 @pytest.mark.parametrize("peeking", [False, True], ids=["quoted copies", "peeking"])
 def test_quoted_copies_sample_the_target_distribution_and_a_peeking_copier_fails(target_model, setting, peeking):
-    prompt, baseline, vocabulary, firsts = setting
+    prompt, baseline, vocabulary, seconds = setting
     made = []
 
     def make():
@@ -162,5 +163,5 @@ def test_quoted_copies_sample_the_target_distribution_and_a_peeking_copier_fails
 
     pvalues = position_pvalues(samples(target_model, make, prompt, 4, range(N)), baseline)
     assert (min(pvalues) > ALPHA / len(pvalues)) != peeking, pvalues
-    if not peeking:  # the first round copied an earlier sample after the prompt: only the quoted source holds one
-        assert sum(d.first is not None and d.first[0] in firsts for d in made) > N // 2, Counter(d.first for d in made)
+    if not peeking:  # the first copy went on with an earlier sample after the prompt: only the quoted source holds one
+        assert sum(d.first is not None and d.first[0] in seconds for d in made) > N // 2, Counter(d.first for d in made)

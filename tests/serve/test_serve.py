@@ -150,7 +150,7 @@ def test_the_next_chat_turn_reuses_the_kv_cache(server, target_model, draft_mode
     second = api.chat.completions.create(model="tiny-target", messages=messages, max_tokens=12)
     history = first.usage.prompt_tokens + first.usage.completion_tokens
     assert second.usage.prompt_tokens_details.cached_tokens >= history - 1
-    assert second.model_dump()["specgen"]["prefilled_tokens"] < second.usage.prompt_tokens - history + 1
+    assert second.model_dump()["specgen"]["prefilled_tokens"] <= second.usage.prompt_tokens - history + 1
 
     conversation = Conversation(target_model, "be brief")  # what `specgen chat` sends for the same turns
     turn = conversation.prompt("def add", 0)
