@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from scripted import WritesBack
 
 from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.lookup import PromptLookupDrafter
@@ -184,3 +185,29 @@ def test_interrupt_yields_a_summary(target_model, draft_model):
     assert isinstance(next(events), Round)
     summary = events.throw(KeyboardInterrupt())
     assert isinstance(summary, Summary) and summary.stop_reason == "interrupted" and summary.tokens > 0
+
+
+def test_the_prompts_last_token_is_prefilled_with_the_rest_and_gives_the_first_token():
+    """Plain decoding of n tokens makes n - 1 passes after the prefill (the first token comes from
+    the prefill's row); the prompt is decoded whole, its last token included."""
+    prompt, output = [1, 2, 3, 4], [5, 6, 7, 8, 9, 10]
+    target = WritesBack(prompt, output)
+    *rounds, summary = generate(target, None, prompt, GenerationConfig(max_tokens=len(output)))
+    assert [t for r in rounds for t in r.tokens] == output
+    assert target.passes == len(output) - 1 and summary.prefilled_tokens == len(prompt)
+
+
+def test_a_prompt_met_again_whole_gives_the_row_it_gave_first(target_model):
+    """The row of the prompt's last token comes from its prefill's batch; met again with the whole
+    prompt cached, the same row comes back (not one decoded alone, which rounds differently), and
+    nothing is decoded; once the cache loses that token it is decoded again."""
+    prompt = target_model.tokenize("def fibonacci(n):", add_special=True, parse_special=False)
+    target_model.truncate(0)
+    row, decoded = target_model.start(prompt)
+    assert decoded == len(prompt) and row.shape == (1, target_model.n_vocab)
+    first = row.copy()
+    target_model.forward([int(np.argmax(row))], all_logits=False)  # the reply goes on
+    again, decoded = target_model.start(prompt)
+    assert decoded == 0 and np.array_equal(again, first) and target_model.tokens == prompt
+    target_model.truncate(len(prompt) - 1)
+    assert target_model.start(prompt)[1] == 1
