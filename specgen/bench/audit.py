@@ -31,7 +31,7 @@ import numpy as np
 from specgen.bench.plan import NOTHING_ASKED, Asked, Config, Plan, Rounds, RunRecord, generation
 from specgen.bench.stats import BASELINE
 from specgen.decoding.drafters.base import Drafter
-from specgen.decoding.loop import GenerationConfig
+from specgen.decoding.loop import GenerationConfig, round_rows
 from specgen.llama.grammar import Grammar
 from specgen.llama.model import Model
 from specgen.llama.vocabmap import DraftVocabulary
@@ -348,11 +348,7 @@ def replayed_logits(
     first: np.ndarray | None = target.start(prompt)[0]
     last, start = prompt[-1], 0
     for drafted, kept in rounds:
-        if first is None:
-            rows = target.forward([last, *drafted], all_logits=True)
-        else:
-            rows = np.concatenate([first, target.forward(list(drafted), all_logits=True)]) if drafted else first
-            first = None
+        rows, first = round_rows(target, first, last, list(drafted)), None
         if start <= position <= start + kept:
             return rows[position - start].copy()
         target.truncate(len(target.tokens) - len(drafted) + kept)

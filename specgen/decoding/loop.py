@@ -114,7 +114,7 @@ def _rounds(
                 target.tokens if first is None else target.tokens[:n_past], last, room, params, draws
             )
         clock.drafted()
-        rows, passed = _rows(target, first, last, draft.tokens), first is None or bool(draft.tokens)
+        rows, passed = round_rows(target, first, last, draft.tokens), first is None or bool(draft.tokens)
         first = None
         clock.forwarded()
         constrained_at = time.perf_counter()
@@ -151,7 +151,7 @@ def _rounds(
         last = verdict.token
 
 
-def _rows(target: Target, first: np.ndarray | None, last: int, draft: list[int]) -> np.ndarray:
+def round_rows(target: Target, first: np.ndarray | None, last: int, draft: list[int]) -> np.ndarray:
     """The target's logits rows of `last` and the draft: a pass over both, or where the prefill
     gave the row of `last` (`first`), that row and a pass over the draft alone (none without one)."""
     if first is None:
