@@ -31,7 +31,7 @@ from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import LOOKUP_MAX
 from specgen.errors import UsageError
-from specgen.llama.calibrate import calibrate
+from specgen.llama.calibrate import measured_costs
 from specgen.llama.grammar import GrammarError, schema_example, schema_grammar
 from specgen.llama.model import Model
 from specgen.llama.pair import encode_messages, encode_prompt, encode_tool_chat
@@ -166,11 +166,12 @@ def benchmark(
 
 def isolated_costs(target: Model, draft: Model | DraftVocabulary | None) -> StepCosts:
     """Time passes of both models outside the loop, from empty caches, after the runs have warmed
-    them up (the first passes after loading fault the weights in and would inflate the unit)."""
+    them up (the first passes after loading fault the weights in and would inflate the unit);
+    kept as this machine's cached costs, which later runs decide from (`measured_costs`)."""
     target.truncate(0)
     if draft is not None:
         draft.truncate(0)
-    return calibrate(target, draft)
+    return measured_costs(target, draft)
 
 
 def sampled_audit(

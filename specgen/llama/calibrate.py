@@ -4,9 +4,11 @@
 verified in one batch), keeping the curve as measured; `cached_costs` keeps the result per
 machine, model files, threads and llama.cpp build in specgen's cache folder, so only the first
 run pays, until a reply shows the cached costs were measured on a busy machine
-(`forget_costs`). Neither ever raises: what does not fit in the context is left out, and with no room
-at all a fixed profile stands in. The auto policy starts from these numbers and `specgen bench` predicts
-speedups from them.
+(`forget_costs`), or `specgen bench` measures them again (`measured_costs`): the key names the
+host and its CPU, and a VM that moved to another host of the same name and CPU model would
+otherwise keep deciding from the old host's curve. None ever raises: what does not fit in the
+context is left out, and with no room at all a fixed profile stands in. The auto policy starts
+from these numbers and `specgen bench` predicts speedups from them.
 """
 
 from __future__ import annotations
@@ -153,10 +155,23 @@ def cached_costs(target: Model, draft: Model | DraftVocabulary | None, seeded: b
     if seeded and not _writable(path):
         return _default(draft)
     costs, complete = _measure(target, draft)
-    stored = complete and write_atomically(
-        path, json.dumps({"verify": costs.verify, "draft": costs.draft, "switch": costs.switch})
-    )
+    stored = complete and _store(path, costs)
     return costs if stored or not seeded else _default(draft)
+
+
+def measured_costs(target: Model, draft: Model | DraftVocabulary | None) -> StepCosts:
+    """`calibrate`'s result now, kept as the cached costs of these models where every size was
+    measured: the latest measurement of this machine replaces an earlier one, so the runs after
+    a `specgen bench` decide from the curve it reports."""
+    costs, complete = _measure(target, draft)
+    if complete:
+        _store(_path(target, draft), costs)
+    return costs
+
+
+def _store(path: Path, costs: StepCosts) -> bool:
+    """Write `costs` where `cached_costs` reads them; whether that worked."""
+    return write_atomically(path, json.dumps({"verify": costs.verify, "draft": costs.draft, "switch": costs.switch}))
 
 
 def forget_costs(target: Model, draft: Model | DraftVocabulary | None) -> bool:

@@ -25,7 +25,7 @@ from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import Acceptance, Choice, Outcome, Policy, expected_tokens
 from specgen.engine.drafting import drafter_for
 from specgen.engine.generation import recheck_costs
-from specgen.llama.calibrate import cached_costs, calibrate, time_passes
+from specgen.llama.calibrate import cached_costs, calibrate, measured_costs, time_passes
 
 FLAT = StepCosts({1: 1.0, 2: 1.02, 4: 1.05, 8: 1.1, 16: 1.6}, {1: 0.15, 16: 0.5})
 STEEP = StepCosts({1: 1.0, 2: 2.0, 4: 4.0, 8: 8.0, 16: 16.0}, {1: 0.6, 16: 6.0})
@@ -260,6 +260,18 @@ def test_cached_step_costs_hold_only_for_the_cpu_that_measured_them(target_model
     for other in [("Old Xeon", frozenset({"avx2"})), ("New EPYC", frozenset({"avx2", "amx_tile"}))]:
         monkeypatch.setattr(calibrate_module, "cpu_info", lambda cpu=other: cpu)
         assert cached_costs(target_model, draft_model).verify[1] < 10.0, other
+
+
+def test_a_measurement_made_now_replaces_the_cached_costs(target_model, draft_model, monkeypatch, tmp_path):
+    """`measured_costs` (what `specgen bench` reports) times the models now and leaves that for
+    `cached_costs`, where costs cached before it (planted: a pass of two minutes) stood."""
+    monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
+    cached_costs(target_model, draft_model)
+    [stored] = (tmp_path / "step-costs").glob("*.json")
+    stored.write_text(json.dumps({"verify": {"1": 123.0}, "draft": {"1": 123.0}, "switch": 0.0}))
+    fresh = measured_costs(target_model, draft_model)
+    assert fresh.verify[1] < 10.0 and set(fresh.verify) >= {1, 2, 4, 8, 16}
+    assert cached_costs(target_model, draft_model) == fresh
 
 
 def plain_rounds(policy: Policy, share: float, rounds: int) -> None:
