@@ -11,7 +11,13 @@ summaries, RAG, revisions, JSON, by the recorded kind's name) or other, and j; c
 the prediction, each with its mean prediction, the share kept and the count. A calibrated
 estimate reads the same in both.
 
+With `--confidences FILE` (benchmarks/scripts/target_confidences.py's) each group is split by how
+sure the target was of the token written just before the offer: "sure" where its probability was
+at least `--sure` (0.99), else "unsure". Evidence that tells offers that hold from offers that
+break apart shows as different shares kept at the same prediction.
+
     python benchmarks/scripts/reach_calibration.py OUTPUTS.json ... [--curve NAME] [--vocab MODEL.gguf]
+        [--confidences FILE [--sure P]]
 """
 
 from __future__ import annotations
@@ -78,9 +84,15 @@ class Recording(Policy):
 
 def recordings(files: list[Path]) -> Iterator[tuple[str, dict, str]]:
     """Each recorded output of `files`: its name, its record, and its group (grounded or other)."""
+    for _, name, record, group in sourced_recordings(files):
+        yield name, record, group
+
+
+def sourced_recordings(files: list[Path]) -> Iterator[tuple[Path, str, dict, str]]:
+    """`recordings`, each with the file it is in."""
     for path in files:
         for name, record in json.loads(path.read_text())["outputs"].items():
-            yield name, record, "grounded" if any(word in record["kind"] for word in GROUNDED) else "other"
+            yield path, name, record, "grounded" if any(word in record["kind"] for word in GROUNDED) else "other"
 
 
 def replayed(
@@ -94,10 +106,15 @@ def replayed(
     )
 
 
-def tally(files: list[Path], curve: str, vocabulary) -> dict[tuple[str, int, int], list[float]]:
-    """(group, j, bin) -> [sum of predictions, number kept, count], over every priced offer."""
+def tally(
+    files: list[Path], curve: str, vocabulary, confidences: dict | None = None, sure: float = 0.99
+) -> dict[tuple[str, int, int], list[float]]:
+    """(group, j, bin) -> [sum of predictions, number kept, count], over every priced offer; with
+    `confidences` (target_confidences.py's), each group split by the target's probability of the
+    token written before the offer (", sure" at least `sure`, ", unsure" below)."""
     cells: dict[tuple[str, int, int], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
-    for name, record, group in recordings(files):
+    for path, name, record, group in sourced_recordings(files):
+        sureness = None if confidences is None else [top for top, _ in confidences[str(path)][name]]
         policies: list[Recording] = []
 
         def made(costs: StepCosts, policies: list[Recording] = policies) -> Recording:
@@ -108,9 +125,10 @@ def tally(files: list[Path], curve: str, vocabulary) -> dict[tuple[str, int, int
         for position, offer, reach in policies[0].priced:
             rest = result.emitted[position:]
             kept = common_prefix(offer, rest)
+            split = group if sureness is None else f"{group}, {'sure' if sureness[position - 1] >= sure else 'unsure'}"
             for j in JS:
                 if j <= len(reach) and j <= len(rest):
-                    cell = cells[(group, j, min(int(reach[j - 1] * BINS), BINS - 1))]
+                    cell = cells[(split, j, min(int(reach[j - 1] * BINS), BINS - 1))]
                     cell[0] += reach[j - 1]
                     cell[1] += kept >= j
                     cell[2] += 1
@@ -122,11 +140,15 @@ def main() -> None:
     parser.add_argument("outputs", nargs="+", type=Path)
     parser.add_argument("--curve", default="epyc-2611")
     parser.add_argument("--vocab", type=Path, default=None, help="the recorded tokens' GGUF (record patterns)")
+    parser.add_argument("--confidences", type=Path, default=None, help="target_confidences.py's file: split by it")
+    parser.add_argument("--sure", type=float, default=0.99, help="the probability from which the target is sure")
     args = parser.parse_args()
     vocabulary = qwen_vocabulary(args.vocab) if args.vocab else None
-    cells = tally(args.outputs, args.curve, vocabulary)
+    confidences = json.loads(args.confidences.read_text()) if args.confidences else None
+    cells = tally(args.outputs, args.curve, vocabulary, confidences, args.sure)
     print(f"predicted P(kept >= j) / share kept (offers), by bin of the prediction; curve {args.curve}")
-    for group in ("grounded", "other"):
+    splits = ("",) if confidences is None else (", sure", ", unsure")
+    for group in (f"{kind}{split}" for kind in ("grounded", "other") for split in splits):
         print(f"{group}:")
         for j in JS:
             columns = []

@@ -38,6 +38,7 @@ COVERED = {
     "record_outputs.py": "test_record_outputs_records_the_target_alones_reply",
     "replay_curves.py": "test_replay_curves_means_and_added_delays",
     "specbench_prompts.py": "test_specbench_prompts_draws_disjoint_splits",
+    "target_confidences.py": "test_target_confidences_reads_the_greedy_tokens_as_the_rows_most_likely",
     "llama-cpp/compare.py": "test_compare_reads_llama_cpp_lines_as_recorded",
     "llama-cpp/template_prompts.py": "test_template_prompts_writes_the_chat_template",
     "llama-cpp/draft_free.sh": "test_draft_free_takes_the_end_of_generation_token_off_a_reply_that_ended",
@@ -145,6 +146,33 @@ def test_reach_calibration_counts_each_offer_at_every_length_it_reaches():
         assert offers == sorted(offers, reverse=True)
         rounding = [0.005 * n for n in offers]  # shares print to two decimals
         assert all(kept[i + 1] <= kept[i] + rounding[i] + rounding[i + 1] for i in range(len(kept) - 1))
+
+
+def test_reach_calibration_splits_each_group_by_the_targets_confidence(tmp_path):
+    """Split by a confidence file (two positions in three unsure), the two halves of each group add
+    up to the group's offers at every length and bin, and both halves hold offers."""
+    recorded = json.loads(RECORDED.read_text())["outputs"]
+    unsure = {name: [[0.5 if i % 3 else 1.0, 0.5] for i in range(len(r["output"]))] for name, r in recorded.items()}
+    confidences = {str(RECORDED): unsure}
+    (tmp_path / "conf.json").write_text(json.dumps(confidences))
+    whole = ran(script("reach_calibration.py", str(RECORDED)))
+    split = ran(script("reach_calibration.py", str(RECORDED), "--confidences", str(tmp_path / "conf.json")))
+
+    def counts(out: str) -> dict[tuple[str, str], list[int]]:
+        found = {}
+        for block in re.split(r"\n(?=\S[^\n]*:\n)", out)[1:]:  # a group's name line, then its rows
+            group, body = block.split(":\n", 1)
+            for row in body.splitlines():
+                j = re.match(r" +j= *(\d+)", row)
+                if j:
+                    found[(group, j.group(1))] = [int(n) for n in re.findall(r"\( *(\d+)\)", row)]
+        return found
+
+    halves, groups = counts(split), counts(whole)
+    assert {group for group, _ in halves} == {"grounded, sure", "grounded, unsure", "other, sure", "other, unsure"}
+    for (group, j), offers in groups.items():
+        assert sum(offers) == sum(halves[(f"{group}, sure", j)]) + sum(halves[(f"{group}, unsure", j)])
+    assert sum(halves[("grounded, unsure", "1")]) > 0 and sum(halves[("grounded, sure", "1")]) > 0
 
 
 def test_kind_calibrated_replays_both_ways_within_the_hindsight_bound(tmp_path):
@@ -333,6 +361,23 @@ def test_record_outputs_records_the_target_alones_reply(tiny_models, tmp_path):
     )
     assert plain.returncode == 0, plain.stderr
     assert record["text"] == plain.stdout.rstrip("\n")
+
+
+def test_target_confidences_reads_the_greedy_tokens_as_the_rows_most_likely(tiny_models, tmp_path):
+    """On the tiny target's own greedy reply, the row at each position gives the recorded token
+    the largest probability (nearly everywhere: batched and one-token kernels may part at a
+    near-tie), which an alignment off by one position would not."""
+    prompts = tmp_path / "kind.txt"
+    prompts.write_text("the def return\n")
+    outputs = tmp_path / "outputs.json"
+    ran(script("record_outputs.py", str(tiny_models["target"]), str(outputs), str(prompts), "-n", "24"))
+    out = tmp_path / "conf.json"
+    ran(script("target_confidences.py", str(tiny_models["target"]), str(outputs), "--out", str(out)))
+    output = json.loads(outputs.read_text())["outputs"]["kind:1"]["output"]
+    found = json.loads(out.read_text())[str(outputs)]["kind:1"]
+    assert len(found) == len(output) > 4
+    assert all(0.0 < own <= top <= 1.0 for top, own in found)
+    assert sum(abs(top - own) < 1e-3 for top, own in found) >= 0.9 * len(found)
 
 
 def test_copy_ceiling_prices_a_tiny_models_schema_reply(tiny_models, tmp_path):
