@@ -143,8 +143,14 @@ def main() -> None:
     parser.add_argument("--confidences", type=Path, default=None, help="target_confidences.py's file: split by it")
     parser.add_argument("--sure", type=float, default=0.99, help="the probability from which the target is sure")
     args = parser.parse_args()
+    for path in [*args.outputs, *(p for p in (args.vocab, args.confidences) if p is not None)]:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
     vocabulary = qwen_vocabulary(args.vocab) if args.vocab else None
     confidences = json.loads(args.confidences.read_text()) if args.confidences else None
+    missing = [str(path) for path in args.outputs if confidences is not None and str(path) not in confidences]
+    if missing:
+        parser.error(f"{args.confidences} has no confidences of {missing[0]}: run target_confidences.py on it")
     cells = tally(args.outputs, args.curve, vocabulary, confidences, args.sure)
     print(f"predicted P(kept >= j) / share kept (offers), by bin of the prediction; curve {args.curve}")
     splits = ("",) if confidences is None else (", sure", ", unsure")

@@ -51,6 +51,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
+    for path in [args.target, *args.outputs]:
+        if not path.is_file():
+            parser.error(f"no such file: {path}")
     found: dict[str, dict[str, list[list[float]]]] = {}
     with Model(args.target, LoadOptions(n_ctx=4096, n_threads=args.threads)) as target:
         for path in args.outputs:

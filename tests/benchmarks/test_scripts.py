@@ -175,6 +175,20 @@ def test_reach_calibration_splits_each_group_by_the_targets_confidence(tmp_path)
     assert sum(halves[("grounded, unsure", "1")]) > 0 and sum(halves[("grounded, sure", "1")]) > 0
 
 
+def test_confidence_scripts_refuse_a_missing_file_or_recording_in_one_line(tmp_path):
+    """A file that is not there, or a confidence file without the recording asked about: exit 2
+    with argparse's one line, not a traceback."""
+    (tmp_path / "conf.json").write_text(json.dumps({"other.json": {}}))
+    for result in (
+        script("target_confidences.py", str(tmp_path / "none.gguf"), str(RECORDED), "--out", str(tmp_path / "o")),
+        script("reach_calibration.py", str(tmp_path / "none.json")),
+        script("reach_calibration.py", str(RECORDED), "--confidences", str(tmp_path / "conf.json")),
+    ):
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.endswith(("none.gguf", "none.json", "run target_confidences.py on it")), last
+
+
 def test_kind_calibrated_replays_both_ways_within_the_hindsight_bound(tmp_path):
     """From reach_calibration.py's table of the recorded outputs, both kinds replay as auto and
     with estimates calibrated by kind; neither beats the hindsight drafting of both runs' offers."""
