@@ -19,21 +19,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from specgen.decoding.sampling import token_logprobs
 from specgen.llama.model import LoadOptions, Model
 
 
 def probabilities(rows: np.ndarray, tokens: list[int]) -> list[list[float]]:
-    """For each row: its largest probability and that of the token at its place in `tokens`."""
-    shifted = rows - rows.max(axis=1, keepdims=True)
-    chances = np.exp(shifted)
-    chances /= chances.sum(axis=1, keepdims=True)
-    own = chances[np.arange(len(tokens)), tokens]
-    return [[round(float(top), 4), round(float(mine), 4)] for top, mine in zip(chances.max(axis=1), own, strict=True)]
+    """For each row: its largest probability and that of the token at its place in `tokens`
+    (the log-softmax the loop reports as logprobs, `sampling.token_logprobs`)."""
+    return [
+        [round(math.exp(found.top[0][1]), 4), round(math.exp(found.logprob), 4)]
+        for found in token_logprobs(rows, tokens, 1)
+    ]
 
 
 def confidences(target: Model, record: dict) -> list[list[float]]:
