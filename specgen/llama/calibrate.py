@@ -154,8 +154,7 @@ def cached_costs(target: Model, draft: Model | DraftVocabulary | None, seeded: b
         pass
     if seeded and not _writable(path):
         return _default(draft)
-    costs, complete = _measure(target, draft)
-    stored = complete and _store(path, costs)
+    costs, stored = _measured(target, draft)
     return costs if stored or not seeded else _default(draft)
 
 
@@ -163,15 +162,15 @@ def measured_costs(target: Model, draft: Model | DraftVocabulary | None) -> Step
     """`calibrate`'s result now, kept as the cached costs of these models where every size was
     measured: the latest measurement of this machine replaces an earlier one, so the runs after
     a `specgen bench` decide from the curve it reports."""
+    return _measured(target, draft)[0]
+
+
+def _measured(target: Model, draft: Model | DraftVocabulary | None) -> tuple[StepCosts, bool]:
+    """The costs measured now, and whether they were written where `cached_costs` reads them
+    (only where every size was measured)."""
     costs, complete = _measure(target, draft)
-    if complete:
-        _store(_path(target, draft), costs)
-    return costs
-
-
-def _store(path: Path, costs: StepCosts) -> bool:
-    """Write `costs` where `cached_costs` reads them; whether that worked."""
-    return write_atomically(path, json.dumps({"verify": costs.verify, "draft": costs.draft, "switch": costs.switch}))
+    data = {"verify": costs.verify, "draft": costs.draft, "switch": costs.switch}
+    return costs, complete and write_atomically(_path(target, draft), json.dumps(data))
 
 
 def forget_costs(target: Model, draft: Model | DraftVocabulary | None) -> bool:
