@@ -12,8 +12,10 @@
 #   the lengths 2-16 on the first prompt, and the best on all; `specgen bench` -k 2,4,8,auto (its
 #   `target` row is -k 0) with S, with llama-server -md S (at that best length) as an --endpoint
 #   row, and with N; and summary.py's table of it all.
-# Writes $OUT: log.txt, llama-bench.json, texts.json, spec-simple/, bench-S.json, bench-N.json,
-# summary.txt, and libs.tar.xz (the built binaries: a rerun on a fresh machine carries it in .libs/).
+# Writes $OUT: log.txt, llama-bench.json, texts.json, bench-S.json, bench-N.json, summary.txt,
+# spec-simple.tar.gz (spec-simple/ and spec-simple.txt, packed after the summary read them: the
+# device tool sends back 8 files at most), and libs.tar.xz (the built binaries: a rerun on a fresh
+# machine carries it in .libs/).
 # LIMIT: seconds for the whole script; a step that would run past it is skipped with a line saying so.
 # DRY=1 is the dry run on a CPU (benchmarks/README.md): tiny shapes, this machine's Python (PY), llama.cpp's
 # tools from BIN (default: the first ~/.cache/specgen-anchors/*/build/bin), the skeleton SKEL
@@ -178,4 +180,6 @@ bench N --target "$T" --draft "$N"
 
 log "summary"
 "$PY" $D/summary.py "$O" | tee "$O/summary.txt"
+packed=$(cd "$O" && ls -d spec-simple spec-simple.txt 2> /dev/null)
+[ -n "$packed" ] && tar czf "$O/spec-simple.tar.gz" -C "$O" $packed && (cd "$O" && rm -rf $packed)
 log "done"
