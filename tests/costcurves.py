@@ -94,12 +94,28 @@ CURVES = {
         32: 0.00591,
         64: 0.00783,
     },
+    # an H200, CUDA build, a 7B target (Qwen2.5-Coder-7B's shapes, random weights, Q4_K_M): each
+    # pass after one of its size, the median of three calibrations (benchmarks/results/2026-11-29-h200-7b)
+    "h200-7b": {
+        1: 0.00401,
+        2: 0.00411,
+        3: 0.00476,
+        4: 0.00556,
+        6: 0.00696,
+        8: 0.00829,
+        12: 0.00698,
+        16: 0.00726,
+        24: 0.00814,
+        32: 0.0094,
+        64: 0.01289,
+    },
 }
 # what a pass costs more where the pass before it had another size; on the H100 1- and 4-token
 # passes alternating took 1.09 and 1.16 ms more than in runs of one size (graphs-on.json there);
+# on the H200 the calibration's 1- and 2-token passes alternating, 0.94-1.18 ms (median 1.07);
 # the CPU curves' calibrations read 0-1.5 ms of a 30-75 ms pass there, left out
-SWITCHES = {"h100": 0.0011}
-FLAT = ("gpu-sim", "h100")  # the curves where a longer pass costs little more
+SWITCHES = {"h100": 0.0011, "h200-7b": 0.00107}
+FLAT = ("gpu-sim", "h100", "h200-7b")  # the curves where a longer pass costs little more
 
 
 def costs_of(curve: dict[int, float] | StepCosts) -> StepCosts:
