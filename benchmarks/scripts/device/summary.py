@@ -6,7 +6,8 @@ Per configuration: decode tokens/s, the speedup over specgen's target alone, the
 tokens kept, tokens a round; per round, milliseconds in Python, in the draft model and in the
 target's passes, summed over the measured runs of `specgen bench --json` (its `python_s`,
 `draft_s`, `verify_s` and `rounds`), and the Python's share of one isolated one-token target pass
-(its calibration); and whether the text was the target alone's: for specgen's rows, its exactness
+(its calibration; the loop counts a draft model round's proposing whole as drafting, so auto's
+weighing of drafts on such rounds is in the draft's milliseconds, as the table says); and whether the text was the target alone's: for specgen's rows, its exactness
 audit (runs against its own target alone's first run); for the llama-server row, the bench's
 `endpoints` count; for llama-speculative-simple, its printed text against `texts.json` (specgen's
 target alone, record_outputs.py). Then llama-bench's pass costs and issue 48's targets, met or not.
@@ -128,7 +129,9 @@ def curve(path: Path) -> list[str]:
 
 def main() -> None:
     folder = Path(sys.argv[1])
-    print("specgen bench (per round: ms summed over the measured runs ÷ their rounds) and llama.cpp, greedy\n")
+    print("specgen bench (per round: ms summed over the measured runs ÷ their rounds) and llama.cpp, greedy")
+    print("(Python ms is the loop's own: on a round where the draft model drafts, auto's weighing of drafts")
+    print("is in draft ms; compare auto's draft ms with a fixed K's that drafts as many tokens)\n")
     print("| " + " | ".join(COLUMNS.split(", ")) + " |")
     print("|" + " --- |" * len(COLUMNS.split(", ")))
     benches: dict[str, dict[str, float]] = {}
