@@ -512,7 +512,10 @@ def test_mission7b_dry_run_runs_every_step_without_llama_cpp_tools(tiny_models, 
     assert len(np.unique(rows.view(np.dtype((np.void, rows.shape[1]))))) == listed + 128
 
     summary = (out / "summary.txt").read_text()
-    configs = {"S": ["target", "draft-k1", "draft-k2", "draft-k4", "draft-auto"], "N": ["target", "draft-k2", "draft-auto"]}
+    configs = {
+        "S": ["target", "draft-k1", "draft-k2", "draft-k4", "draft-auto"],
+        "N": ["target", "draft-k2", "draft-auto"],
+    }
     for name in "SN":
         bench = json.loads((out / f"bench-{name}.json").read_text())
         assert [c["name"] for c in bench["configs"]] == configs[name]

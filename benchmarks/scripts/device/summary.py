@@ -7,7 +7,8 @@ tokens kept, tokens a round; per round, milliseconds in Python, in the draft mod
 target's passes, summed over the measured runs of `specgen bench --json` (its `python_s`,
 `draft_s`, `verify_s` and `rounds`), and the Python's share of one isolated one-token target pass
 (its calibration; the loop counts a draft model round's proposing whole as drafting, so auto's
-weighing of drafts on such rounds is in the draft's milliseconds, as the table says); and whether the text was the target alone's: for specgen's rows, its exactness
+weighing of drafts on such rounds is in the draft's milliseconds, as the table says); and whether
+the text was the target alone's: for specgen's rows, its exactness
 audit (runs against its own target alone's first run); for the llama-server row, the bench's
 `endpoints` count; for llama-speculative-simple, its printed text against `texts.json` (specgen's
 target alone, record_outputs.py). Then llama-bench's pass costs and issue 48's targets, met or not.
