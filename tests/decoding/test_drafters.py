@@ -4,13 +4,14 @@ forgets what the target refused (directly, and after every round of a whole gene
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from fakeclock import FakeClock, fake_clock
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import NO_DRAFT, Draft, Drafter, copied
-from specgen.decoding.drafters.model import ModelDrafter
+from specgen.decoding.drafters.model import ModelDrafter, confidence
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import LOOKUP_MAX, Policy
@@ -136,3 +137,23 @@ def test_the_loop_tells_the_drafter_what_its_propose_and_its_last_observe_took(t
 def test_the_auto_drafter_lets_a_copy_run_past_k():
     assert AutoDrafter(None, Policy(DRAFT_PAYS, 4)).reach(4) == LOOKUP_MAX
     assert ModelDrafter(None).reach(4) == 4
+
+
+def _top_probability(logits: np.ndarray) -> float:
+    """The softmax's top probability over the whole row, in float64."""
+    shifted = logits.astype(np.float64) - float(logits.max())
+    return 1.0 / float(np.exp(shifted).sum())
+
+
+@pytest.mark.parametrize("rest", [-10.0, 4.0], ids=["peaked", "flat"])
+def test_the_gates_confidence_is_the_drafts_top_probability(rest):
+    """A row shaped like a real model's (a top token, a few hundred 2-5 below it, 150,000 more
+    than 16 below: summed near the top only) and a flat one (summed whole): the top probability
+    to within the e^-16 bound the nearby sum allows."""
+    rng = np.random.default_rng(7)
+    logits = np.full(152_064, rest, dtype=np.float32) + rng.uniform(-1, 1, 152_064).astype(np.float32)
+    logits[:300] = rng.uniform(5.0, 8.0, 300)
+    logits[1234] = 10.0
+    exact = _top_probability(logits)
+    assert exact < 0.5  # the tokens near the top hold most of the mass
+    assert confidence(logits) == pytest.approx(exact, rel=len(logits) * np.exp(-16.0))
