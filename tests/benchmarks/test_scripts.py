@@ -47,6 +47,7 @@ COVERED = {
     "device/common.sh": "test_shell_scripts_parse",
     "device/pack.sh": "test_shell_scripts_parse",
     "device/prepare.sh": "test_shell_scripts_parse",
+    "auto_python.py": "test_auto_python_times_autos_parts_on_rounds_the_draft_model_drafted",
     "device/mission7b.sh": "test_mission7b_dry_run_runs_every_step_without_llama_cpp_tools",
     "device/standins.py": "test_standins_rows_never_tie_at_a_real_vocabulary",
     "device/summary.py": "test_mission7b_dry_run_runs_every_step_without_llama_cpp_tools",
@@ -489,6 +490,7 @@ def test_mission7b_dry_run_runs_every_step_without_llama_cpp_tools(tiny_models, 
     log = (out / "log.txt").read_text()
     for tool in ("llama-bench", "llama-speculative-simple", "llama-server"):
         assert sum(f"(no {tool} in any llama.cpp build)" in line for line in log.splitlines()) == 1
+    assert re.search(r"auto's Python: [\d.]+ us a round", log)
 
     def header(path: Path) -> tuple[dict, dict]:
         reader = GGUFReader(path)
@@ -589,3 +591,15 @@ draft-max 2 | qa-324 | decoded   27 tokens in    2.708 seconds, speed:    9.969 
     )
     assert "| T | 12.01 | 7.44 | 72.5 (13.79 ms) |" in out
     assert "(no bench-S.json: not run)" in out and "(no bench-N.json: not run)" in out
+
+
+def test_auto_python_times_autos_parts_on_rounds_the_draft_model_drafted(tiny_models):
+    """On the tiny pair, priced at the H200's costs, auto drafts with the model, and the parts
+    (each inside auto's proposing or learning) add up to no more than auto's Python a round."""
+    out = ran(script("auto_python.py", str(tiny_models["target"]), str(tiny_models["draft"]), "-n", "48"))
+    rounds, modelled = map(int, re.search(r"rounds (\d+), drafted by the model (\d+)", out).groups())
+    assert 0 < modelled <= rounds
+    parts = {name: float(us) for name, us in re.findall(r"^(\w+): ([\d.]+) us a round \(", out, re.M)}
+    assert set(parts) == {"offers", "choose", "confidence", "learn"} and parts["confidence"] > 0
+    total = float(re.search(r"auto's Python: ([\d.]+) us a round", out).group(1))
+    assert sum(parts.values()) <= total

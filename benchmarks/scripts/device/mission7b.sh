@@ -12,7 +12,8 @@
 #   the lengths 2-16 on the first prompt, and the best on all; `specgen bench` -k 1,2,4,auto (its
 #   `target` row is -k 0) with S, with llama-server -md S (at that best length) as an --endpoint
 #   row, and -k 2,auto once with N (the first call, 2026-11-29-h200-7b, ran out of time there
-#   with -k 2,4,8,auto twice); and summary.py's table of it all.
+#   with -k 2,4,8,auto twice); auto's Python a round by part (auto_python.py, into the log); and
+#   summary.py's table of it all.
 # Writes $OUT: log.txt, llama-bench.json, texts.json, bench-S.json, bench-N.json, summary.txt,
 # spec-simple.tar.gz (spec-simple/ and spec-simple.txt, packed after the summary read them: the
 # device tool sends back 8 files at most), and libs.tar.xz (the built binaries: a rerun on a fresh
@@ -177,6 +178,10 @@ bench() {  # NAME KS REPEATS ARG...: specgen bench -k KS into $O/bench-NAME.json
 }
 bench S 1,2,4,auto "$REPEATS" --target "$T" --draft "$S" "${endpoint[@]}"
 [ -n "${server:-}" ] && kill "$server" 2> /dev/null
+if left 40; then
+  log "auto's Python a round, by part (auto_python.py), T with S"
+  pyrun benchmarks/scripts/auto_python.py "$T" "$S" -n "$N_TOKENS" 2>&1 | quiet | tee -a "$O/$LOG"
+fi
 bench N 2,auto 1 --target "$T" --draft "$N"
 
 log "summary"
