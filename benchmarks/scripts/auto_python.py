@@ -24,6 +24,7 @@ import argparse
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from pathlib import Path
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -94,6 +95,11 @@ def main() -> None:
     parser.add_argument("--prompt", default="Write a Python function that merges two sorted lists, with a docstring.")
     parser.add_argument("-n", type=int, default=128, help="tokens to generate (default 128)")
     args = parser.parse_args()
+    if args.n < 1:
+        parser.error(f"-n {args.n}: generate at least one token")
+    for path in (args.target, args.draft):
+        if not Path(path).is_file():
+            parser.error(f"no such file: {path}")
     with ExitStack() as stack:
         target = stack.enter_context(Model(args.target, LoadOptions()))
         draft = stack.enter_context(Model(args.draft, LoadOptions()))

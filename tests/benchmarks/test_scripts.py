@@ -603,3 +603,6 @@ def test_auto_python_times_autos_parts_on_rounds_the_draft_model_drafted(tiny_mo
     assert set(parts) == {"offers", "choose", "confidence", "learn"} and parts["confidence"] > 0
     total = float(re.search(r"auto's Python: ([\d.]+) us a round", out).group(1))
     assert sum(parts.values()) <= total
+    missing = script("auto_python.py", str(tiny_models["target"]), "/no/draft.gguf")
+    assert missing.returncode == 2 and missing.stderr.strip().endswith("error: no such file: /no/draft.gguf")
+    assert "Traceback" not in missing.stderr
