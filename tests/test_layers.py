@@ -74,14 +74,15 @@ def test_the_loop_does_no_io():
 
 
 def test_the_drafters_stand_below_the_policy_that_chooses_among_them():
-    """decoding/drafters/ uses only itself, the sampling and token helpers and what it asks of a
-    model (protocols): the policy (policy, copy_rates) and the auto drafter composing them (auto)
-    stand above it."""
+    """decoding/drafters/ uses only itself, the sampling and token helpers, what it asks of a
+    model (protocols) and the clock (a draft model's passes are timed): the policy (policy,
+    copy_rates) and the auto drafter composing them (auto) stand above it."""
     allowed = {
         "specgen.decoding.drafters",
         "specgen.decoding.sampling",
         "specgen.decoding.tokens",
         "specgen.decoding.protocols",
+        "specgen.decoding.clock",
     }
     wrong = [
         f"{path.relative_to(PACKAGE)} imports {name}"

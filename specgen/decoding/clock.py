@@ -5,7 +5,8 @@ after the verdict was applied and after the drafter learnt from it; its `Round` 
 drafting and verifying seconds and the time spent outside the models' passes, and the drafter
 the seconds it spent choosing and learning. This is the only clock in `decoding`.
 
-Every mark reads `now()`, and so does the calibration (`llama.calibrate`): the machine's
+Every mark reads `now()`, and so do the draft model's drafter (timing its passes, so that the
+rest of its proposing counts as Python) and the calibration (`llama.calibrate`): the machine's
 `time.perf_counter`, unless a test puts a fake clock in `source`, so that what the policy learns
 from timings can be tested without depending on how busy the machine is.
 """
@@ -15,8 +16,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from specgen.decoding.events import Round
+if TYPE_CHECKING:  # a type only: the drafters read `now` too, and stand below the loop's events
+    from specgen.decoding.events import Round
 
 source: Callable[[], float] = time.perf_counter  # what `now` reads; tests set a fake clock here
 
@@ -61,11 +64,11 @@ class RoundClock:
         """Drafting and verifying: what the round cost its drafter."""
         return self.verified_at - self.start
 
-    def stamp(self, event: Round, proposed: bool, model_drafted: bool) -> Round:
+    def stamp(self, event: Round, proposed: bool, model_s: float) -> Round:
         """`event` with its times: drafting (zero when nothing was proposed), verifying, and the
-        rest of the round so far outside the models' passes (a draft model's drafting counts
-        whole as the model's)."""
+        rest of the round so far outside the models' passes (`model_s`: the draft model's, which
+        are part of drafting; the rest of drafting is Python, and counted as such)."""
         draft_s = self.drafted_at - self.start if proposed else 0.0
-        models_s = self.forward_s + (draft_s if model_drafted else 0.0)
+        models_s = self.forward_s + model_s
         python_s = max(now() - self.start - models_s, 0.0)
         return replace(event, draft_s=draft_s, verify_s=self.verified_at - self.drafted_at, python_s=python_s)

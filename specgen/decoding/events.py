@@ -28,7 +28,7 @@ class Round:
     draft_s: float = 0.0
     verify_s: float = 0.0
     # the round's wall time outside the models' passes (drafting logic, policy, verification,
-    # bookkeeping); a round of the draft model counts all its drafting time as the model's
+    # bookkeeping); of a draft model's drafting, only its passes are the model's
     python_s: float = 0.0
     rewrites: int = 0  # learnt rewrites the drafted copy carried
     constraint_s: float = 0.0  # of python_s: the constrained verdict (the grammar's masks) and the grammar's update

@@ -140,7 +140,7 @@ def _rounds(
             constraint.accept(event.tokens)
             constraint_s += time.perf_counter() - constrained_at
         event = replace(
-            clock.stamp(event, proposing, draft.source == Source.MODEL),
+            clock.stamp(event, proposing, draft.model_s),
             constraint_s=constraint_s,
             logprobs=logprobs[: event.emitted],
         )

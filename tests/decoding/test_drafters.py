@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fakeclock import FakeClock, fake_clock
+from fakeclock import FakeClock, PricedModel, fake_clock, pass_price
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
@@ -157,3 +157,35 @@ def test_the_gates_confidence_is_the_drafts_top_probability(rest):
     exact = _top_probability(logits)
     assert exact < 0.5  # the tokens near the top hold most of the mass
     assert confidence(logits) == pytest.approx(exact, rel=len(logits) * np.exp(-16.0))
+
+
+class PricingFirst(ModelDrafter):
+    """A draft model drafter that spends 2 ms of Python (on the fake clock) before drafting, as
+    auto's pricing does."""
+
+    def __init__(self, model, clock: FakeClock):
+        super().__init__(model)
+        self.clock = clock
+
+    def propose(self, history, last, k, params, draws, keep=None):
+        self.clock.advance(0.002)
+        return super().propose(history, last, k, params, draws, keep)
+
+
+def test_a_draft_model_rounds_python_is_counted_as_python_and_its_passes_as_drafting(
+    target_model, draft_model, monkeypatch
+):
+    """On a fake clock where only the passes and the drafter's 2 ms of Python take time: a round
+    the draft model drafted reports those 2 ms as Python, and drafting as them plus its passes."""
+    clock = fake_clock(monkeypatch)
+    drafter = PricingFirst(PricedModel(draft_model, clock), clock)
+    target = PricedModel(target_model, clock)
+    config = GenerationConfig(max_tokens=8, draft_tokens=2)
+    rounds = [
+        e for e in generate(target, drafter, encode(target_model, "def add(a, b):"), config) if isinstance(e, Round)
+    ]
+    drafted = [r for r in rounds if r.drafted]
+    assert drafted
+    for r in drafted:
+        assert r.python_s == pytest.approx(0.002)
+        assert r.draft_s >= 0.002 + len(r.drafted) * pass_price(1) - 1e-9

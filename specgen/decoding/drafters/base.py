@@ -55,7 +55,8 @@ class Source(str, Enum):
 class Draft:
     """Proposed tokens; the distributions they were drawn from (sampling only); the drafter's
     confidence in each (only when a gate asked); the tokens the draft model caught up on first;
-    and the confidence and greedy token of a token the gate refused."""
+    the confidence and greedy token of a token the gate refused; and the time the draft model's
+    passes took (the rest of proposing is Python: pricing, copy offers, the gate)."""
 
     tokens: list[int]
     q: list[Dist] = field(default_factory=list)
@@ -64,6 +65,7 @@ class Draft:
     dropped: tuple[float, int] | None = None
     source: Source = Source.PLAIN  # who drafted them: the draft model or a copy source
     rewrites: int = 0  # learnt rewrites the copied tokens carry
+    model_s: float = 0.0  # seconds of the draft model's own passes while proposing them
 
 
 NO_DRAFT = Draft([])

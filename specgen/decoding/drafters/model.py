@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from specgen.decoding.clock import now
 from specgen.decoding.drafters.base import Draft, Drafter, Gate, Source
 from specgen.decoding.protocols import DraftModel
 from specgen.decoding.sampling import Dist, SamplingParams, distribution, sample
@@ -71,20 +72,24 @@ class ModelDrafter(Drafter):
         model = self.model
         feed = [*history[len(model.tokens) :], last]
         lag = len(feed) - 1
+        started = now()
         if len(feed) > model.n_batch:
             model.prefill(feed[:-1])
             feed = feed[-1:]
+        passes = now() - started
         tokens: list[int] = []
         q_rows: list[Dist] = []
         confidences: list[float] = []
         for position in range(k):
+            started = now()
             logits = model.forward(feed, all_logits=False)[0]
+            passes += now() - started
             q = None if params.greedy else distribution(logits, params)
             if keep is not None:
                 sure = confidence(logits) if q is None else q.top
                 if not keep(position, sure):
                     top = int(np.argmax(logits)) if q is None else -1
-                    return Draft(tokens, q_rows, confidences, lag, (sure, top), Source.MODEL)
+                    return Draft(tokens, q_rows, confidences, lag, (sure, top), Source.MODEL, model_s=passes)
                 confidences.append(sure)
             token = int(np.argmax(logits)) if q is None or draws is None else sample(q, draws[position])
             tokens.append(token)
@@ -93,7 +98,7 @@ class ModelDrafter(Drafter):
             if model.is_eog(token):
                 break
             feed = [token]
-        return Draft(tokens, q_rows, confidences, lag, None, Source.MODEL)
+        return Draft(tokens, q_rows, confidences, lag, None, Source.MODEL, model_s=passes)
 
     def rollback(self, history: list[int]) -> None:
         """Forget drafted positions the target did not keep."""
