@@ -6,8 +6,8 @@ Per configuration: decode tokens/s, the speedup over specgen's target alone, the
 tokens kept, tokens a round; per round, milliseconds in Python, in the draft model and in the
 target's passes, summed over the measured runs of `specgen bench --json` (its `python_s`,
 `draft_s`, `verify_s` and `rounds`), and the Python's share of one isolated one-token target pass
-(its calibration; the loop counts a draft model round's proposing whole as drafting, so auto's
-weighing of drafts on such rounds is in the draft's milliseconds, as the table says); and whether
+(its calibration; since 09d03cb the Python of a round in which the draft model drafted is
+counted too, as it is in the draft's milliseconds; before, only there); and whether
 the text was the target alone's: for specgen's rows, its exactness
 audit (runs against its own target alone's first run); for the llama-server row, the bench's
 `endpoints` count; for llama-speculative-simple, its printed text against `texts.json` (specgen's
@@ -131,8 +131,8 @@ def curve(path: Path) -> list[str]:
 def main() -> None:
     folder = Path(sys.argv[1])
     print("specgen bench (per round: ms summed over the measured runs ÷ their rounds) and llama.cpp, greedy")
-    print("(Python ms is the loop's own: on a round where the draft model drafts, auto's weighing of drafts")
-    print("is in draft ms; compare auto's draft ms with a fixed K's that drafts as many tokens)\n")
+    print("(Python ms: a round's time outside the models' passes, auto's weighing of drafts included, which")
+    print("draft ms holds too; a bench before 09d03cb counted it in draft ms only)\n")
     print("| " + " | ".join(COLUMNS.split(", ")) + " |")
     print("|" + " --- |" * len(COLUMNS.split(", ")))
     benches: dict[str, dict[str, float]] = {}
