@@ -1,7 +1,7 @@
 """What `auto` spends in Python on each round that drafts with the draft model, by part.
 
-On a GPU a 7B target's pass takes about 4 ms, and what `auto` adds around the draft model's own
-passes counts: on an H200 its one-token rounds took 0.3-0.56 ms longer than `-k 1`'s
+On a GPU a 7B target's pass takes a few milliseconds, and what `auto` adds around the draft
+model's own passes counts: on an H200 its one-token rounds took longer than `-k 1`'s
 (benchmarks/results/2026-11-29-h200-7b), where issue 48 asks for under 5% of a pass. This
 script measures that Python on this machine, with the real loop, real llama.cpp models and the
 real vocabulary. The policy prices rounds on a GPU's step costs (the H200's 7B curve, and the
@@ -13,9 +13,10 @@ times the parts by wrapping them; the draft model's passes are timed and left ou
 It prints the rounds, how many drafted with the model, and microseconds a round for each part
 (finding copy offers, choosing, the gate's confidence, learning from the round) and for all of
 `auto`'s Python together (proposing and learning, less the draft model's passes), with that
-total's share of the H200's one-token pass. On a machine of few cores these run high: llama.cpp's
-threads, still spinning after a pass, share the cores with the Python that follows it; on a GPU
-machine (benchmarks/scripts/device/mission7b.sh runs it there) they do not.
+total's share of the H200's one-token pass. Where the models run on the CPU these run several
+times higher than the same calls alone (with one llama.cpp thread too): a pass streams the
+weights through the caches the Python's data were in. On a GPU machine
+(benchmarks/scripts/device/mission7b.sh runs it there) the passes leave the CPU's caches be.
 """
 
 from __future__ import annotations
