@@ -14,7 +14,7 @@ It prints the rounds, how many drafted with the model, and microseconds a round 
 (finding copy offers, choosing, the gate's confidence, learning from the round) and for all of
 `auto`'s Python together (proposing and learning, less the draft model's passes), with that
 total's share of the H200's one-token pass. Where the models run on the CPU these run several
-times higher than the same calls alone (with one llama.cpp thread too): a pass streams the
+times higher than the same calls alone (with one llama.cpp thread too), most likely as a pass streams the
 weights through the caches the Python's data were in. On a GPU machine
 (benchmarks/scripts/device/mission7b.sh runs it there) the passes leave the CPU's caches be.
 """
