@@ -72,11 +72,11 @@ class ModelDrafter(Drafter):
         model = self.model
         feed = [*history[len(model.tokens) :], last]
         lag = len(feed) - 1
-        started = now()
+        passes = 0.0  # seconds in the model's own passes
         if len(feed) > model.n_batch:
+            started = now()
             model.prefill(feed[:-1])
-            feed = feed[-1:]
-        passes = now() - started
+            passes, feed = now() - started, feed[-1:]
         tokens: list[int] = []
         q_rows: list[Dist] = []
         confidences: list[float] = []
