@@ -27,7 +27,8 @@ pattern as they do under auto), together with every offer the replayed policy it
 So no policy drafting from these sources can beat it on the same text: a bound, and how far auto
 is from what its offers allow; `ceiling` is the curve's own limit where every copy is kept whole.
 
-`--curve NAME[,NAME...]` replays on those curves only: a name in `CURVES`, or `cached`, the verify
+`--curve NAME[,NAME...]` replays on those curves only: a name in `CURVES`, a step-costs FILE.json
+(benchmarks/scripts/depth_curve.py writes one), or `cached`, the verify
 curves `specgen bench` (any front end that calibrates) measured on this machine, read from the
 step-cost cache (`cached_curves`), so anyone can replay on their own machine's curve.
 The curves and their loading live in tests/costcurves.py; this module re-exports their names.
@@ -339,7 +340,7 @@ def geometric_mean(values: list[float]) -> float:
 def main() -> None:
     """Arguments: recorded-output files; `--vocab FILE.gguf` puts record patterns in play;
     `--predict KIND` replays each output with and without a prediction of that kind; `--oracle`
-    sets each beside its price in hindsight; `--curve NAME[,NAME...]` (`CURVES`' names, `cached`);
+    sets each beside its price in hindsight; `--curve NAME[,NAME...]` (`CURVES`' names, `cached`, FILE.json);
     `--risk SHARE` (with `--oracle`): the loss budget's share of plain time (`inf`: no budget).
     A missing file or a bad value exits with a one-line error (argparse's)."""
     parser = argparse.ArgumentParser(
@@ -349,7 +350,9 @@ def main() -> None:
     parser.add_argument("--oracle", action="store_true", help="set each output beside its price in hindsight")
     parser.add_argument("--vocab", type=Path, help="a GGUF file of the outputs' family: record patterns in play")
     parser.add_argument("--predict", choices=PREDICTION_KINDS, help="replay with and without such a prediction")
-    parser.add_argument("--curve", default=",".join(CURVES), help="NAME[,NAME...]: curves to replay on, or cached")
+    parser.add_argument(
+        "--curve", default=",".join(CURVES), help="NAME[,NAME...]: curves, cached, or a step-costs FILE.json"
+    )
     parser.add_argument("--risk", type=float, default=RISK, help="the loss budget's share of plain time (inf: none)")
     args = parser.parse_args()
     for path in [*args.outputs, *([args.vocab] if args.vocab else [])]:

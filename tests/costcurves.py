@@ -138,15 +138,22 @@ def cached_curves(folder: Path | None = None) -> dict[str, StepCosts]:
         folder = cache_dir() / "step-costs"
     found = {}
     for path in sorted(folder.glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-            verify = {int(size): float(seconds) for size, seconds in data["verify"].items()}
-            switch = float(data.get("switch", 0.0))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            continue
-        if 1 in verify:
-            found[f"cached:{path.stem[:8]}"] = StepCosts(verify, {}, switch)
+        costs = curve_file(path)
+        if costs is not None:
+            found[f"cached:{path.stem[:8]}"] = costs
     return found
+
+
+def curve_file(path: Path) -> StepCosts | None:
+    """The target verify curve in a step-costs file (the cache's format, as `calibrate` writes it
+    or benchmarks/scripts/depth_curve.py), with its switch cost; None where it holds none."""
+    try:
+        data = json.loads(path.read_text())
+        verify = {int(size): float(seconds) for size, seconds in data["verify"].items()}
+        switch = float(data.get("switch", 0.0))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return StepCosts(verify, {}, switch) if 1 in verify else None
 
 
 def ceiling(curve: dict[int, float] | StepCosts) -> float:
@@ -155,8 +162,9 @@ def ceiling(curve: dict[int, float] | StepCosts) -> float:
 
 
 def select_curves(names: list[str]) -> dict[str, StepCosts]:
-    """The curves named (`cached`: every one in this machine's step-cost cache); exits naming an
-    unknown one, or `cached` where nothing is cached."""
+    """The curves named (`cached`: every one in this machine's step-cost cache; a path ending in
+    .json: the curve in that step-costs file, named by its file's stem); exits naming an unknown
+    one, a file without a curve, or `cached` where nothing is cached."""
     out: dict[str, StepCosts] = {}
     for name in names:
         if name == "cached":
@@ -166,6 +174,11 @@ def select_curves(names: list[str]) -> dict[str, StepCosts]:
             out.update(found)
         elif name in CURVES:
             out[name] = named_costs(name)
+        elif name.endswith(".json"):
+            costs = curve_file(Path(name))
+            if costs is None:
+                sys.exit(f"no verify curve in {name}: want a step-costs file with a one-token cost")
+            out[f"file:{Path(name).stem}"] = costs
         else:
-            sys.exit(f"unknown curve {name!r}: use one of {', '.join(CURVES)} or cached")
+            sys.exit(f"unknown curve {name!r}: use one of {', '.join(CURVES)}, cached, or a step-costs FILE.json")
     return out

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 import sys
 
@@ -270,7 +271,42 @@ def test_the_replay_command_prices_on_the_curve_named_and_names_an_unknown_one()
         timeout=600,
     )
     assert wrong.returncode != 0 and wrong.stderr.strip().splitlines() == [
-        "unknown curve 'h200': use one of " + ", ".join(CURVES) + " or cached"
+        "unknown curve 'h200': use one of " + ", ".join(CURVES) + ", cached, or a step-costs FILE.json"
+    ]
+
+
+def test_a_step_costs_file_is_a_curve_to_replay_on_by_its_path(tmp_path):
+    """`--curve FILE.json` (depth_curve.py's output, the cache's format) prices every pass at that
+    file's curve: where a pass of any size costs what one token's does, the reformats' copies
+    gain; where a pass of n tokens costs n one-token passes, no copy can, and the replay is at
+    most as fast as plain decoding. A file without a one-token cost is named in one line."""
+    flat, steep = tmp_path / "flat.json", tmp_path / "steep.json"
+    flat.write_text(json.dumps({"verify": {"1": 0.05, "64": 0.05}, "draft": {}, "switch": 0.0, "depth": 1536}))
+    steep.write_text(json.dumps({"verify": {"1": 0.05, "64": 3.2}, "draft": {}, "switch": 0.0}))
+    script = OUTPUTS.parent.parent / "copyreplay.py"
+    env = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
+    done = subprocess.run(
+        [sys.executable, str(script), "--curve", f"{flat},{steep}", str(REFORMATS)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    means = dict(re.findall(r"^(file:\w+) +by kind .* geometric mean ([\d.]+)$", done.stdout, re.M))
+    assert set(means) == {"file:flat", "file:steep"}
+    assert float(means["file:flat"]) > 1.5 and float(means["file:steep"]) <= 1.0
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"verify": {"4": 0.05}}))
+    wrong = subprocess.run(
+        [sys.executable, str(script), "--curve", str(empty), str(REFORMATS)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert wrong.returncode != 0 and wrong.stderr.strip().splitlines() == [
+        f"no verify curve in {empty}: want a step-costs file with a one-token cost"
     ]
 
 
