@@ -6,6 +6,7 @@ machine), is checked by `--help` or `bash -n`. A script added without a test her
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -30,6 +31,7 @@ COVERED = {
     "copy_ceiling.py": "test_copy_ceiling_prices_a_tiny_models_schema_reply",
     "copy_offers.py": "test_copy_offers_tallies_every_offer_of_a_replay",
     "delay_proxy.py": "test_delay_proxy_holds_each_direction",
+    "depth_curve.py": "test_depth_curve_times_every_calibrated_size_after_its_depth",
     "fim_bench.py": "test_server_scripts_answer_help",
     "kind_calibrated.py": "test_kind_calibrated_replays_both_ways_within_the_hindsight_bound",
     "make_figure.py": "test_make_figure_draws_a_recorded_bench",
@@ -606,3 +608,49 @@ def test_auto_python_times_autos_parts_on_rounds_the_draft_model_drafted(tiny_mo
     missing = script("auto_python.py", str(tiny_models["target"]), "/no/draft.gguf")
     assert missing.returncode == 2 and missing.stderr.strip().endswith("error: no such file: /no/draft.gguf")
     assert "Traceback" not in missing.stderr
+
+
+def test_depth_curve_times_every_calibrated_size_after_its_depth(tiny_models, tmp_path):
+    """On the tiny target: every pass is timed with the cache holding exactly the depth's tokens
+    (the text's, repeated) and gives a row for each of its tokens; the file has every calibrated
+    size and the replay reads it as a curve; a bad depth and a missing file are one-line errors."""
+    spec = importlib.util.spec_from_file_location("depth_curve", SCRIPTS / "depth_curve.py")
+    depth_curve = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(depth_curve)
+    from specgen.llama.calibrate import SIZES
+    from specgen.llama.model import LoadOptions, Model
+
+    with Model(tiny_models["target"], LoadOptions(n_ctx=48 + SIZES[-1] + 16)) as target:
+        tokens = depth_curve.context_tokens(target, "def add(a, b):\n    return a + b\n", 48 + SIZES[-1])
+        seen: list[tuple[list[int], int, int]] = []
+        forward = target.forward
+
+        def watched(batch: list[int], all_logits: bool):
+            rows = forward(batch, all_logits)
+            seen.append((list(target.tokens[: -len(batch)]), len(batch), len(rows)))
+            return rows
+
+        target.forward = watched
+        verify = depth_curve.time_sizes(target, tokens, 48, 2)
+    assert list(verify) == list(SIZES) and all(seconds > 0 for seconds in verify.values())
+    assert [(size, rows) for _, size, rows in seen] == [(size, size) for size in SIZES for _ in range(2)]
+    assert all(cache == tokens[:48] for cache, _, _ in seen)
+    out = tmp_path / "depth.json"
+    printed = ran(script("depth_curve.py", str(tiny_models["target"]), str(out), "--depth", "48", "--passes", "2"))
+    data = json.loads(out.read_text())
+    assert data["depth"] == 48 and [int(size) for size in data["verify"]] == list(SIZES) and "(depth 48)" in printed
+    replayed = subprocess.run(
+        [sys.executable, "tests/copyreplay.py", "--curve", str(out), str(RECORDED)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert replayed.returncode == 0 and "file:depth " in replayed.stdout and "geometric mean" in replayed.stdout
+    for arguments, error in (
+        (["--depth", "-1"], "--depth -1 --passes 5: want a depth of 0 or more and at least one pass"),
+        (["--text", "/no/text.txt"], "no such file: /no/text.txt"),
+    ):
+        bad = script("depth_curve.py", str(tiny_models["target"]), str(out), *arguments)
+        assert bad.returncode == 2 and bad.stderr.strip().endswith(f"error: {error}") and "Traceback" not in bad.stderr
