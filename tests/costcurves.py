@@ -62,6 +62,21 @@ CURVES = {
         32: 0.6393,
         64: 1.022,
     },
+    # the 2-vCPU Xeon VM of 2026-11-30, AVX-512; it reports AMX, whose kernels fail there (repacked
+    # AVX kernels): the median of three calibrations by size (benchmarks/results/2026-11-30-depth)
+    "xeon-vm-3011": {
+        1: 0.0838,
+        2: 0.1316,
+        3: 0.1714,
+        4: 0.1296,
+        6: 0.2299,
+        8: 0.2466,
+        12: 0.309,
+        16: 0.3462,
+        24: 0.517,
+        32: 0.6099,
+        64: 1.0364,
+    },
     # simulated, not measured: a GPU's nearly flat verify (12 ms for one token, 30 ms for 64)
     "gpu-sim": {1: 0.012, 2: 0.0122, 4: 0.0125, 8: 0.013, 16: 0.015, 32: 0.02, 64: 0.03},
     # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)

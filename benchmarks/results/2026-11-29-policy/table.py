@@ -22,7 +22,8 @@ GROUPS = {  # kind of output -> the issue's kind; the first seven are the ground
     "math": ("math",),
 }
 GROUNDED = ("edits", "reformats", "extraction", "summaries", "RAG", "revisions", "JSON")
-CURVES = ("xeon-vm", "xeon-vm-fast", "xeon-vm-2611", "epyc-2611", "epyc", "epyc-2911", "gpu-sim", "h100", "h200-7b")
+CURVES = ("xeon-vm", "xeon-vm-fast", "xeon-vm-2611", "epyc-2611", "epyc", "epyc-2911", "xeon-vm-3011")
+CURVES += ("gpu-sim", "h100", "h200-7b")
 
 
 SPECIAL = {"late-edit": "edit", "late-reformat": "reformat", "chat-revise": "chat-revise"}
