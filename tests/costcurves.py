@@ -179,7 +179,7 @@ def ceiling(curve: dict[int, float] | StepCosts) -> float:
 def select_curves(names: list[str]) -> dict[str, StepCosts]:
     """The curves named (`cached`: every one in this machine's step-cost cache; a path ending in
     .json: the curve in that step-costs file, named by its file's stem); exits naming an unknown
-    one, a file without a curve, or `cached` where nothing is cached."""
+    one, a missing file or one without a curve, or `cached` where nothing is cached."""
     out: dict[str, StepCosts] = {}
     for name in names:
         if name == "cached":
@@ -190,6 +190,8 @@ def select_curves(names: list[str]) -> dict[str, StepCosts]:
         elif name in CURVES:
             out[name] = named_costs(name)
         elif name.endswith(".json"):
+            if not Path(name).is_file():
+                sys.exit(f"no such file: {name}")
             costs = curve_file(Path(name))
             if costs is None:
                 sys.exit(f"no verify curve in {name}: want a step-costs file with a one-token cost")

@@ -279,7 +279,8 @@ def test_a_step_costs_file_is_a_curve_to_replay_on_by_its_path(tmp_path):
     """`--curve FILE.json` (depth_curve.py's output, the cache's format) prices every pass at that
     file's curve: where a pass of any size costs what one token's does, the reformats' copies
     gain; where a pass of n tokens costs n one-token passes, no copy can, and the replay is at
-    most as fast as plain decoding. A file without a one-token cost is named in one line."""
+    most as fast as plain decoding. A missing file, and one without a one-token cost, are named in
+    one line."""
     flat, steep = tmp_path / "flat.json", tmp_path / "steep.json"
     flat.write_text(json.dumps({"verify": {"1": 0.05, "64": 0.05}, "draft": {}, "switch": 0.0, "depth": 1536}))
     steep.write_text(json.dumps({"verify": {"1": 0.05, "64": 3.2}, "draft": {}, "switch": 0.0}))
@@ -308,6 +309,15 @@ def test_a_step_costs_file_is_a_curve_to_replay_on_by_its_path(tmp_path):
     assert wrong.returncode != 0 and wrong.stderr.strip().splitlines() == [
         f"no verify curve in {empty}: want a step-costs file with a one-token cost"
     ]
+    missing = subprocess.run(
+        [sys.executable, str(script), "--curve", str(tmp_path / "none.json"), str(REFORMATS)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    none = tmp_path / "none.json"
+    assert missing.returncode != 0 and missing.stderr.strip().splitlines() == [f"no such file: {none}"]
 
 
 @pytest.mark.parametrize(
