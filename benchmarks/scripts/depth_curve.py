@@ -27,11 +27,10 @@ from specgen.llama.model import LoadOptions, Model
 
 
 def context_tokens(target: Model, text: str, count: int) -> list[int]:
-    """`count` tokens of `text` as the target reads it, the text repeated as often as it takes."""
+    """`count` tokens of `text` as the target reads it, the text repeated as often as it takes
+    (none where the text has none)."""
     tokens = target.tokenize(text, False, False)
-    if not tokens:
-        raise ValueError("the context text has no tokens")
-    return (tokens * (count // len(tokens) + 1))[:count]
+    return (tokens * (count // len(tokens) + 1))[:count] if tokens else []
 
 
 def time_sizes(target: Model, tokens: list[int], depth: int, passes: int) -> dict[int, float]:
@@ -69,6 +68,8 @@ def main() -> None:
     options = LoadOptions(n_ctx=args.depth + SIZES[-1] + 16, n_threads=args.threads, n_batch=max(512, SIZES[-1]))
     with Model(args.target, options) as target:
         tokens = context_tokens(target, args.text.read_text(), args.depth + SIZES[-1])
+        if not tokens:
+            parser.error(f"{args.text} has no text to fill the context with: give --text a file with some")
         verify = time_sizes(target, tokens, args.depth, args.passes)
     data = {"verify": verify, "draft": {}, "switch": 0.0, "depth": args.depth, "passes": args.passes}
     args.out.write_text(json.dumps(data, indent=1) + "\n")

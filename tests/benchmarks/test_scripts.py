@@ -613,7 +613,8 @@ def test_auto_python_times_autos_parts_on_rounds_the_draft_model_drafted(tiny_mo
 def test_depth_curve_times_every_calibrated_size_after_its_depth(tiny_models, tmp_path):
     """On the tiny target: every pass is timed with the cache holding exactly the depth's tokens
     (the text's, repeated) and gives a row for each of its tokens; the file has every calibrated
-    size and the replay reads it as a curve; a bad depth and a missing file are one-line errors."""
+    size and the replay reads it as a curve; a bad depth, a missing file and an empty text are
+    one-line errors."""
     spec = importlib.util.spec_from_file_location("depth_curve", SCRIPTS / "depth_curve.py")
     depth_curve = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(depth_curve)
@@ -648,9 +649,12 @@ def test_depth_curve_times_every_calibrated_size_after_its_depth(tiny_models, tm
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert replayed.returncode == 0 and "file:depth " in replayed.stdout and "geometric mean" in replayed.stdout
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
     for arguments, error in (
         (["--depth", "-1"], "--depth -1 --passes 5: want a depth of 0 or more and at least one pass"),
         (["--text", "/no/text.txt"], "no such file: /no/text.txt"),
+        (["--text", str(empty)], f"{empty} has no text to fill the context with: give --text a file with some"),
     ):
         bad = script("depth_curve.py", str(tiny_models["target"]), str(out), *arguments)
         assert bad.returncode == 2 and bad.stderr.strip().endswith(f"error: {error}") and "Traceback" not in bad.stderr
