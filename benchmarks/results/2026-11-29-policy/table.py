@@ -22,8 +22,6 @@ GROUPS = {  # kind of output -> the issue's kind; the first seven are the ground
     "math": ("math",),
 }
 GROUNDED = ("edits", "reformats", "extraction", "summaries", "RAG", "revisions", "JSON")
-CURVES = ("xeon-vm", "xeon-vm-fast", "xeon-vm-2611", "epyc-2611", "epyc", "epyc-2911", "xeon-vm-3011")
-CURVES += ("gpu-sim", "h100", "h200-7b")
 
 
 SPECIAL = {"late-edit": "edit", "late-reformat": "reformat", "chat-revise": "chat-revise"}
@@ -57,21 +55,23 @@ def share(auto: float, best: float) -> float:
 
 
 def table(data: dict) -> str:
-    rows = ["| kind (outputs) | " + " | ".join(CURVES) + " |", "| --- |" + " --- |" * len(CURVES)]
+    """The curves are those the files hold, in the order copyreplay.py replays them."""
+    curves = list(dict.fromkeys(curve for curve, _ in data))
+    rows = ["| kind (outputs) | " + " | ".join(curves) + " |", "| --- |" + " --- |" * len(curves)]
     for group in GROUPS:
         cells = []
-        for curve in CURVES:
+        for curve in curves:
             found = data.get((curve, group), [])
             if not found:
                 cells.append("")
                 continue
             auto, best = gmean([a for _, a, _ in found]), gmean([b for _, _, b in found])
             cells.append(f"{auto:.2f} / {best:.2f} ({share(auto, best):.0%})")
-        count = len(data.get((CURVES[0], group), []))
+        count = len(data.get((curves[0], group), []))
         label = f"**{group}**" if group in GROUNDED else group
         rows.append(f"| {label} ({count}) | " + " | ".join(cells) + " |")
     lows = []
-    for curve in CURVES:
+    for curve in curves:
         every = [(a, n) for (c, _), found in data.items() if c == curve for n, a, _ in found]
         low = min(every, default=None)  # a folder replayed before the curve was added has none
         lows.append(f"{low[0]:.2f} ({low[1]})" if low else "")
