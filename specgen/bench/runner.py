@@ -10,7 +10,8 @@ checks that each output equals the target alone's token for token and, where it 
 reads the target's top-2 logit margin at the first difference (`audit`); when sampling, the
 distribution audit compares the first tokens over many seeds instead, sampling the very
 generations the timed runs make (`plan.generation`). After the runs, isolated passes of both
-models are timed (`llama.calibrate`) for the predicted speedups. `stats` turns the runs into the
+models are timed (`llama.calibrate`) for the predicted speedups, and the target's again after
+each long prompt (`after_prompt`), where its passes run. `stats` turns the runs into the
 reported numbers.
 """
 
@@ -31,7 +32,7 @@ from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import LOOKUP_MAX
 from specgen.errors import UsageError
-from specgen.llama.calibrate import measured_costs
+from specgen.llama.calibrate import depth_factors, measured_costs
 from specgen.llama.grammar import GrammarError, schema_example, schema_grammar
 from specgen.llama.model import Model
 from specgen.llama.pair import encode_messages, encode_prompt, encode_tool_chat
@@ -71,10 +72,19 @@ class BenchResult:
     memory_mib: dict[str, float] = field(default_factory=dict)  # resident memory at the end, by kind (Linux)
     machine: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
+    prompt_costs: tuple[StepCosts, ...] = ()  # the costs after each prompt (`after_prompt`)
 
     def copy_ceiling(self) -> tuple[int, float] | None:
         """The most a copy kept whole gains on the measured costs: (tokens a pass, speedup)."""
         return self.step_costs.copy_ceiling(LOOKUP_MAX) if self.step_costs is not None else None
+
+    def prompt_ceilings(self) -> tuple[tuple[int, float], ...]:
+        """The most a copy kept whole gains after each prompt (`copy_ceiling` at its costs)."""
+        return tuple(costs.copy_ceiling(LOOKUP_MAX) for costs in self.prompt_costs)
+
+    def _ceilings(self) -> tuple[tuple[int, float] | None, ...]:
+        """Each prompt's copy ceiling after it, None for every prompt where none was measured."""
+        return self.prompt_ceilings() if self.prompt_costs else (None,) * len(self.prompts)
 
     def to_dict(self) -> dict:
         names = [p.name for p in self.prompts]
@@ -95,8 +105,15 @@ class BenchResult:
             "memory_mib": self.memory_mib,
             "step_costs": _costs_dict(self.step_costs),
             "prompts": [
-                {"name": p.name, "kind": p.kind, "prompt_tokens": n, "text": p.text, "prediction": p.prediction}
-                for p, n in zip(self.prompts, self.prompt_tokens, strict=True)
+                {
+                    "name": p.name,
+                    "kind": p.kind,
+                    "prompt_tokens": n,
+                    "text": p.text,
+                    "prediction": p.prediction,
+                    "copy_ceiling": {"tokens": ceiling[0], "speedup": ceiling[1]} if ceiling else None,
+                }
+                for p, n, ceiling in zip(self.prompts, self.prompt_tokens, self._ceilings(), strict=True)
             ],
             "configs": [asdict(c) for c in self.plan.configs],
             "results": [{**asdict(s), "time_split": s.time_split()} for s in self.stats],
@@ -142,10 +159,11 @@ def benchmark(
     ]
     records = run_plan(target, draft, tokens, plan, started, [(p.text, raw, p.messages) for p in prompts], asks)
     costs = isolated_costs(target, draft)
+    prompt_costs = tuple(after_prompt(target, t, costs) for t in tokens)
     local = [r for r in records if r.config in {c.name for c in plan.local.configs}]
     audits = tuple(audit(target, tokens, local, [a.grammar for a in asks])) if plan.sampling.greedy else None
     sampled = sampled_audit(target, draft, tokens, plan, started, asks)
-    stats = summarize(records, plan.configs, prompts, costs)
+    stats = summarize(records, plan.configs, prompts, costs, prompt_costs)
     return BenchResult(
         plan,
         tuple(prompts),
@@ -161,6 +179,7 @@ def benchmark(
         memory_mib(),
         machine(target),
         settings or {},
+        prompt_costs,
     )
 
 
@@ -172,6 +191,19 @@ def isolated_costs(target: Model, draft: Model | DraftVocabulary | None) -> Step
     if draft is not None:
         draft.truncate(0)
     return measured_costs(target, draft)
+
+
+def after_prompt(target: Model, prompt: list[int], costs: StepCosts) -> StepCosts:
+    """The costs of the target's passes after `prompt` (`calibrate.depth_factors`, in the
+    calibration's one-token unit), which price its runs' rounds and bound what a copy gains on
+    it: after a long prompt a batched pass costs more against a one-token pass than the
+    calibration, timed after an empty cache, says. `costs` themselves after a short prompt."""
+    target.truncate(0)
+    target.prefill(prompt)
+    try:
+        return costs.scaled(depth_factors(target, costs))
+    finally:
+        target.truncate(0)
 
 
 def sampled_audit(

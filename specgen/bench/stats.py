@@ -17,9 +17,14 @@ loop's own overhead (docs/bench-json.md).
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from specgen.decoding.costs import StepCosts
 
 BASELINE = "target"
 ENDPOINT = "endpoint"  # the drafter of a configuration that is another server (bench.endpoint)
@@ -122,10 +127,12 @@ class Verdict:
     baseline_rate: float
 
 
-def summarize(records, configs, prompts, costs=None) -> list[Stats]:
+def summarize(records, configs, prompts, costs=None, prompt_costs: Sequence[StepCosts] = ()) -> list[Stats]:
     """Stats per prompt, per kind and overall, for each configuration (bench.Config).
 
     `costs` (a costs.StepCosts: isolated pass times) feeds the predicted speedups; None leaves them out.
+    `prompt_costs`: where given, the costs after each prompt (`StepCosts.scaled` by
+    `calibrate.depth_factors`), which price that prompt's rounds.
     """
     kinds = [p.kind for p in prompts]
     groups = [("prompt", p.name, {i}) for i, p in enumerate(prompts)]
@@ -137,7 +144,7 @@ def summarize(records, configs, prompts, costs=None) -> list[Stats]:
         base = _Totals([r for r in chosen if r.config == BASELINE])
         for config in configs:
             runs = _Totals([r for r in chosen if r.config == config.name])
-            stats.append(runs.stats(group, key, config, base, costs))
+            stats.append(runs.stats(group, key, config, base, costs, prompt_costs))
     return stats
 
 
@@ -184,7 +191,9 @@ class _Totals:
         self.rate = Spread.of(_rates_by_repeat(runs))
         self.prefill = Spread.of([s.prefill_s for s in summaries])
 
-    def stats(self, group: str, key: str, config, base: _Totals, costs) -> Stats:
+    def stats(
+        self, group: str, key: str, config, base: _Totals, costs, prompt_costs: Sequence[StepCosts] = ()
+    ) -> Stats:
         drafting = config.name != BASELINE
         speedup = self.rate.median / base.rate.median if base.rate.median else None
         interval = speedup_interval(self.records, base.records) if drafting else None
@@ -206,7 +215,7 @@ class _Totals:
             speedup_interval=interval,
             outcome=outcome(interval, p) if drafting else None,
             p_value=p,
-            prediction=self._predicted(config, costs, speedup)
+            prediction=self._predicted(config, costs, speedup, prompt_costs)
             if drafting and costs is not None and config.drafter != ENDPOINT
             else None,
             acceptance_rate=self.accepted / self.drafted if self.drafted else 0.0,
@@ -225,16 +234,21 @@ class _Totals:
             missed_copy_rounds=self.missed_copy_rounds,
         )
 
-    def _predicted(self, config, costs, measured: float | None) -> Prediction | None:
-        """Expected tokens per round over the round's cost, both in single target passes v(1)."""
+    def _predicted(
+        self, config, costs, measured: float | None, prompt_costs: Sequence[StepCosts] = ()
+    ) -> Prediction | None:
+        """Expected tokens per round over the round's cost, both in single target passes v(1):
+        each run's rounds priced at the costs after its prompt (`prompt_costs`), else `costs`."""
         uses_model = config.drafter == "model"
         if not self.rounds or (uses_model and costs.draft_step is None):
             return None
-        step = costs.verify_cost(1)
-        c = (costs.draft_step or 0.0) / step if uses_model else 0.0
+        c = (costs.draft_step or 0.0) / costs.verify_cost(1) if uses_model else 0.0
         tokens, cost = float(self.tokens), self.model_drafted * c
-        for m, rounds in enumerate(length_mix(self.rounds, self.drafted_at)):
-            cost += rounds * costs.verify_cost(m + 1) / step
+        for run in self.records:
+            at = prompt_costs[run.prompt] if run.prompt < len(prompt_costs) else costs
+            step, summary = at.verify_cost(1), run.summary
+            for m, rounds in enumerate(length_mix(summary.rounds, list(summary.drafted_by_position))):
+                cost += rounds * at.verify_cost(m + 1) / step
         speedup = tokens / cost
         realized = measured / speedup if measured is not None else None
         return Prediction(self.drafted / self.rounds, c, cost / self.rounds, tokens / self.rounds, speedup, realized)

@@ -180,9 +180,31 @@ def header(result: BenchResult) -> str:
         line += (
             f"; target pass by batch size (ms, after a pass of its size) {verify}, "
             f"+{costs.switch * 1000:.1f} after another size{draft}; a copy kept whole gains at most "
-            f"{gain:.2f}× here ({tokens} tokens a pass)"
+            f"{gain:.2f}× here ({tokens} tokens a pass){_after_prompts(result)}"
         )
     return line
+
+
+def _after_prompts(result: BenchResult) -> str:
+    """ "; after these prompts (N–M tokens) A–B×": what a copy kept whole gains at most where the
+    passes run, after the prompts long enough to have been timed there; empty where none was."""
+    if not result.prompt_costs:
+        return ""
+    ceilings = result.prompt_ceilings()
+    deep = [
+        (tokens, gain)
+        for tokens, costs, (_, gain) in zip(result.prompt_tokens, result.prompt_costs, ceilings, strict=True)
+        if costs is not result.step_costs
+    ]
+    if not deep:
+        return ""
+    lengths, gains = [n for n, _ in deep], [g for _, g in deep]
+    span = f"{min(gains):.2f}×" if len(deep) == 1 else f"{min(gains):.2f}–{max(gains):.2f}×"
+    return f", after {_span(lengths)}-token prompts {span}"
+
+
+def _span(values: list[int]) -> str:
+    return str(values[0]) if min(values) == max(values) else f"{min(values)}–{max(values)}"
 
 
 POSITION_SPANS = ((1, 1), (2, 2), (3, 3), (4, 4), (5, 8), (9, 16), (17, 32), (33, 64))

@@ -43,6 +43,17 @@ class StepCosts:
             self._memo[key] = _interpolate(self.verify, n)
         return self._memo[key]
 
+    def scaled(self, factors: dict[int, float]) -> StepCosts:
+        """These costs with each target pass's cost times its size's factor (interpolated between
+        the sizes `factors` holds, the largest's past it): the costs after a context, where `calibrate.depth_factors`
+        measured how much dearer each size is there against a one-token pass. Themselves
+        where `factors` is empty."""
+        if not factors:
+            return self
+        largest = max(factors)  # past it, its factor holds
+        scaled = {n: s * _interpolate(factors, min(n, largest)) for n, s in self.verify.items()}
+        return StepCosts(scaled, self.draft, self.switch)
+
     def copy_ceiling(self, longest: int) -> tuple[int, float]:
         """The most a copy can gain here: the batch size up to `longest` at which n tokens kept
         whole in one pass beat n single passes by most, and that speedup over plain decoding."""

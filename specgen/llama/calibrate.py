@@ -33,6 +33,9 @@ if TYPE_CHECKING:
 
 SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)  # target batch sizes timed; others interpolated
 DRAFT_SIZES = (1, 2, 4, 8, 16)  # a draft model drafts one token a pass, catches up in larger ones
+DEPTH_SIZES = (4, 16, 64)  # target batch sizes timed again after a prompt, against one-token passes there
+DEPTH_MIN = 256  # prompts shorter than this are priced at the calibration (passes there cost about as much)
+_DEPTH_PAIRS = 2  # one-token passes timed between n-token ones per size, their ratios' median kept
 _PASSES = 4  # passes in a row at most per size: one after another size, then its steady state
 _STEADY_S = 0.1  # seconds a size's passes in a row may take (a costly size runs once)
 _VERSION = "3"  # of the cached tables: sizes to 64, dips kept, steady costs and the switch cost
@@ -84,6 +87,31 @@ def time_passes(
             times += _passes(model, [n], base, filler)
         steady[n] = min(times[1:]) if len(times) > 1 else max(times[0] - switch, 0.0)
     return steady, switch
+
+
+def depth_factors(model: Model, costs: StepCosts) -> dict[int, float]:
+    """How much dearer, against a one-token pass, each of `DEPTH_SIZES` is after what the
+    model's cache holds (a prompt) than `costs` (the calibration, after an empty cache) say: a
+    pass after a long context reads it for every row, so batched passes grow more than a
+    one-token pass does, and a copy gains less there. Each size's passes alternate with
+    one-token passes (n, 1, n, 1, n), and each one-token pass is set against the mean of the
+    two beside it, so that the machine's drift cancels out; every pass follows one of another
+    size and pays the switch cost (`costs.switch`), which is taken off. The factors: the median
+    of those ratios over the calibration's, 1 for a one-token pass; none (an empty table:
+    priced as calibrated) where the cache holds fewer than `DEPTH_MIN` tokens or the context
+    has no room for the largest size. The cache is rolled back after each pass."""
+    base = len(model.tokens)
+    if base < DEPTH_MIN or model.n_ctx - base < DEPTH_SIZES[-1] or model.n_batch < DEPTH_SIZES[-1]:
+        return {}
+    factors = {1: 1.0}
+    for n in DEPTH_SIZES:
+        times = [
+            max(t - costs.switch, 1e-9) for t in _passes(model, [n] + [1, n] * _DEPTH_PAIRS, base, model.tokens[-1])
+        ]
+        deep, one = times[0::2], times[1::2]
+        ratios = [(deep[i] + deep[i + 1]) / 2.0 / one[i] for i in range(_DEPTH_PAIRS)]
+        factors[n] = statistics.median(ratios) / (costs.verify_cost(n) / costs.verify_cost(1))
+    return factors
 
 
 def _switch_cost(model: Model | DraftVocabulary, base: int, filler: int) -> float:

@@ -14,6 +14,8 @@ import pytest
 from benchcli import CODE, PROSE, call, models
 from costfiles import plant_slow_costs
 
+from specgen.llama.calibrate import DEPTH_MIN
+
 FIGURE = Path(__file__).parents[2] / "benchmarks" / "scripts" / "make_figure.py"
 
 
@@ -121,6 +123,23 @@ def test_json_to_stdout_with_prompts_on_stdin_and_no_draft_model(tiny_models):
     assert [c["name"] for c in doc["configs"]] == ["target", "lookup-k3"]
     assert doc["settings"]["draft"] is None and doc["prompts"][1]["kind"] == "stdin"
     assert "verdict:" in stderr
+
+
+def test_a_long_prompt_gets_its_own_copy_ceiling_and_a_short_one_the_calibrations(tiny_models, tmp_path):
+    """A prompt of DEPTH_MIN tokens or more is timed again where its passes run: its ceiling comes
+    from its own costs, and the header line gives the range; a short prompt's is the calibration's."""
+    long_text = "def add(a, b):\n    return a + b\n" * 60
+    lines = [{"name": "long", "prompt": long_text}, {"name": "short", "prompt": "def add(a, b):"}]
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    argv = ["bench", str(tmp_path / "p.jsonl"), *models(tiny_models, draft=False), "-k", "auto", "-r", "1"]
+    code, stdout, stderr = call([*argv, "--warmup", "0", "--json", str(tmp_path / "bench.json")])
+    assert code == 0, stderr
+    doc = json.loads((tmp_path / "bench.json").read_text())
+    long, short = doc["prompts"]
+    assert long["prompt_tokens"] >= DEPTH_MIN > short["prompt_tokens"]
+    assert short["copy_ceiling"] == doc["step_costs"]["copy_ceiling"]
+    assert long["copy_ceiling"]["speedup"] > 0 and 1 <= long["copy_ceiling"]["tokens"] <= 64
+    assert f"after {long['prompt_tokens']}-token prompts {long['copy_ceiling']['speedup']:.2f}×" in stdout + stderr
 
 
 def test_a_bench_keeps_the_costs_it_measured_in_place_of_the_cached_ones(tiny_models, tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from specgen.bench.stats import (
     summarize,
 )
 from specgen.bench.view import positions_table
+from specgen.decoding.costs import StepCosts
 
 
 def _prediction(summary, config, costs, base_tokens=None):
@@ -127,6 +128,49 @@ def test_predicted_speedup_of_draft_auto_charges_draft_steps_only_to_the_models_
     cost_in_passes = 80 * 1 + 10 * (0.06 / 0.04 + 2 * 0.5) + 10 * (0.12 / 0.04)
     assert p.round_cost == pytest.approx(cost_in_passes / 100)
     assert p.speedup == pytest.approx(190 / cost_in_passes)
+
+
+def test_each_prompts_rounds_are_priced_at_the_costs_after_that_prompt():
+    """Two prompts, one auto run each: 10 rounds copying 15 tokens (all kept). After the short
+    prompt a 16-token pass costs 4 one-token passes; after the long one 6 (as `depth_factors`
+    measure there). Overall: 2 x 160 tokens over 10 x 4 + 10 x 6 passes; each prompt its own."""
+    short, long = StepCosts({1: 0.05, 16: 0.2}, {}), StepCosts({1: 0.05, 16: 0.3}, {})
+    summary = SimpleNamespace(
+        tokens=160,
+        rounds=10,
+        drafted=150,
+        accepted=150,
+        decode_s=1.0,
+        draft_s=0.0,
+        verify_s=0.9,
+        other_s=0.1,
+        lookup_rounds=10,
+        model_drafted=0,
+        drafted_by_position=(10,) * 15,
+        accepted_by_position=(10,) * 15,
+        prefill_s=0.0,
+        python_s=0.01,
+        constraint_s=0.0,
+        missed_copy_rounds=0,
+    )
+    base = SimpleNamespace(**{**vars(summary), "rounds": 160, "drafted": 0, "accepted": 0, "drafted_by_position": ()})
+    runs = [
+        SimpleNamespace(prompt=p, repeat=0, config=c, summary=s)
+        for p in (0, 1)
+        for c, s in (("target", base), ("lookup-auto", summary))
+    ]
+    configs = [
+        SimpleNamespace(name="target", drafter="none", k=0, adaptive=False),
+        SimpleNamespace(name="lookup-auto", drafter="lookup", k=8, adaptive=True),
+    ]
+    prompts = [SimpleNamespace(name="short", kind="a"), SimpleNamespace(name="long", kind="b")]
+    stats = summarize(runs, configs, prompts, short, (short, long))
+    predicted = {s.key: s.prediction.speedup for s in stats if s.config == "lookup-auto"}
+    assert predicted == pytest.approx(
+        {"short": 160 / 40, "long": 160 / 60, "a": 160 / 40, "b": 160 / 60, "all": 320 / 100}
+    )
+    calibrated = {s.key: s.prediction.speedup for s in summarize(runs, configs, prompts, short) if s.prediction}
+    assert calibrated["long"] == pytest.approx(160 / 40)  # without them, every prompt at the calibration
 
 
 def test_acceptance_by_position_shows_long_copies_in_spans_weighted_by_what_was_drafted():

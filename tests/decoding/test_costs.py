@@ -26,3 +26,14 @@ def test_the_copy_ceiling_is_the_best_batch_kept_whole():
     assert costs.copy_ceiling(64) == (64, pytest.approx(3.2))
     assert costs.copy_ceiling(16) == (4, pytest.approx(2.0))
     assert StepCosts({1: 0.01, 64: 0.01}, {}).copy_ceiling(64) == (64, pytest.approx(64.0))
+
+
+def test_costs_after_a_context_scale_each_size_by_its_factor_and_hold_the_last_past_it():
+    """Factors 1.5 at 4 tokens and 2 at 16 (a pass after a long context): by hand, 4 tokens 0.3 s,
+    16 tokens 2.0 s, 64 tokens 2.0 x 2 = 4.0 s (16's factor held, not extrapolated), 10 tokens
+    between 4's and 16's new costs; the ceiling falls from 3.2x to 1.6x (64 in 4.0 s against 6.4 s)."""
+    deep = StepCosts(CURVE, {}).scaled({1: 1.0, 4: 1.5, 16: 2.0})
+    assert deep.verify == pytest.approx({1: 0.1, 4: 0.3, 16: 2.0, 64: 4.0})
+    assert deep.verify_cost(10) == pytest.approx(0.3 + 1.7 * 6 / 12)
+    assert deep.copy_ceiling(64) == (64, pytest.approx(1.6))
+    assert StepCosts(CURVE, {}).scaled({}) == StepCosts(CURVE, {})
