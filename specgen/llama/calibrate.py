@@ -35,7 +35,7 @@ SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64)  # target batch sizes timed; othe
 DRAFT_SIZES = (1, 2, 4, 8, 16)  # a draft model drafts one token a pass, catches up in larger ones
 DEPTH_SIZES = (4, 16, 64)  # target batch sizes timed again after a prompt, against one-token passes there
 DEPTH_MIN = 256  # prompts shorter than this are priced at the calibration (passes there cost about as much)
-_DEPTH_PAIRS = 2  # one-token passes timed between n-token ones per size, their ratios' median kept
+_DEPTH_PAIRS = 3  # one-token passes timed between n-token ones per size, their ratios' median kept
 _PASSES = 4  # passes in a row at most per size: one after another size, then its steady state
 _STEADY_S = 0.1  # seconds a size's passes in a row may take (a costly size runs once)
 _VERSION = "3"  # of the cached tables: sizes to 64, dips kept, steady costs and the switch cost
@@ -94,7 +94,7 @@ def depth_factors(model: Model, costs: StepCosts) -> dict[int, float]:
     model's cache holds (a prompt) than `costs` (the calibration, after an empty cache) say: a
     pass after a long context reads it for every row, so batched passes grow more than a
     one-token pass does, and a copy gains less there. Each size's passes alternate with
-    one-token passes (n, 1, n, 1, n), and each one-token pass is set against the mean of the
+    one-token passes (n, 1, n, ... 1, n), and each one-token pass is set against the mean of the
     two beside it, so that the machine's drift cancels out; every pass follows one of another
     size and pays the switch cost (`costs.switch`), which is taken off. The factors: the median
     of those ratios over the calibration's, 1 for a one-token pass; none (an empty table:
