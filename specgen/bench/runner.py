@@ -32,7 +32,7 @@ from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import LOOKUP_MAX
 from specgen.errors import UsageError
-from specgen.llama.calibrate import depth_factors, measured_costs
+from specgen.llama.calibrate import DEPTH_MIN, depth_factors, measured_costs
 from specgen.llama.grammar import GrammarError, schema_example, schema_grammar
 from specgen.llama.model import Model
 from specgen.llama.pair import encode_messages, encode_prompt, encode_tool_chat
@@ -197,7 +197,10 @@ def after_prompt(target: Model, prompt: list[int], costs: StepCosts) -> StepCost
     """The costs of the target's passes after `prompt` (`calibrate.depth_factors`, in the
     calibration's one-token unit), which price its runs' rounds and bound what a copy gains on
     it: after a long prompt a batched pass costs more against a one-token pass than the
-    calibration, timed after an empty cache, says. `costs` themselves after a short prompt."""
+    calibration, timed after an empty cache, says. `costs` themselves after a short prompt
+    (nothing is timed or decoded for it)."""
+    if len(prompt) < DEPTH_MIN:
+        return costs
     target.truncate(0)
     target.prefill(prompt)
     try:

@@ -186,8 +186,8 @@ def header(result: BenchResult) -> str:
 
 
 def _after_prompts(result: BenchResult) -> str:
-    """ "; after these prompts (N–M tokens) A–B×": what a copy kept whole gains at most where the
-    passes run, after the prompts long enough to have been timed there; empty where none was."""
+    """ ", after N–M-token prompts A–B×": what a copy kept whole gains at most where the passes
+    run, after the prompts long enough to have been timed there; empty where none was."""
     if not result.prompt_costs:
         return ""
     ceilings = result.prompt_ceilings()

@@ -45,9 +45,9 @@ class StepCosts:
 
     def scaled(self, factors: dict[int, float]) -> StepCosts:
         """These costs with each target pass's cost times its size's factor (interpolated between
-        the sizes `factors` holds, the largest's past it): the costs after a context, where `calibrate.depth_factors`
-        measured how much dearer each size is there against a one-token pass. Themselves
-        where `factors` is empty."""
+        the sizes `factors` holds, the largest's past it): the costs after a context, where
+        `calibrate.depth_factors` measured how much dearer each size is there against a
+        one-token pass. Themselves where `factors` is empty."""
         if not factors:
             return self
         largest = max(factors)  # past it, its factor holds
