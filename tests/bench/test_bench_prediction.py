@@ -135,24 +135,10 @@ def test_each_prompts_rounds_are_priced_at_the_costs_after_that_prompt():
     prompt a 16-token pass costs 4 one-token passes; after the long one 6 (as `depth_factors`
     measure there). Overall: 2 x 160 tokens over 10 x 4 + 10 x 6 passes; each prompt its own."""
     short, long = StepCosts({1: 0.05, 16: 0.2}, {}), StepCosts({1: 0.05, 16: 0.3}, {})
-    summary = SimpleNamespace(
-        tokens=160,
-        rounds=10,
-        drafted=150,
-        accepted=150,
-        decode_s=1.0,
-        draft_s=0.0,
-        verify_s=0.9,
-        other_s=0.1,
-        lookup_rounds=10,
-        model_drafted=0,
-        drafted_by_position=(10,) * 15,
-        accepted_by_position=(10,) * 15,
-        prefill_s=0.0,
-        python_s=0.01,
-        constraint_s=0.0,
-        missed_copy_rounds=0,
-    )
+    times = {"decode_s": 1.0, "draft_s": 0.0, "verify_s": 0.9, "other_s": 0.1, "prefill_s": 0.0, "python_s": 0.01}
+    copies = {"drafted": 150, "accepted": 150, "lookup_rounds": 10, "model_drafted": 0, "missed_copy_rounds": 0}
+    by_position = {"drafted_by_position": (10,) * 15, "accepted_by_position": (10,) * 15}
+    summary = SimpleNamespace(tokens=160, rounds=10, constraint_s=0.0, **times, **copies, **by_position)
     base = SimpleNamespace(**{**vars(summary), "rounds": 160, "drafted": 0, "accepted": 0, "drafted_by_position": ()})
     runs = [
         SimpleNamespace(prompt=p, repeat=0, config=c, summary=s)
