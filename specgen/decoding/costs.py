@@ -107,7 +107,7 @@ class RoundCosts:
         self.factor = {Source.PLAIN: 1.0, Source.MODEL: 1.0, Source.LOOKUP: 1.0}
         self.copy_factor: dict[int, float] = {}  # a copy's learnt time factor by its verify size (else Source.LOOKUP's)
         self.paced: set[Source] = set()  # the choices whose rounds were timed (until then: plain decoding's factor)
-        self.plain_ratios: list[float] = []  # each timed plain round's measured / predicted seconds
+        self.pass_ratios: list[float] = []  # each timed round's measured / predicted seconds, whatever it drafted
 
     def pass_cost(self, size: int) -> float:
         """The target's pass over `size` tokens next: its steady cost, plus the switch cost where
@@ -158,8 +158,7 @@ class RoundCosts:
         `predicted` were expected before its factor: the factors move toward the ratio."""
         if not self.timed or seconds is None:
             return
-        if source == Source.PLAIN:
-            self.plain_ratios.append(seconds / predicted)
+        self.pass_ratios.append(seconds / predicted)
         ratio = min(max(seconds / predicted, FACTOR_CLIP[0]), FACTOR_CLIP[1])
         if source not in self.paced:  # its first timed round: it starts from the machine's pace
             self.factor[source] = self.factor[Source.PLAIN]

@@ -71,7 +71,7 @@ _EXPLORE_SHARE = 0.03  # most of the time spent so far that exploration may take
 _CONFIDENCE_BINS = 10  # the gate's calibration: bins of the draft's top probability
 _GOOD_PAIR = 0.9  # per-token keep rate of a very well-matched draft model, the bound model_can_pay assumes
 _NEGLIGIBLE = 1e-3  # a copy's longer prefixes kept with less chance than this add too little to price
-STALE_ROUNDS = 16  # timed one-token passes that may show the calibration was measured on a busy machine
+STALE_ROUNDS = 16  # timed rounds that may show the calibration was measured on a busy machine
 STALE_RATIO = 0.9  # ... when their median ran under this share of the calibrated one-token cost (the
 # loop adds the grammar's and the policy's time to a pass, so a fresh calibration reads above 1)
 
@@ -253,13 +253,16 @@ class Policy:
         return not self.timed or self.look.worth_looking(self.loss.foreseen > 0, self.loss.plain)
 
     def calibration_too_slow(self) -> bool:
-        """Whether this reply's one-token passes ran well under their calibrated cost (the median
-        of at least `STALE_ROUNDS` under `STALE_RATIO` of it). The calibration keeps the fastest
-        of several passes, so passes in the loop, which also weigh drafts and mask rows, take at
-        least as long, unless the machine was busy while the calibration measured: then its
-        costs are too high, and a copy not yet timed is priced at them while plain decoding's
-        learnt time factor follows the faster machine, so copies that would pay are passed over."""
-        ratios = sorted(self.rounds.plain_ratios)
+        """Whether this reply's rounds ran well under their calibrated cost (the median of at
+        least `STALE_ROUNDS` rounds' measured over predicted seconds under `STALE_RATIO`). The
+        calibration keeps the fastest of several passes, so rounds in the loop, which also weigh
+        drafts and mask rows, take at least as long, unless the machine was busy while the
+        calibration measured: then its costs are too high, and a copy not yet timed is priced at
+        them while plain decoding's learnt time factor follows the faster machine, so copies that
+        would pay are passed over; or, where the busy spell flattened the curve, every copy looks
+        nearly free and is drafted, refused or not. Every kind of round counts, so a reply that
+        such a curve keeps drafting shows it as well as one that decodes plainly."""
+        ratios = sorted(self.rounds.pass_ratios)
         return len(ratios) >= STALE_ROUNDS and ratios[len(ratios) // 2] < STALE_RATIO
 
     def model_can_pay(self) -> bool:
@@ -377,7 +380,7 @@ class Policy:
         self.loss.saved += one + self.plain_pass() - self.costs.verify_cost(1) - predicted
         self.after_copy = False
         if self.timed and outcome.seconds is not None:
-            self.rounds.plain_ratios.append(outcome.seconds / predicted)
+            self.rounds.pass_ratios.append(outcome.seconds / predicted)
         self.spent += predicted * self.rounds.factor[Source.PLAIN]
         self.rounds.passed(1)
         self.look.looked += outcome.looked

@@ -298,6 +298,11 @@ def test_one_token_passes_well_under_their_calibrated_cost_show_a_calibration_fr
     for _ in range(16):
         unweighed.decoded_plainly(Outcome(Choice(Source.PLAIN), 0, 0, seconds=0.7 * unweighed.pass_cost(1)))
     assert unweighed.calibration_too_slow()
+    copying = Policy(STEEP)  # and copies: a curve a busy spell flattened has a reply draft every round
+    for _ in range(16):
+        copy = Choice(Source.LOOKUP, 3)
+        copying.observe(Outcome(copy, 3, 0, seconds=0.1 * copying.round_cost(copy)))
+    assert copying.calibration_too_slow()
 
 
 def test_a_reply_that_finds_the_cached_costs_too_slow_removes_them_and_the_next_run_measures_again(
