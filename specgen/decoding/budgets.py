@@ -9,7 +9,11 @@ decoding by more than `RISK` of its time in the measured costs; or, where it is 
 estimates of how many of its tokens will be kept the chance that it loses more than that is at
 most `CHANCE` and its expected loss is covered (`overshoot`), while the reply's copies have not
 lost on the whole: so a reply loses at most `RISK` of its plain time and one such copy's worst
-case, however its copies go, even where the estimates are wrong. The second way lets a reply that
+case, however its copies go, even where the estimates are wrong. Where such a bet failed, the
+reply may draft again within what is left of that worst case, but only copies that by the
+estimates lose anything at most `CHANCE` of the time (`resumes`): the bound stays the same, and a
+reply whose bet failed early no longer decodes plainly while its source holds for hundreds of
+tokens. The second way lets a reply that
 has reprinted its source for a while bet on a long copy before small copies have saved what the
 worst case of a long one would cost: on a verify curve where a few tokens cost as much as as
 many passes of one, small copies save almost nothing, and the reply would decode plainly for
@@ -51,6 +55,7 @@ class LossBudget:
     plain: float = 0.0
     foreseen: float = 0.0
     held: float = 0.0  # what held passes saved (< 0: lost), apart from copies
+    bet: float = 0.0  # the worst case of the latest copy drafted as a bet (beyond what the reply could bear)
 
     def bears_hold(self, worst: float) -> bool:
         """Whether a held pass that loses at most `worst` seconds fits: within what held passes
@@ -78,9 +83,25 @@ class LossBudget:
         if worst <= bearable:
             return True
         if self.saved < 0.0:  # copies have lost so far (a bet among them may have failed): no more bets
-            return False
+            return self.resumes(worst, step, bearable, reach, sums, k)
         over, expected = overshoot(worst, step, bearable, reach, sums, k)
         return over <= CHANCE and expected <= bearable
+
+    def is_bet(self, worst: float) -> bool:
+        """Whether a copy that loses at most `worst` and fits (`bears_copy`) is a bet: a copy
+        whose worst case is more than the reply can bear, drafted while its copies have not lost."""
+        return self.saved >= 0.0 and worst > self.bearable()
+
+    def resumes(
+        self, worst: float, step: float, bearable: float, reach: list[float], sums: list[float], k: int
+    ) -> bool:
+        """Whether a reply whose copies have lost (a bet failed) may draft a copy: within what is
+        left of the latest bet's worst case beyond the budget (so the reply still loses at most
+        `RISK` of its plain time and one bet's worst case), and only one that by the estimates
+        loses anything at most `CHANCE` of the time. Otherwise a reply whose bet failed early would
+        decode plainly until its plain time had grown to cover the loss, however well its source
+        held after it. Arguments as `bears_copy`'s."""
+        return worst <= bearable + self.bet and overshoot(worst, step, 0.0, reach, sums, k)[0] <= CHANCE
 
 
 @dataclass

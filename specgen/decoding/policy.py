@@ -88,6 +88,9 @@ class Choice:
     explore: bool = False
     held_back: bool = field(default=False, compare=False)
     holding: bool = field(default=False, compare=False)
+    bet: float = field(
+        default=0.0, compare=False
+    )  # a copy's loss were its first token refused, where more than the reply could bear
 
 
 @dataclass(frozen=True)
@@ -215,7 +218,7 @@ class Policy:
 
     def _priced_copy(self, reach: list[float]) -> tuple[Choice | None, float]:
         """`best_copy`, and its expected tokens per second (0 where there is none)."""
-        best, best_speed, tokens, held_back = None, 0.0, 1.0, False
+        best, best_speed, tokens, held_back, bet = None, 0.0, 1.0, False, 0.0
         python = self.python_time()
         one, plain = self.plain_pass(), 1.0 / (self.rounds.seconds(Source.PLAIN, 0) + python)
         switch, step, sums = self.costs.switch, self.costs.verify_cost(1), reach_sums(reach)
@@ -232,10 +235,11 @@ class Policy:
                 held_back = held_back or speed > plain
                 continue
             if speed > best_speed:
-                best, best_speed = Choice(Source.LOOKUP, k), speed
+                best, best_speed, bet = Choice(Source.LOOKUP, k), speed, verify + switch - one
         if best is None:
             return (Choice(Source.PLAIN, held_back=True) if held_back else None), 0.0
-        return Choice(Source.LOOKUP, best.k, held_back=held_back), best_speed
+        bet = bet if self.loss.is_bet(bet) else 0.0
+        return Choice(Source.LOOKUP, best.k, held_back=held_back, bet=bet), best_speed
 
     def plain_pass(self) -> float:
         """What plain decoding would pay for this round's pass: one token's, plus the switch into
@@ -360,6 +364,7 @@ class Policy:
         elif choice.source != Source.MODEL:
             self.loss.saved += reference - predicted
         self.after_copy = choice.source == Source.LOOKUP and outcome.drafted > 0
+        self.loss.bet = choice.bet or self.loss.bet
         self.look.weighed_round(
             outcome.looked, reference - predicted, outcome.drafted > 0 and outcome.accepted > 0, choice.held_back
         )

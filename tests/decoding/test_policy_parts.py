@@ -123,6 +123,31 @@ def test_a_copy_the_budget_cannot_bear_at_worst_is_drafted_where_it_is_unlikely_
         assert policy.best_copy(reach_of([per_token] * 8)) == choice  # a query: nothing changed
 
 
+def test_a_reply_whose_bet_failed_copies_again_within_the_bets_worst_case_where_a_copy_almost_surely_pays():
+    """A pass of 1 token costs 1 s, of 9 tokens 2.6 s (0.2 s a token between). With 0.5 s
+    saved, an 8-token copy (worst case 1.6 s) is drafted as a bet; its first token refused, the
+    reply has lost 1.1 s, and bears -1.1 + 3% of its 1 s of plain time = -1.07 s: within the
+    bet's 1.6 s there is 0.53 s left. A copy whose tokens are each kept with chance 0.998 loses
+    anything only if its first token is refused (0.2%), so 2 tokens (worst 0.4 s) are drafted
+    and 3 (0.6 s) are not; at 0.9 (10%) none is. A reply that lost as much without a bet drafts
+    nothing."""
+    costs = StepCosts({1: 1.0, 9: 2.6}, {})
+    policy = Policy(costs, 8, timed=False)
+    policy.rounds.last_size, policy.after_copy, policy.saved = 1, True, 0.5
+    bet = policy.best_copy(reach_of([0.998] * 8))
+    assert bet is not None and bet.k == 8 and bet.bet == pytest.approx(1.6)
+    policy.observe(Outcome(bet, drafted=8, accepted=0))
+    assert (policy.saved, policy.plain) == pytest.approx((-1.1, 1.0))
+    again = policy.best_copy(reach_of([0.998] * 8))
+    assert again is not None and again.source == Source.LOOKUP and again.k == 2 and again.bet == 0.0
+    unlikely = policy.best_copy(reach_of([0.9] * 8))
+    assert unlikely is not None and unlikely.source == Source.PLAIN and unlikely.held_back
+    unbet = Policy(costs, 8, timed=False)
+    unbet.rounds.last_size, unbet.after_copy, unbet.saved, unbet.plain = 9, True, -1.1, 1.0
+    held = unbet.best_copy(reach_of([0.998] * 8))
+    assert held is not None and held.source == Source.PLAIN
+
+
 def test_the_chooser_takes_the_copy_length_with_the_most_tokens_per_second():
     """A verify of k + 1 tokens costs 1 + 0.1 k, each copied token is kept with chance 0.9 once
     all before it were, and the loss budget does not bind: the length is the one that makes the
