@@ -9,19 +9,19 @@ decoding by more than `RISK` of its time in the measured costs; or, where it is 
 estimates of how many of its tokens will be kept the chance that it loses more than that is at
 most `CHANCE` and its expected loss is covered (`overshoot`), while the reply's copies have not
 lost on the whole: so a reply loses at most `RISK` of its plain time and one such copy's worst
-case, however its copies go, even where the estimates are wrong. Where such a bet failed, the
-reply may draft again within what is left of that worst case, but only copies that by the
-estimates lose anything at most `CHANCE` of the time (`resumes`): the bound stays the same, and a
-reply whose bet failed early no longer decodes plainly while its source holds for hundreds of
-tokens. The second way lets a reply that
+case, however its copies go, even where the estimates are wrong. The second way lets a reply that
 has reprinted its source for a while bet on a long copy before small copies have saved what the
 worst case of a long one would cost: on a verify curve where a few tokens cost as much as as
 many passes of one, small copies save almost nothing, and the reply would decode plainly for
-hundreds of tokens first. Where a prediction or a schema foresees the reply's length, it may
-lose `FORESEEN_RISK` of that reply's plain time from the first round (`foresee`). Held passes
-(`hold`) keep an account of their own: they may lose what they saved plus `HOLD_RISK` of the
-reply's plain time, so that a stretch of them never spends what copies saved, and a reply loses
-at most `RISK` + `HOLD_RISK` of its plain time and one bet's worst case.
+hundreds of tokens first. Where such a bet failed, the reply drafts again within what is left of
+its worst case, but only copies that by the estimates lose anything at most `CHANCE` of the time
+(`resumes`): the bound stays the same, and the reply does not decode plainly, until its plain
+time has grown over the loss, while its source goes on holding. Where a prediction or a schema
+foresees the reply's length, it may lose `FORESEEN_RISK` of that reply's plain time from the
+first round (`foresee`). Held passes (`hold`) keep an account of their own: they may lose what
+they saved plus `HOLD_RISK` of the reply's plain time, so that a stretch of them never spends
+what copies saved, and a reply loses at most `RISK` + `HOLD_RISK` of its plain time and one
+bet's worst case.
 
 The look budget bounds the Python time spent weighing drafts (finding offers, pricing them,
 learning from the round), which matters only where a pass is short: a reply weighs drafts

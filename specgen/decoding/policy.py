@@ -88,9 +88,8 @@ class Choice:
     explore: bool = False
     held_back: bool = field(default=False, compare=False)
     holding: bool = field(default=False, compare=False)
-    bet: float = field(
-        default=0.0, compare=False
-    )  # a copy's loss were its first token refused, where more than the reply could bear
+    # a copy's loss were its first token refused, where that is more than the reply could bear (a bet)
+    bet: float = field(default=0.0, compare=False)
 
 
 @dataclass(frozen=True)
