@@ -170,10 +170,19 @@ def run(
         print()
     if not quiet and not json_out:
         print(summary_line(summary, placement(*layers) if load.rpc else "", predicted_report), file=sys.stderr)
+    if not quiet and generation.stale_costs:
+        print(STALE_COSTS_NOTE, file=sys.stderr)
     if gbnf and not json_out:
         warn_if_cut(summary.stop_reason, config.max_tokens)
     if summary.stop_reason == "interrupted":
         raise typer.Exit(130)
+
+
+# after a reply whose passes ran well under the cached step costs (`Generation.stale_costs`)
+STALE_COSTS_NOTE = (
+    "specgen: note: this machine's cached step costs were measured while it was busy (passes now run"
+    " faster); they were removed, and the next run measures them again"
+)
 
 
 def warn_if_cut(stop_reason: str, max_tokens: int) -> None:

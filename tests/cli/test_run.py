@@ -206,13 +206,18 @@ def test_prompt_longer_than_the_context(pair):
     one_error_line(specgen("run", *pair, "--ctx", "256", "--raw", stdin="word " * 2000), "context holds 256")
 
 
-def test_a_run_that_finds_the_cached_costs_too_slow_removes_them(tiny_models, tmp_path):
-    args = ("run", "def add(a, b):", "--target", str(tiny_models["target"]), "--no-draft", "--raw", "-n", "40", "-q")
+def test_a_run_that_finds_the_cached_costs_too_slow_removes_them_and_says_so_on_stderr(tiny_models, tmp_path):
+    args = ("run", "def add(a, b):", "--target", str(tiny_models["target"]), "--no-draft", "--raw", "-n", "40")
     env = {"SPECGEN_CACHE_DIR": str(tmp_path)}
-    assert specgen(*args, env=env).returncode == 0  # measures this machine's costs and caches them
+    measured = specgen(*args, env=env)  # measures this machine's costs and caches them
+    assert measured.returncode == 0 and "cached step costs" not in measured.stderr
     stored = plant_slow_costs(tmp_path)
-    assert specgen(*args, env=env).returncode == 0
+    stale = specgen(*args, env=env)
+    assert stale.returncode == 0
     assert not stored.exists()  # the next run measures again
+    note = [line for line in stale.stderr.splitlines() if "cached step costs" in line]
+    assert len(note) == 1 and note[0].startswith("specgen: note: ") and "measures them again" in note[0]
+    assert "cached step costs" not in stale.stdout
 
 
 def test_an_empty_pair_name_is_an_error_not_the_default_pair():
