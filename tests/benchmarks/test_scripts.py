@@ -270,6 +270,21 @@ def test_draft_free_takes_the_end_of_generation_token_off_a_reply_that_ended(tmp
     assert row.split(" | ")[2] == f"{specgen_counts / 0.5:.1f}"
 
 
+def test_compare_takes_specgens_median_over_an_even_number_of_repeats_as_the_mean_of_the_middle_two(tmp_path):
+    """Two repeats at 18.0 and 20.4 tok/s are 19.2 tok/s, as `specgen bench` prints the median;
+    against llama.cpp's 16.16 that is 1.19x (the upper of the two would say 20.4 and 1.26x)."""
+    line = "qa-1 {} | decoded  101 tokens in    6.250 seconds, speed:   16.160 |  | stop length\n"
+    (tmp_path / "draft_free.txt").write_text("".join(line.format(m) for m in ("ngram-simple", "ngram-mod")))
+    runs = [
+        {"prompt": "qa-1", "config": config, "tokens_per_second": rate}
+        for config, rate in (("target", 9.0), ("target", 10.0), ("lookup-auto", 18.0), ("lookup-auto", 20.4))
+    ]
+    (tmp_path / "bench.json").write_text(json.dumps({"runs": runs}))
+    out = ran(script("llama-cpp/compare.py", str(tmp_path / "draft_free.txt"), str(tmp_path / "bench.json")))
+    row = next(line for line in out.splitlines() if line.startswith("| qa-1 |")).strip("|").split(" | ")
+    assert [cell.strip() for cell in row[2:]] == ["16.2", "9.5", "19.2", "1.19×"]
+
+
 def test_specbench_prompts_draws_disjoint_splits(tmp_path):
     kinds = {"writing": "chat", "translation": "translation", "math_reasoning": "math"}
     questions = [

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -68,13 +69,12 @@ def best_per_kind(llama: dict[str, dict[str, float]]) -> dict[str, str]:
 
 
 def specgen_rates(path: str) -> dict[str, dict[str, float]]:
-    """prompt -> config -> decode tok/s (the median over repeats)."""
+    """prompt -> config -> decode tok/s (the median over repeats; of an even number, the mean of
+    the middle two, as `specgen bench` reports it)."""
     runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in json.loads(Path(path).read_text(encoding="utf-8"))["runs"]:
         runs[run["prompt"]][run["config"]].append(run["tokens_per_second"])
-    return {
-        prompt: {config: sorted(v)[len(v) // 2] for config, v in configs.items()} for prompt, configs in runs.items()
-    }
+    return {prompt: {config: statistics.median(v) for config, v in configs.items()} for prompt, configs in runs.items()}
 
 
 def geometric_mean(values: list[float]) -> float:
