@@ -230,15 +230,15 @@ class Policy:
             # a copy that breaks may send the next pass to another size; one kept whole may repeat its size
             speed = tokens / ((verify + (1.0 - chance) * back) * self.rounds.factor_of(Source.LOOKUP, k) + python)
             # refused at once: one token for the pass and the way back; each token kept saves a plain pass
-            if not self.loss.bears_copy(verify + switch - one, step, reach, sums, k):
+            worst = verify + switch - one
+            if not self.loss.bears_copy(worst, step, reach, sums, k):
                 held_back = held_back or speed > plain
                 continue
             if speed > best_speed:
-                best, best_speed, bet = Choice(Source.LOOKUP, k), speed, verify + switch - one
+                best, best_speed, bet = Choice(Source.LOOKUP, k), speed, worst
         if best is None:
             return (Choice(Source.PLAIN, held_back=True) if held_back else None), 0.0
-        bet = bet if self.loss.is_bet(bet) else 0.0
-        return Choice(Source.LOOKUP, best.k, held_back=held_back, bet=bet), best_speed
+        return Choice(Source.LOOKUP, best.k, held_back=held_back, bet=bet if self.loss.is_bet(bet) else 0.0), best_speed
 
     def plain_pass(self) -> float:
         """What plain decoding would pay for this round's pass: one token's, plus the switch into
