@@ -26,6 +26,8 @@ weighs every round and drafts nothing, so the sources learn their rewrites and f
 pattern as they do under auto), together with every offer the replayed policy itself was made.
 So no policy drafting from these sources can beat it on the same text: a bound, and how far auto
 is from what its offers allow; `ceiling` is the curve's own limit where every copy is kept whole.
+With `--predict KIND` as well, the outputs that have such a prediction are replayed and priced
+in hindsight with it (the prediction's offers among hindsight's).
 
 `--curve NAME[,NAME...]` replays on those curves only: a name in `CURVES`, a step-costs FILE.json
 (benchmarks/scripts/depth_curve.py writes one), or `cached`, the verify
@@ -225,15 +227,19 @@ def hindsight(
     quoted: bool = False,
     example: str = "",
     seen: Offers | None = None,
+    prediction: list[int] | None = None,
 ) -> float:
     """The speedup of a drafter that knows how many tokens of each offer the output keeps and
     drafts the lengths that make the whole output cheapest. Its offers: those auto's sources make
-    at every position under `Weighing`, `seen` (a replayed policy's `Replay.offers`), and the
-    filler a held pass drafts where nothing is offered (the token before)."""
-    if vocabulary is None:
+    at every position under `Weighing` (given `prediction`, as `replay`'s, the prediction's
+    among them), `seen` (a replayed policy's `Replay.offers`), and the filler a held pass drafts
+    where nothing is offered (the token before)."""
+    if vocabulary is None and prediction is None:
         prompt, output = compact(prompt, output)
+    elif vocabulary is None:
+        prompt, output, prediction = compact(prompt, output, prediction)
     costs = costs_of(curve)
-    offers = _run(prompt, output, costs, Weighing(costs, 8, timed=False), vocabulary, None, quoted, example)[2]
+    offers = _run(prompt, output, costs, Weighing(costs, 8, timed=False), vocabulary, prediction, quoted, example)[2]
     for at, made in (seen or {}).items():
         offers.setdefault(at, []).extend(made)
     before = [prompt[-1], *output[:-1]]  # what a held pass drafts as its filler (`decoding.hold`)
@@ -340,7 +346,8 @@ def geometric_mean(values: list[float]) -> float:
 def main() -> None:
     """Arguments: recorded-output files; `--vocab FILE.gguf` puts record patterns in play;
     `--predict KIND` replays each output with and without a prediction of that kind; `--oracle`
-    sets each beside its price in hindsight; `--curve NAME[,NAME...]` (`CURVES`' names, `cached`, FILE.json);
+    sets each beside its price in hindsight (with `--predict`, each output that has such a
+    prediction, replayed and priced with it); `--curve NAME[,NAME...]` (`CURVES`' names, `cached`, FILE.json);
     `--risk SHARE` (with `--oracle`): the loss budget's share of plain time (`inf`: no budget).
     A missing file or a bad value exits with a one-line error (argparse's)."""
     parser = argparse.ArgumentParser(
@@ -370,7 +377,7 @@ def main() -> None:
     for outputs in args.outputs or [OUTPUTS]:
         for curve, costs in curves.items():
             if args.oracle:
-                print_hindsight(curve, costs, outputs, vocabulary, bounded)
+                print_hindsight(curve, costs, outputs, vocabulary, bounded, predict)
             elif predict is None:
                 print_replays(curve, replay_all(costs, outputs, vocabulary))
             else:
@@ -388,17 +395,21 @@ def print_hindsight(
     outputs: Path,
     vocabulary: Vocabulary | None,
     policy: Callable[[StepCosts], Policy] = default_policy,
+    predict: str | None = None,
 ) -> None:
     """Each output replayed by auto (`policy` makes its policy), beside the drafter that knows in
-    hindsight what its offers keep."""
+    hindsight what its offers keep; with `predict` (a `--predict` kind), only the outputs that
+    have such a prediction, each replayed and priced in hindsight with it."""
     recorded = json.loads(outputs.read_text())["outputs"]
     kinds: dict[str, list[tuple[float, float]]] = {}
     for name, r in recorded.items():
         quoted, example = r.get("quoted", False), r.get("example", "")
-        auto = replay(
-            name, r["kind"], r["prompt"], r["output"], costs, vocabulary, quoted=quoted, example=example, policy=policy
-        )
-        best = hindsight(r["prompt"], r["output"], costs, vocabulary, quoted, example, auto.offers)
+        prediction = prediction_of(predict, r, list(recorded.values()), vocabulary) if predict else None
+        if predict and not prediction:
+            continue
+        prompt, output = r["prompt"], r["output"]
+        auto = replay(name, r["kind"], prompt, output, costs, vocabulary, prediction, quoted, example, policy)
+        best = hindsight(prompt, output, costs, vocabulary, quoted, example, auto.offers, prediction)
         kinds.setdefault(r["kind"], []).append((auto.speedup, best))
         print(
             f"{curve:12s} {name:22s} auto {auto.speedup:5.2f}x  hindsight {best:5.2f}x  "

@@ -352,3 +352,54 @@ def test_hindsight_drafts_the_filler_a_held_pass_drafts_where_nothing_is_offered
     assert held.emitted == compact(prompt, output)[1]
     assert held.speedup > 1.5, held.speedup  # the fillers were kept: about two tokens a round
     assert held.speedup <= hindsight(prompt, output, costs, seen=held.offers) * (1 + 1e-9)
+
+
+def test_hindsight_with_a_prediction_drafts_from_it_and_still_bounds_auto():
+    """An output of 128 random characters found nowhere in the prompt, and a prediction of it
+    wrong at one character (position 60). Without the prediction there is next to nothing to
+    copy. With it, no offer holds that character, so the best is three passes on a flat curve:
+    61 tokens at most in the first, then two for the 67 after (128 / 3, 42.7x); auto, drafting
+    from the same prediction, is at most as fast."""
+    rng = random.Random(11)
+    output = [ord(rng.choice("abcdefghijklmnopqrstuvwxyz ")) for _ in range(128)]
+    prediction = [*output[:60], ord("#"), *output[61:]]
+    prompt = [ord(c) for c in "Write it out:\n"]
+    characters = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
+    flat = {1: 1.0, 64: 1.0}
+    alone = hindsight(prompt, output, flat, characters)
+    best = hindsight(prompt, output, flat, characters, prediction=prediction)
+    auto = replay("predicted", "edit", prompt, output, flat, characters, prediction=prediction)
+    assert alone < 2.0 and 30.0 < best <= 128 / 3 + 1e-9, (alone, best)
+    assert auto.emitted == output and 1.0 < auto.speedup <= best * (1 + 1e-9), auto.speedup
+
+
+def test_the_replay_command_prices_hindsight_with_the_prediction_asked_for(tmp_path):
+    """`--oracle --predict self`: each output replayed by auto and priced in hindsight beside a
+    perfect prediction of it. On a curve where a pass of any size up to 64 costs one token's, no
+    drafter needs fewer than ceil((n - 1) / 64) passes for an output of n tokens (the prefill
+    gives the first); the prediction's offers reach it within one pass (the first rounds may copy
+    the prompt instead: a longer match than the prediction's start), where without the prediction
+    the same outputs need half as many passes again at least; and auto, given the prediction,
+    needs fewer passes than without it."""
+    flat = tmp_path / "flat.json"
+    flat.write_text(json.dumps({"verify": {"1": 0.05, "64": 0.05}, "draft": {}, "switch": 0.0}))
+    script = OUTPUTS.parent.parent / "copyreplay.py"
+    env = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
+
+    def replayed(*predict: str) -> dict[str, tuple[float, float]]:
+        """By output: auto's speedup and hindsight's."""
+        command = [sys.executable, str(script), "--oracle", *predict, "--curve", str(flat), str(REFORMATS)]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stderr
+        found = re.findall(r"^file:flat +(\S+:\d) +auto +([\d.]+)x +hindsight +([\d.]+)x", done.stdout, re.M)
+        return {name: (float(auto), float(best)) for name, auto, best in found}
+
+    recorded = json.loads(REFORMATS.read_text())["outputs"]
+    predicted, alone = replayed("--predict", "self"), replayed()
+    assert set(predicted) == set(alone) == set(recorded)
+    for name, r in recorded.items():
+        n, fewest = len(r["output"]), math.ceil((len(r["output"]) - 1) / 64)
+        passes = (n - 1) / predicted[name][1]  # the printed speedup has two decimals
+        assert fewest - 0.01 <= passes <= fewest + 1.01, (name, passes, fewest)
+        assert (n - 1) / alone[name][1] > 1.5 * passes, name
+        assert predicted[name][0] > 2.0 * alone[name][0], name
