@@ -102,7 +102,7 @@ def run(
     The prompt, a blank line apart: each --file (named, fenced), the text piped on stdin, then PROMPT.
     """
     from specgen.engine.drafting import base_drafter
-    from specgen.engine.generation import Generation
+    from specgen.engine.generation import STALE_COSTS_NOTE, Generation
     from specgen.engine.request import Request, Rules
     from specgen.llama import lookup_cache as memory_file
     from specgen.llama.library import backend_name
@@ -171,18 +171,11 @@ def run(
     if not quiet and not json_out:
         print(summary_line(summary, placement(*layers) if load.rpc else "", predicted_report), file=sys.stderr)
     if not quiet and generation.stale_costs:
-        print(STALE_COSTS_NOTE, file=sys.stderr)
+        print("specgen: " + STALE_COSTS_NOTE.format("run"), file=sys.stderr)
     if gbnf and not json_out:
         warn_if_cut(summary.stop_reason, config.max_tokens)
     if summary.stop_reason == "interrupted":
         raise typer.Exit(130)
-
-
-# after a reply whose passes ran well under the cached step costs (`Generation.stale_costs`)
-STALE_COSTS_NOTE = (
-    "specgen: note: this machine's cached step costs were measured while it was busy (passes now run"
-    " faster); they were removed, and the next run measures them again"
-)
 
 
 def warn_if_cut(stop_reason: str, max_tokens: int) -> None:

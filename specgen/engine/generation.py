@@ -24,6 +24,13 @@ from specgen.llama.calibrate import forget_costs
 from specgen.llama.grammar import Grammar
 from specgen.llama.model import Model
 
+# what a front end says after a reply that found the cached step costs too slow (`stale_costs`),
+# formatted with what measures them again ("run", "reply")
+STALE_COSTS_NOTE = (
+    "note: this machine's cached step costs were measured while it was busy (passes now run faster);"
+    " they were removed, and the next {} measures them again"
+)
+
 
 def _never() -> bool:
     return False

@@ -28,7 +28,7 @@ from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import LOOKUP_MAX
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
 from specgen.engine.drafting import base_drafter, loaded_draft
-from specgen.engine.generation import Generation
+from specgen.engine.generation import STALE_COSTS_NOTE, Generation
 from specgen.engine.request import Request
 from specgen.errors import SpecgenError
 from specgen.llama.conversation import Conversation
@@ -264,6 +264,8 @@ class Chat:
         request = Request(tuple(prompt.tokens), self.config, self.auto, shared=(self.memory.index,))
         with Generation(self.target, self.drafter, request) as generation:
             reply = self.view.render(generation.events(), self.k, self.auto, self.totals.tally)
+        if generation.stale_costs:
+            self.view.notice(STALE_COSTS_NOTE.format("reply"))
         self.memory.add(list(reply.tokens))
         self.conversation.commit(prompt, reply.text, list(reply.tokens))
         self.totals.add(reply)

@@ -272,7 +272,8 @@ def test_a_reply_that_finds_the_cached_costs_too_slow_has_the_next_reply_measure
     pair, monkeypatch, tmp_path
 ):
     """Costs cached while the machine was busy (planted: 50 times this machine's) are found too
-    slow by the first reply's one-token passes; the second reply measures them again."""
+    slow by the first reply's one-token passes, which the chat says once on stderr; the second
+    reply measures them again (and finds them right: no second note)."""
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
     target, draft = pair
     cached_costs(target, draft)
@@ -281,9 +282,16 @@ def test_a_reply_that_finds_the_cached_costs_too_slow_has_the_next_reply_measure
     target.truncate(0)
     draft.truncate(0)
     options = ChatOptions(GenerationConfig(max_tokens=40, draft_tokens=4), True, None)
-    chat = Chat(target, ModelDrafter(draft), options, PlainView(io.StringIO(), io.StringIO()))
+    out, err = io.StringIO(), io.StringIO()
+    chat = Chat(target, ModelDrafter(draft), options, PlainView(out, err))
     chat.loop(script("def add(a, b):", "hi"))
     assert json.loads(stored.read_text())["verify"]["1"] < slow["1"] / 10
+    notes = [line for line in err.getvalue().splitlines() if "cached step costs" in line]
+    assert notes == [
+        "specgen: note: this machine's cached step costs were measured while it was busy (passes now run"
+        " faster); they were removed, and the next reply measures them again"
+    ]
+    assert "cached step costs" not in out.getvalue()
 
 
 # -- the command line: a pipe and a pseudo-terminal ----------------------------------------
