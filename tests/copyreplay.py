@@ -356,7 +356,9 @@ def main() -> None:
     parser.add_argument("outputs", type=Path, nargs="*", help=f"recorded outputs (default: {OUTPUTS})")
     parser.add_argument("--oracle", action="store_true", help="set each output beside its price in hindsight")
     parser.add_argument("--vocab", type=Path, help="a GGUF file of the outputs' family: record patterns in play")
-    parser.add_argument("--predict", choices=PREDICTION_KINDS, help="replay with and without such a prediction")
+    parser.add_argument(
+        "--predict", choices=PREDICTION_KINDS, help="replay with and without such a prediction (with --oracle: with it)"
+    )
     parser.add_argument(
         "--curve", default=",".join(CURVES), help="NAME[,NAME...]: curves, cached, or a step-costs FILE.json"
     )
