@@ -45,6 +45,7 @@ COVERED = {
     "llama-cpp/template_prompts.py": "test_template_prompts_writes_the_chat_template",
     "llama-cpp/draft_free.sh": "test_draft_free_takes_the_end_of_generation_token_off_a_reply_that_ended",
     "llama-cpp/json_check.sh": "test_shell_scripts_parse",
+    "llama-cpp/serve_vs_llama_server.sh": "test_shell_scripts_parse",
     "llama-cpp/noamx.c": "test_noamx_shim_compiles",
     "device/common.sh": "test_shell_scripts_parse",
     "device/pack.sh": "test_shell_scripts_parse",
