@@ -41,6 +41,9 @@ from specgen.decoding.policy import Choice, Policy
 GROUNDED = ("edit", "extract", "revise", "summarize")  # the output reprints much of the prompt
 NOVEL = ("code", "prose")
 REFORMATS = OUTPUTS.parent / "reformat-texts.json"
+CHARACTERS = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])  # one token a character
+SCRIPT = OUTPUTS.parent.parent / "copyreplay.py"  # the replay command, run as a user runs it
+SCRIPT_ENV = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
 # regression floors: the geometric mean over the grounded prompts, set just under what the tuned
 # policy reached on these outputs when they were recorded
 TUNED_FLOORS = {
@@ -84,7 +87,7 @@ def test_regression_guard_the_record_pattern_cuts_the_time_of_recorded_reformats
     faster, and the four by a fifth or more on the geometric mean (a floor set under today's
     gain on these outputs)."""
     recorded = json.loads(REFORMATS.read_text())["outputs"]
-    characters = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
+    characters = CHARACTERS
     gains = []
     for name, r in recorded.items():
         prompt, output = [ord(c) for c in r["prompt"]], [ord(c) for c in r["output"]]
@@ -103,7 +106,7 @@ def test_hindsight_of_a_reprinted_text_is_the_flat_curves_ceiling():
     rng = random.Random(7)
     text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(139))
     prompt, output = [ord(c) for c in text + "\n" + text[:10]], [ord(c) for c in text[10:]]
-    characters = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
+    characters = CHARACTERS
     flat = {1: 1.0, 64: 1.0}
     assert ceiling(flat) == pytest.approx(64.0)
     assert hindsight(prompt, output, flat, characters) == pytest.approx(64.0)
@@ -119,7 +122,7 @@ def test_hindsight_credits_no_token_past_where_a_copy_breaks():
     text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(138))
     prompt = [ord(c) for c in text + "\n" + text[:10]]
     output = [ord(c) for c in text[10:70] + "#" + text[71:]]
-    characters = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
+    characters = CHARACTERS
     assert len(output) == 128 and hindsight(prompt, output, {1: 1.0, 64: 1.0}, characters) <= 128 / 3 + 1e-9
 
 
@@ -127,7 +130,7 @@ def test_hindsight_bounds_auto_on_recorded_outputs():
     """Auto drafts from the same offers without knowing how far they hold, so it can come close to
     the hindsight price but not past it, and neither passes the curve's ceiling."""
     recorded = json.loads(REFORMATS.read_text())["outputs"]
-    characters = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
+    characters = CHARACTERS
     for name, r in recorded.items():
         prompt, output = [ord(c) for c in r["prompt"]], [ord(c) for c in r["output"]]
         auto = replay(name, "reformat", prompt, output, CURVES["xeon-vm"], characters).speedup
@@ -250,8 +253,7 @@ def test_cached_step_costs_are_curves_to_replay_on(tmp_path):
 
 
 def test_the_replay_command_prices_on_the_curve_named_and_names_an_unknown_one():
-    script = OUTPUTS.parent.parent / "copyreplay.py"
-    env = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
+    script, env = SCRIPT, SCRIPT_ENV
     done = subprocess.run(
         [sys.executable, str(script), "--oracle", "--curve", "h100", "--risk", "inf", str(REFORMATS)],
         capture_output=True,
@@ -284,8 +286,7 @@ def test_a_step_costs_file_is_a_curve_to_replay_on_by_its_path(tmp_path):
     flat, steep = tmp_path / "flat.json", tmp_path / "steep.json"
     flat.write_text(json.dumps({"verify": {"1": 0.05, "64": 0.05}, "draft": {}, "switch": 0.0, "depth": 1536}))
     steep.write_text(json.dumps({"verify": {"1": 0.05, "64": 3.2}, "draft": {}, "switch": 0.0}))
-    script = OUTPUTS.parent.parent / "copyreplay.py"
-    env = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
+    script, env = SCRIPT, SCRIPT_ENV
     done = subprocess.run(
         [sys.executable, str(script), "--curve", f"{flat},{steep}", str(REFORMATS)],
         capture_output=True,
@@ -331,8 +332,7 @@ def test_a_step_costs_file_is_a_curve_to_replay_on_by_its_path(tmp_path):
 def test_the_replay_command_names_a_bad_argument_in_one_line_without_a_traceback(
     arguments: list[str], error: str
 ) -> None:
-    script = OUTPUTS.parent.parent / "copyreplay.py"
-    env = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
+    script, env = SCRIPT, SCRIPT_ENV
     done = subprocess.run(
         [sys.executable, str(script), *arguments], capture_output=True, text=True, env=env, timeout=60
     )
@@ -366,7 +366,7 @@ def test_hindsight_with_a_prediction_drafts_from_it_and_still_bounds_auto():
     output = [ord(rng.choice("abcdefghijklmnopqrstuvwxyz ")) for _ in range(128)]
     prediction = [*output[:60], ord("#"), *output[61:]]
     prompt = [ord(c) for c in "Write it out:\n"]
-    characters = Vocabulary(lambda token: chr(token).encode(), lambda text: [ord(c) for c in text])
+    characters = CHARACTERS
     flat = {1: 1.0, 64: 1.0}
     alone = hindsight(prompt, output, flat, characters)
     best = hindsight(prompt, output, flat, characters, prediction=prediction)
@@ -385,8 +385,7 @@ def test_the_replay_command_prices_hindsight_with_the_prediction_asked_for(tmp_p
     needs fewer passes than without it."""
     flat = tmp_path / "flat.json"
     flat.write_text(json.dumps({"verify": {"1": 0.05, "64": 0.05}, "draft": {}, "switch": 0.0}))
-    script = OUTPUTS.parent.parent / "copyreplay.py"
-    env = {**os.environ, "PYTHONPATH": str(OUTPUTS.parent.parent.parent)}
+    script, env = SCRIPT, SCRIPT_ENV
 
     def replayed(*predict: str) -> dict[str, tuple[float, float]]:
         """By output: auto's speedup and hindsight's."""
