@@ -18,7 +18,10 @@ its worst case, but only copies that by the estimates lose anything at most `CHA
 (`resumes`): the bound stays the same, and the reply does not decode plainly, until its plain
 time has grown over the loss, while its source goes on holding. Where a prediction or a schema
 foresees the reply's length, it may lose `FORESEEN_RISK` of that reply's plain time from the
-first round (`foresee`). Held passes (`hold`) keep an account of their own: they may lose what
+first round (`foresee`), besides `RISK` of its own plain time so far: the two shares add, so
+a reply whose first copies spent the foreseen share drafts again as its own share grows. (Were
+the foreseen share the larger of the two instead, such a reply would decode plainly until its
+plain time had outgrown the prediction's twice over: for the whole of a reply that follows it.) Held passes (`hold`) keep an account of their own: they may lose what
 they saved plus `HOLD_RISK` of the reply's plain time, so that a stretch of them never spends
 what copies saved, and a reply loses at most `RISK` + `HOLD_RISK` of its plain time and one
 bet's worst case.
@@ -64,11 +67,11 @@ class LossBudget:
 
     def bearable(self) -> float:
         """The most predicted seconds a round may lose now: what copies saved, plus `risk` of the
-        reply's plain time (or, while that is less, `FORESEEN_RISK` of the foreseen reply's);
-        without limit where `risk` is infinite (no budget), even before the reply has plain time."""
+        reply's plain time, plus `FORESEEN_RISK` of the foreseen reply's; without limit where
+        `risk` is infinite (no budget), even before the reply has plain time."""
         if math.isinf(self.risk):
             return math.inf
-        return self.saved + max(self.risk * self.plain, FORESEEN_RISK * self.foreseen)
+        return self.saved + self.risk * self.plain + FORESEEN_RISK * self.foreseen
 
     def bears(self, worst: float) -> bool:
         """Whether a round that loses at most `worst` seconds against plain decoding fits."""

@@ -340,7 +340,8 @@ class Policy:
 
     def foresee(self, tokens: int) -> None:
         """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
-        example): the loss budget allows `FORESEEN_RISK` of their plain time from the first round."""
+        example): the loss budget allows `FORESEEN_RISK` of their plain time from the first round,
+        besides the share of its own plain time any reply may lose."""
         self.loss.foreseen = tokens * self.costs.verify_cost(1)
 
     def observe(self, outcome: Outcome) -> None:

@@ -200,14 +200,28 @@ def test_a_copy_is_priced_by_the_time_its_own_verify_size_took():
 
 def test_a_foreseen_reply_drafts_from_its_first_round_and_loses_at_most_its_foreseen_share():
     """A reply foreseen at 200 tokens (a prediction of that length, a schema's example) may lose
-    FORESEEN_RISK of their plain time from the first round: with every copy refused it drafts at
-    once, where the bound alone drafts nothing yet, and its loss stays within that share (or
-    within RISK of its own plain time, once that is the larger)."""
+    FORESEEN_RISK of their plain time from the first round, besides RISK of its own plain time:
+    with every copy refused it drafts at once, where the bound alone drafts nothing yet, and its
+    loss stays within the two shares."""
     one, risk = COSTS.verify_cost(1), Policy(COSTS).risk
     lost, lengths, _ = worst_case(risk, foreseen=200)
     assert lengths[0] > 0 == worst_case(risk)[1][0]
-    assert all(loss <= max(risk * one * (n + 1), FORESEEN_RISK * one * 200) + 1e-9 for n, loss in enumerate(lost))
+    assert all(loss <= risk * one * (n + 1) + FORESEEN_RISK * one * 200 + 1e-9 for n, loss in enumerate(lost))
     assert max(lost) > 0.5 * FORESEEN_RISK * one * 200  # the share is used, not merely allowed
+
+
+def test_a_foreseen_reply_whose_share_is_spent_drafts_again_as_its_own_share_grows():
+    """Every copy refused: once the foreseen share is spent, the reply's own share (RISK of its
+    plain time) still grows by RISK of a one-token pass a round, so a 1-token copy, whose worst
+    case is a 2-token pass less a 1-token one, fits again every (that worst case) / (RISK one)
+    rounds. Were the foreseen share the larger of the two instead, the reply would draft nothing
+    until its plain time had outgrown the 200 foreseen tokens' twice over, past these 300 rounds."""
+    one, risk = COSTS.verify_cost(1), Policy(COSTS).risk
+    lost, lengths, _ = worst_case(risk, foreseen=200)
+    spent = next(n for n, loss in enumerate(lost) if loss > FORESEEN_RISK * one * 200 - (COSTS.verify_cost(2) - one))
+    every = (COSTS.verify_cost(2) - one) / (risk * one)  # rounds of plain time a 1-token copy's worst case takes
+    later = [n for n in range(spent + 1, len(lengths)) if lengths[n]]
+    assert spent < 150 and len(later) >= (len(lengths) - spent) / every / 2, (spent, later)
 
 
 def test_copies_grow_as_they_pay():

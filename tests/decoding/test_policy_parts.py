@@ -79,8 +79,8 @@ def test_round_costs_charge_the_switch_where_the_pass_changes_size():
 def test_the_loss_budget_bears_what_copies_saved_plus_its_share_of_plain_time():
     budget = LossBudget(risk=0.03, saved=1.0, plain=10.0)
     assert budget.bears(1.3) and not budget.bears(1.31)
-    budget.foreseen = 10.0  # a foreseen reply: its share from the first round, while it is the larger
-    assert budget.bearable() == pytest.approx(1.0 + FORESEEN_RISK * 10.0)
+    budget.foreseen = 10.0  # a foreseen reply: its share from the first round, besides the reply's own
+    assert budget.bearable() == pytest.approx(1.0 + 0.03 * 10.0 + FORESEEN_RISK * 10.0)
     unbounded = LossBudget(risk=math.inf)  # no budget: any loss, from the first round (no plain time yet)
     assert unbounded.bears(1e9)
 
