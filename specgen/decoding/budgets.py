@@ -18,13 +18,14 @@ its worst case, but only copies that by the estimates lose anything at most `CHA
 (`resumes`): the bound stays the same, and the reply does not decode plainly, until its plain
 time has grown over the loss, while its source goes on holding. Where a prediction or a schema
 foresees the reply's length, it may lose `FORESEEN_RISK` of that reply's plain time from the
-first round (`foresee`), besides `RISK` of its own plain time so far: the two shares add, so
-a reply whose first copies spent the foreseen share drafts again as its own share grows. (Were
-the foreseen share the larger of the two instead, such a reply would decode plainly until its
-plain time had outgrown the prediction's twice over: for the whole of a reply that follows it.) Held passes (`hold`) keep an account of their own: they may lose what
-they saved plus `HOLD_RISK` of the reply's plain time, so that a stretch of them never spends
-what copies saved, and a reply loses at most `RISK` + `HOLD_RISK` of its plain time and one
-bet's worst case.
+first round (`foresee`), besides `RISK` of its own plain time so far: the two shares add, so a
+reply whose first copies spent the foreseen share drafts again as its own share grows (were the
+foreseen share the larger of the two instead, such a reply would decode plainly until its plain
+time had outgrown the prediction's twice over: for the whole of a reply that follows it). Held
+passes (`hold`) keep an account of their own: they may lose what they saved plus `HOLD_RISK` of
+the reply's plain time, so that a stretch of them never spends what copies saved, and a reply
+loses at most `RISK` + `HOLD_RISK` of its plain time (and `FORESEEN_RISK` of a foreseen
+reply's) and one bet's worst case.
 
 The look budget bounds the Python time spent weighing drafts (finding offers, pricing them,
 learning from the round), which matters only where a pass is short: a reply weighs drafts

@@ -10,7 +10,7 @@ from pathlib import Path
 
 LINE = re.compile(r"^(\S+)\s+(\S+)\s+auto\s+([\d.]+)x\s+hindsight\s+([\d.]+)x\s+share\s+\S+\s+\((\d+) tokens\)")
 GROUPS = {  # kind of output -> the kind; the first seven are the grounded kinds
-    "edits": ("edit", "final-rename", "final-bugfix"),
+    "edits": ("edit", "final-rename", "final-bugfix", "stdlib"),
     "reformats": ("reformat", "final-reformat", "final-yaml-toml", "city-table", "env-yaml", "log-table", "sql-csv",
                   "team-json", "md-dict"),
     "extraction": ("extract",),
