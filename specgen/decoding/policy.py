@@ -417,12 +417,11 @@ class Policy:
 
 def _fresh_record(source: Source) -> CopyRates | StructureRates:
     """A source's record before it has shown anything: with even prior odds, a prediction's
-    with the odds that the output reprints it, a structure-aligned source's by what its tokens held."""
-    return (
-        StructureRates()
-        if source == Source.STRUCTURE
-        else CopyRates(PREDICTION_ODDS if source == Source.PREDICTION else 0.0)
-    )
+    (or an earlier identical request's reply's) with the odds that the output reprints it, a
+    structure-aligned source's by what its tokens held."""
+    if source == Source.STRUCTURE:
+        return StructureRates()
+    return CopyRates(PREDICTION_ODDS if source in (Source.PREDICTION, Source.REPEAT) else 0.0)
 
 
 def _noting(choice: Choice, held_back: bool) -> Choice:

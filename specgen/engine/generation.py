@@ -59,6 +59,9 @@ class Generation:
         self.prediction = (
             Prediction(list(request.prediction), words) if request.prediction is not None and drafts else None
         )
+        followed = self.prediction  # the text drafts follow: the prediction, else an earlier identical request's reply
+        if followed is None and request.repeats is not None and request.auto and drafts:
+            followed = Prediction(list(request.repeats), words, Source.REPEAT)
         seeded = request.config.sampling.seed is not None
         self.drafter = drafter_for(
             target,
@@ -67,7 +70,7 @@ class Generation:
             request.auto,
             request.shared,
             None if seeded else costs,
-            self.prediction,
+            followed,
             quoted=request.quoted,
             example=request.example,
         )

@@ -29,7 +29,9 @@ class Request:
     target's tokens; `quoted`: the reply is written in JSON (a schema, tool calls), so auto copies
     also from the prompt's text as JSON escapes it; `example`: a document of the reply's JSON shape
     (`grammar.schema_example`), whose keys auto copies in the reply's first record; `shared`: copy
-    sources kept beyond this generation (a chat's earlier replies, a `--lookup-cache`)."""
+    sources kept beyond this generation (a chat's earlier replies, a `--lookup-cache`); `repeats`:
+    the reply an earlier request with this very prompt got, followed like a prediction where the
+    request gives none (`Source.REPEAT`), but not reported as one."""
 
     prompt: tuple[int, ...]
     config: GenerationConfig
@@ -39,3 +41,4 @@ class Request:
     quoted: bool = False
     example: str = ""
     shared: tuple[SuffixIndex, ...] = ()
+    repeats: tuple[int, ...] | None = None

@@ -322,11 +322,13 @@ class Scheduler:
 
     def request_for(self, request: GenRequest, user: User, encoded: Encoded) -> Request:
         """What the engine is asked for one request: its prompt and settings, the grammar its reply
-        must follow, its prediction, and the user's copy memory; a reply in JSON (a format, tool
-        calls) is `quoted`."""
+        must follow, its prediction (where it gives none, the reply the user's last request with
+        this very prompt got, if the copy memory still holds it), and the user's copy memory; a
+        reply in JSON (a format, tool calls) is `quoted`."""
         fmt = user.prompts.template().format if request.tools and request.tool_choice != "none" else None
         rules = self._rules(request, user)
         prediction = tuple(encoded.prediction) if encoded.prediction is not None else None
+        repeats = user.memory.reply_to(encoded.tokens) if prediction is None else None
         return Request(
             tuple(encoded.tokens),
             self.config_for(request),
@@ -336,6 +338,7 @@ class Scheduler:
             quoted=rules is not None or fmt is not None,
             example=reply_example(request),
             shared=(user.memory.index,),
+            repeats=tuple(repeats) if repeats is not None else None,
         )
 
     def _rules(self, request: GenRequest, user: User) -> Rules | None:
@@ -399,7 +402,7 @@ class Scheduler:
             summary = replace(summary, stop_reason=cut.ended)
         received = not cut.ended and not job.cancelled.is_set()  # a reply the client never got is not kept
         user.prompts.remember(encoded, whole, reply, whole=received)
-        user.memory.add(reply)
+        user.memory.add(reply, encoded.tokens if received else None)  # a reply cut short answers no prompt
         reason = "tool_calls" if calls else finish_reason(summary.stop_reason, cut.ended == "stop string")
         return Finished(
             Outcome(

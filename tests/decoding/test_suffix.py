@@ -168,6 +168,24 @@ def test_the_memory_keeps_its_bound_and_forgets_the_oldest_first():
     assert memory.nbytes > 0
 
 
+def test_the_memory_knows_the_latest_reply_to_a_prompt_while_it_holds_that_reply():
+    memory = LookupMemory(100)
+    memory.add([1, 2, 3], prompt=[7, 8])
+    memory.add([4, 5], prompt=[7, 9])
+    memory.add([6], prompt=None)  # a reply cut short answers no prompt
+    assert memory.reply_to([7, 8]) == [1, 2, 3] and memory.reply_to([7, 9]) == [4, 5]
+    assert memory.reply_to([7]) is None and memory.reply_to([7, 8, 9]) is None and memory.reply_to([6]) is None
+    memory.add([3, 2, 1], prompt=[7, 8])  # the same prompt again: its newer reply
+    assert memory.reply_to([7, 8]) == [3, 2, 1]
+    for i in range(4):  # the bound forgets the oldest outputs, and with them what they answered
+        memory.add([50 + i] * 30)
+    assert [4, 5] not in memory.outputs and memory.reply_to([7, 9]) is None
+    small = LookupMemory(100_000)
+    for i in range(LookupMemory.REPLIES_MAX + 1):
+        small.add([i + 1], prompt=[i])
+    assert small.reply_to([0]) is None and small.reply_to([1]) == [2]  # at most REPLIES_MAX prompts
+
+
 def test_the_memory_round_trips_through_bytes_for_its_vocabulary_only():
     memory = LookupMemory(1000)
     memory.add([1, 2, 3])

@@ -1,7 +1,8 @@
 """OpenAI's Predicted Outputs in `specgen serve`, through the official `openai` client's
 `prediction=`: the reply is the target's own, the usage's accepted and rejected prediction
 tokens have OpenAI's meanings (in whole and streamed replies), the rounds draft from the
-prediction, and a prediction of the wrong shape or longer than the context is a 400.
+prediction, a request sent again drafts from its last reply, and a prediction of the wrong shape
+or longer than the context is a 400.
 
 The target writes one character per token (digits and punctuation, each token following from the
 one before alone), so a prediction's tokens are its characters and the expected counts come from
@@ -111,6 +112,23 @@ def test_a_completion_takes_a_prediction_in_text_parts(server, alone):
     assert details.accepted_prediction_tokens == common_subsequence(alone, text)
     assert details.accepted_prediction_tokens + details.rejected_prediction_tokens == LENGTH
     assert reply.model_dump()["specgen"]["prediction"]["kept"] > 0  # the served prediction really drafted
+
+
+def test_the_same_request_again_follows_its_last_reply_and_counts_no_prediction(server, alone):
+    """A request with no prediction whose prompt this client sent before (`alone` sent this one)
+    drafts from the reply that prompt got (`specgen.sources.repeat`): the same text, and, as
+    the client gave no prediction, none in the usage. A prompt not sent before drafts from none."""
+
+    def ask(messages: list[dict]) -> openai.types.chat.ChatCompletion:
+        return client(server).chat.completions.create(model=MODEL, messages=messages, max_tokens=LENGTH, temperature=0)
+
+    again = ask(WALK)
+    assert again.choices[0].message.content == alone
+    stats = again.model_dump()["specgen"]
+    assert stats["sources"]["repeat"]["kept"] > LENGTH // 2 and stats["prediction"] is None, stats
+    assert again.usage.completion_tokens_details.accepted_prediction_tokens == 0
+    fresh = ask([{"role": "user", "content": "walk on"}])
+    assert "repeat" not in fresh.model_dump()["specgen"]["sources"]
 
 
 @pytest.mark.parametrize(

@@ -87,14 +87,15 @@ class Prediction:
     output is expected to follow it. `prepare` starts a reply; `offer` reads the output so far
     and proposes."""
 
-    name = Source.PREDICTION
     leads = True
 
-    def __init__(self, tokens: list[int], words: Vocabulary | None = None):
+    def __init__(self, tokens: list[int], words: Vocabulary | None = None, name: Source = Source.PREDICTION):
         """`words`: the target's vocabulary, so that a renamed word is carried into contexts
-        that tokenize it differently (`Rewrites`)."""
+        that tokenize it differently (`Rewrites`); `name`: whose text it is, as rounds report it
+        (`Source.REPEAT`: the reply an earlier identical request got, not one the user gave)."""
         self.tokens = list(tokens)
         self.words = words
+        self.name = name
         self.index = SuffixIndex(self.tokens)  # for long jumps (and the copier, as one more source)
         self.begin(0)
 
@@ -308,11 +309,11 @@ class PredictionDrafter(Drafter):
     ) -> Draft:
         offer = self.prediction.offer(history, last, k)
         if offer.tokens or self.fallback is None:
-            return copied(offer.tokens[:k], params, len(offer.rewrites), Source.PREDICTION)
+            return copied(offer.tokens[:k], params, len(offer.rewrites), self.prediction.name)
         return self.fallback.propose(history, last, k, params, draws, keep)
 
     def observe(self, draft: Draft, emitted: list[int], seconds: float, looked: float = 0.0) -> None:
-        if self.fallback is not None and draft.source != Source.PREDICTION:
+        if self.fallback is not None and draft.source != self.prediction.name:
             self.fallback.observe(draft, emitted, seconds, looked)
 
     def rollback(self, history: list[int]) -> None:

@@ -19,9 +19,10 @@ span (a renamed identifier): it looks for the last tokens only near where copyin
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 LEVELS = (1, 2, 4, 8, 16, 32)  # key lengths with a hash chain
@@ -191,27 +192,45 @@ class SuffixIndex:
 
 class LookupMemory:
     """Past outputs, kept across requests (and, saved as bytes, across processes), bounded in
-    tokens: when full, the oldest outputs go. The copy drafter searches it after the request."""
+    tokens: when full, the oldest outputs go. The copy drafter searches it after the request.
+    Within a process it also knows which prompt each of its latest `REPLIES_MAX` outputs
+    answered (`reply_to`), so that the same request again can follow its last reply as a
+    prediction; that map is not saved."""
 
     _MAGIC = b"specgen-lookup-memory 1\n"
+    REPLIES_MAX = 64
 
     def __init__(self, max_tokens: int = 262_144):
         self.max_tokens = max_tokens
         self.outputs: list[list[int]] = []
         self.index = SuffixIndex()
+        self.replies: dict[bytes, list[int]] = {}  # a prompt's digest -> its latest reply (one of `outputs`)
 
-    def add(self, output: Iterable[int]) -> None:
-        """Remember one finished output (its last max_tokens - 1 tokens at most)."""
+    def add(self, output: Iterable[int], prompt: Sequence[int] | None = None) -> None:
+        """Remember one finished output (its last max_tokens - 1 tokens at most), and with
+        `prompt` that it was the reply to that prompt."""
         tokens = [t for t in output if t >= 0][-(self.max_tokens - 1) :]
         if not tokens:
             return
         self.outputs.append(tokens)
+        if prompt is not None:
+            key = _digest(prompt)
+            self.replies.pop(key, None)  # re-inserted: the newest last
+            self.replies[key] = tokens
+            if len(self.replies) > self.REPLIES_MAX:
+                del self.replies[next(iter(self.replies))]
         self.index.extend([*tokens, SEPARATOR])
         if len(self.index) > self.max_tokens:
             kept = 0  # drop the oldest down to 3/4 of the bound, so rebuilds stay amortised O(1)
             while len(self.outputs) > 1 and len(self.index) - kept > self.max_tokens * 3 // 4:
                 kept += len(self.outputs.pop(0)) + 1
             self.index = SuffixIndex([t for output in self.outputs for t in (*output, SEPARATOR)])
+            held = {id(output) for output in self.outputs}
+            self.replies = {key: reply for key, reply in self.replies.items() if id(reply) in held}
+
+    def reply_to(self, prompt: Sequence[int]) -> list[int] | None:
+        """The latest remembered reply to exactly this prompt, or None."""
+        return self.replies.get(_digest(prompt))
 
     @property
     def nbytes(self) -> int:
@@ -252,3 +271,8 @@ class LookupMemory:
                 output.append(token)
         memory.add(output)
         return memory
+
+
+def _digest(prompt: Sequence[int]) -> bytes:
+    """A prompt's key in `LookupMemory.replies`: a digest of its tokens."""
+    return hashlib.blake2b(array("i", prompt).tobytes(), digest_size=16).digest()

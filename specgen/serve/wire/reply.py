@@ -102,7 +102,8 @@ def prediction_stats(prediction: PredictionReport | None) -> dict | None:
 
 
 def stats(outcome: Outcome, draft_model: str | None) -> dict:
-    """The `specgen` object: what the draft model contributed and how fast the reply came."""
+    """The `specgen` object: what the draft model contributed and how fast the reply came, and
+    what each drafter drafted and the target kept (`sources`)."""
     s = outcome.summary
     return {
         "drafter": s.mode,
@@ -121,6 +122,7 @@ def stats(outcome: Outcome, draft_model: str | None) -> dict:
         "queued_s": round(outcome.queued_s, 4),
         "stop_reason": s.stop_reason,
         "prediction": prediction_stats(outcome.prediction),
+        "sources": {str(source): {"drafted": n.drafted, "kept": n.kept} for source, n in s.by_source.items()},
     }
 
 
