@@ -59,8 +59,8 @@ class Generation:
         self.prediction = (
             Prediction(list(request.prediction), words) if request.prediction is not None and drafts else None
         )
-        followed = self.prediction  # the text drafts follow: the prediction, else an earlier identical request's reply
-        if followed is None and request.repeats is not None and request.auto and drafts:
+        followed = self.prediction  # the text drafts follow: an earlier identical request's reply, else the prediction
+        if request.repeats is not None and request.auto and drafts:
             followed = Prediction(list(request.repeats), words, Source.REPEAT)
         seeded = request.config.sampling.seed is not None
         self.drafter = drafter_for(

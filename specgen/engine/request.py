@@ -30,8 +30,8 @@ class Request:
     also from the prompt's text as JSON escapes it; `example`: a document of the reply's JSON shape
     (`grammar.schema_example`), whose keys auto copies in the reply's first record; `shared`: copy
     sources kept beyond this generation (a chat's earlier replies, a `--lookup-cache`); `repeats`:
-    the reply an earlier request with this very prompt got, followed like a prediction where the
-    request gives none (`Source.REPEAT`), but not reported as one."""
+    the reply an earlier request with this very prompt got, followed like a prediction, in the
+    place of `prediction` where both are given (`Source.REPEAT`), but not reported as one."""
 
     prompt: tuple[int, ...]
     config: GenerationConfig

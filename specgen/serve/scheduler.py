@@ -322,16 +322,19 @@ class Scheduler:
 
     def request_for(self, request: GenRequest, user: User, encoded: Encoded) -> Request:
         """What the engine is asked for one request: its prompt and settings, the grammar its reply
-        must follow, its prediction (where it gives none, the reply the user's last request with
-        this very prompt got, if the copy memory still holds it), and the user's copy memory; a
-        reply in JSON (a format, tool calls) is `quoted`."""
+        must follow, its prediction, the reply the user's last request with this very prompt got
+        (if the copy memory still holds it: followed where the request gives no prediction, and
+        in the place of the one it gives where it decodes greedily, since then the same prompt
+        gives the same reply), and the user's copy memory; a reply in JSON (a format, tool
+        calls) is `quoted`."""
         fmt = user.prompts.template().format if request.tools and request.tool_choice != "none" else None
         rules = self._rules(request, user)
+        config = self.config_for(request)
         prediction = tuple(encoded.prediction) if encoded.prediction is not None else None
-        repeats = user.memory.reply_to(encoded.tokens) if prediction is None else None
+        repeats = user.memory.reply_to(encoded.tokens) if prediction is None or config.sampling.greedy else None
         return Request(
             tuple(encoded.tokens),
-            self.config_for(request),
+            config,
             self.auto,
             rules,
             prediction,

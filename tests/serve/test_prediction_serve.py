@@ -17,6 +17,15 @@ import pytest
 from servers import KEY, Server, client, pinned_costs, post
 
 WALK = [{"role": "user", "content": "walk"}]
+
+
+def walk(tag: str) -> list[dict]:
+    """A prompt of its own for one test. The target's reply depends on the template's last token
+    alone, so every such prompt gets `alone`'s text; a prompt sent before would make a greedy
+    request follow the reply it got in the place of its prediction."""
+    return [{"role": "user", "content": f"walk {tag}"}]
+
+
 LENGTH = 40
 MODEL = "tiny-target_fim_context_free"  # the served id: the file's name
 
@@ -61,7 +70,7 @@ def test_a_chat_with_a_prediction_gives_the_same_text_and_openais_counts(server,
     predicted = alone if which == "same" else edited(alone)
     reply = client(server).chat.completions.create(
         model=MODEL,
-        messages=WALK,
+        messages=walk(which),
         max_tokens=LENGTH,
         temperature=0,
         prediction={"type": "content", "content": predicted},
@@ -83,7 +92,7 @@ def test_a_streamed_chat_carries_the_counts_in_its_usage_chunk(server, alone):
     chunks = list(
         client(server).chat.completions.create(
             model=MODEL,
-            messages=WALK,
+            messages=walk("streamed"),
             max_tokens=LENGTH,
             temperature=0,
             stream=True,
@@ -102,7 +111,7 @@ def test_a_completion_takes_a_prediction_in_text_parts(server, alone):
     parts = [{"type": "text", "text": alone[:10]}, {"type": "text", "text": alone[10:]}]
     reply = client(server).completions.create(
         model=MODEL,
-        prompt="walk",
+        prompt="walk completion",
         max_tokens=LENGTH,
         temperature=0,
         extra_body={"prediction": {"type": "content", "content": parts}},
@@ -115,20 +124,32 @@ def test_a_completion_takes_a_prediction_in_text_parts(server, alone):
 
 
 def test_the_same_request_again_follows_its_last_reply_and_counts_no_prediction(server, alone):
-    """A request with no prediction whose prompt this client sent before (`alone` sent this one)
-    drafts from the reply that prompt got (`specgen.sources.repeat`): the same text, and, as
-    the client gave no prediction, none in the usage. A prompt not sent before drafts from none."""
+    """A request whose prompt this client sent before (`alone` sent this one) drafts from the
+    reply that prompt got (`specgen.sources.repeat`): without a prediction, and greedy in the
+    place of the one it gives (then the same prompt gives the same reply), whose usage counts are
+    OpenAI's all the same; sampled, its prediction. A prompt not sent before drafts from none."""
 
-    def ask(messages: list[dict]) -> openai.types.chat.ChatCompletion:
-        return client(server).chat.completions.create(model=MODEL, messages=messages, max_tokens=LENGTH, temperature=0)
+    def ask(messages: list[dict], temperature: float = 0.0, predicted: str | None = None) -> dict:
+        extra = {"prediction": {"type": "content", "content": predicted}} if predicted is not None else {}
+        reply = client(server).chat.completions.create(
+            model=MODEL, messages=messages, max_tokens=LENGTH, temperature=temperature, **extra
+        )
+        return reply.model_dump()
 
     again = ask(WALK)
-    assert again.choices[0].message.content == alone
-    stats = again.model_dump()["specgen"]
+    assert again["choices"][0]["message"]["content"] == alone
+    stats = again["specgen"]
     assert stats["sources"]["repeat"]["kept"] > LENGTH // 2 and stats["prediction"] is None, stats
-    assert again.usage.completion_tokens_details.accepted_prediction_tokens == 0
-    fresh = ask([{"role": "user", "content": "walk on"}])
-    assert "repeat" not in fresh.model_dump()["specgen"]["sources"]
+    assert again["usage"]["completion_tokens_details"]["accepted_prediction_tokens"] == 0
+    predicted = ask(WALK, predicted=edited(alone))
+    assert predicted["choices"][0]["message"]["content"] == alone
+    assert predicted["specgen"]["sources"]["repeat"]["kept"] > LENGTH // 2
+    assert predicted["specgen"]["prediction"]["kept"] == 0
+    details = predicted["usage"]["completion_tokens_details"]
+    assert details["accepted_prediction_tokens"] == common_subsequence(edited(alone), alone)
+    sampled = ask(WALK, temperature=1.0, predicted=alone)
+    assert "repeat" not in sampled["specgen"]["sources"] and sampled["specgen"]["prediction"]["drafted"] > 0
+    assert "repeat" not in ask(walk("never sent"))["specgen"]["sources"]
 
 
 @pytest.mark.parametrize(
