@@ -6,7 +6,9 @@ completion (chat-templated prompts through /v1/chat/completions, --raw ones thro
 /v1/completions) with the bench's sampling, and is timed from the client's side: the time to
 the first streamed token stands where the local rows have prefill, and decoding runs from the
 first token to the last. The token count is the server's `usage` (asked for with
-stream_options.include_usage), else the streamed chunks with text.
+stream_options.include_usage), else the streamed chunks with text. A `specgen serve` endpoint
+also says what its drafters did (its `specgen` object): the tokens drafted and kept, in all and
+by drafter, which the row then reports as the local rows do theirs.
 
 Only the standard library speaks HTTP here, so the bench needs no client package.
 """
@@ -17,10 +19,11 @@ import http.client
 import json
 import time
 import urllib.parse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.prediction import PredictionReport
-from specgen.decoding.events import Summary
+from specgen.decoding.events import SourceCount, Summary
 from specgen.decoding.sampling import SamplingParams
 from specgen.errors import SpecgenError, UsageError
 
@@ -91,7 +94,7 @@ def stream(
     }
     path = "/completions" if raw else "/chat/completions"
     start = time.perf_counter()
-    parts, arrivals, usage, finish = [], [], None, ""
+    parts, arrivals, usage, finish, drafting = [], [], None, "", None
     for event in _events(f"{endpoint.url}{path}", body, endpoint.key):
         choice = (event.get("choices") or [{}])[0]
         piece = choice.get("text") if raw else (choice.get("delta") or {}).get("content")
@@ -100,6 +103,7 @@ def stream(
             arrivals.append(time.perf_counter())
         finish = choice.get("finish_reason") or finish
         usage = event.get("usage") or usage
+        drafting = event.get("specgen") or drafting
     tokens = (usage or {}).get("completion_tokens") or len(arrivals)
     if tokens < 2 or len(arrivals) < 2:
         raise SpecgenError(
@@ -108,7 +112,25 @@ def stream(
         )
     prompt_tokens = (usage or {}).get("prompt_tokens", 0)
     summary = _summary(tokens, len(arrivals), arrivals[0] - start, arrivals[-1] - arrivals[0], prompt_tokens, finish)
+    if isinstance(drafting, dict):
+        summary = _with_drafting(summary, drafting)
     return "".join(parts), summary, _prediction(usage) if prediction is not None else None
+
+
+def _with_drafting(summary: Summary, drafting: dict) -> Summary:
+    """The run with what a `specgen serve` endpoint's drafters did, from its `specgen` object:
+    tokens drafted and kept, and by drafter (`sources`, where it gives them; names this version
+    does not know are left out)."""
+    known = {source.value for source in Source}
+    listed = drafting.get("sources")
+    sources: dict = listed if isinstance(listed, dict) else {}
+    by_source = {
+        Source(name): SourceCount(int(count.get("drafted") or 0), int(count.get("kept") or 0))
+        for name, count in sources.items()
+        if name in known and isinstance(count, dict)
+    }
+    drafted, accepted = int(drafting.get("drafted") or 0), int(drafting.get("accepted") or 0)
+    return replace(summary, drafted=drafted, accepted=accepted, by_source=by_source)
 
 
 def _prediction(usage: dict | None) -> PredictionReport:

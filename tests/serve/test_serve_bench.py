@@ -1,6 +1,6 @@
 """`specgen bench --endpoint` against a live `specgen serve` on loopback: the same prompts as one
 more row, interleaved with the local configurations, timed from the client's side and checked
-against the server's own access log."""
+against the server's own access log, with what the server's drafters did."""
 
 from __future__ import annotations
 
@@ -94,6 +94,10 @@ def test_bench_runs_the_prompts_on_a_live_server_as_one_more_row(server, tiny_mo
         between = run["decode_s"] * (run["tokens"] - 1) / run["tokens"]  # first to last streamed token
         assert 0 < between <= float(whole) + 0.05
         assert run["tokens_per_second"] == pytest.approx(run["tokens"] / run["decode_s"])
+        accepted, drafted = map(int, re.search(r"accepted (\d+)/(\d+)", line).groups())  # what its drafters did
+        assert (run["accepted"], run["drafted"]) == (accepted, drafted) and drafted > 0, line
+        assert sum(count["drafted"] for count in run["by_source"].values()) == drafted
+        assert run["by_source"]["model"]["kept"] == accepted  # a draft model drafts alone at a fixed K
     assert name in done.stdout and "its text is the target alone's in 4/4 runs" in done.stdout
 
 
