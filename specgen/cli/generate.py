@@ -71,8 +71,9 @@ def run(
             dir_okay=False,
             metavar="FILE",
             rich_help_panel=MODEL,
-            help="Copy drafts also from the outputs of earlier runs kept in FILE, and add this one "
-            "(with auto; shared safely by several processes; bounded; one file per model family).",
+            help="Copy drafts also from the outputs of earlier runs kept in FILE, and add this one; "
+            "the same prompt again follows its earlier reply (with auto; shared safely by several "
+            "processes; bounded; one file per model family).",
         ),
     ] = None,
     predict: Annotated[
@@ -133,6 +134,10 @@ def run(
     with open_models(paths, load) as (target_model, draft_model):
         tokens = tuple(encode_prompt(target_model, text, raw))
         expected = prediction_tokens(target_model, predicted, predict) if predict and predicted is not None else None
+        # the same prompt again follows its last reply: greedy in the place of a prediction (the
+        # same prompt gives the same reply), sampled only where there is none (as `serve` does)
+        earlier = memory.reply_to(tokens) if memory is not None else None
+        followed = earlier if earlier is not None and (expected is None or config.sampling.greedy) else None
         request = Request(
             tokens,
             config,
@@ -142,13 +147,15 @@ def run(
             quoted=gbnf is not None,
             example=example,
             shared=(memory.index,) if memory is not None else (),
+            repeats=tuple(followed) if followed is not None else None,
         )
         with Generation(target_model, base_drafter(draft_model), request) as generation:
             answer, summary = generation.consume(on_round)
         predicted_report = generation.report(output, summary)
         kernels, mapped = target_model.kernels, target_model.mapped
         layers = (target_model.layers, draft_model.layers if draft_model else {})
-    if lookup_cache and not memory_file.save(lookup_cache, vocabulary, output):
+    answered = tokens if summary.stop_reason != "interrupted" else None  # a reply cut short answers no prompt
+    if lookup_cache and not memory_file.save(lookup_cache, vocabulary, output, answered):
         print(f"specgen: warning: could not write --lookup-cache {lookup_cache}", file=sys.stderr)
     if json_out:
         where = {

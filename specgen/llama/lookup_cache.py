@@ -4,13 +4,16 @@
 replies (the same request again, a revised answer). `run` keeps it only in a file the user
 names, `--lookup-cache FILE` (like llama.cpp's dynamic lookup cache): read at the start,
 merged with this run's output and written back at the end, under a lock and atomically, so
-several specgen processes can share one file. The file is bounded (`MAX_TOKENS` tokens, about
+several specgen processes can share one file. The file also keeps which prompt each of its
+latest outputs answered, so that `run` with the same prompt again follows that reply as
+`serve` does. The file is bounded (`MAX_TOKENS` tokens, about
 1 MB; the index in memory about 25 MB) and tagged with the target's vocabulary, so another
 model family never reads it. Nothing is written to disk unless the user asked.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from specgen.decoding.drafters.suffix import LookupMemory
@@ -43,15 +46,16 @@ def load(path: Path, vocabulary: str) -> LookupMemory:
     return LookupMemory.from_bytes(data, vocabulary, MAX_TOKENS)
 
 
-def save(path: Path, vocabulary: str, output: list[int]) -> bool:
-    """Add one output to the file, merged with what other processes wrote meanwhile; False
-    when the file cannot be written (the run's output is not lost: it went to stdout)."""
+def save(path: Path, vocabulary: str, output: list[int], prompt: Sequence[int] | None) -> bool:
+    """Add one output to the file, merged with what other processes wrote meanwhile, with the
+    prompt it answered (None: a reply cut short, which answers none); False when the file cannot
+    be written (the run's output is not lost: it went to stdout)."""
 
     def merge(old: bytes | None) -> bytes:
         memory = new_memory()
         if old and LookupMemory.vocabulary_of(old) == vocabulary:
             memory = LookupMemory.from_bytes(old, vocabulary, MAX_TOKENS)
-        memory.add(output)
+        memory.add(output, prompt)
         return memory.to_bytes(vocabulary)
 
     return update_locked(path, merge)

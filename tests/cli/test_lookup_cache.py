@@ -1,12 +1,13 @@
-"""`specgen run --lookup-cache FILE`: the same request again copies from the earlier output; the
-file is merged by concurrent runs, bounded, and refused when it is not specgen's or another
-model family's. Real processes on the tiny models."""
+"""`specgen run --lookup-cache FILE`: the same prompt again follows the reply it got, and copies
+from earlier outputs; the file is merged by concurrent runs, bounded, and refused when it is not
+specgen's or another model family's. Real processes on the tiny models."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from array import array
 
 import pytest
 from test_run import one_error_line, specgen
@@ -33,12 +34,18 @@ def saved_outputs(path) -> list[list[int]]:
     return LookupMemory.from_bytes(data, vocabulary).outputs
 
 
-def test_the_same_request_again_copies_from_the_earlier_output(pair, tmp_path):
+def test_a_cache_of_outputs_alone_is_copied_from(pair, tmp_path):
+    """A file as earlier versions wrote it (outputs, no replies): the same request again copies
+    from the earlier output by searching it, with no reply to follow."""
     cache = tmp_path / "lookup.bin"
     first = run_json(pair, cache)
     assert cache.is_file() and first["lookup_memory_tokens"] == 0
+    data = cache.read_bytes()
+    vocabulary = LookupMemory.vocabulary_of(data)
+    tokens = [t for output in saved_outputs(cache) for t in (*output, -1)]
+    cache.write_bytes(b"specgen-lookup-memory 1\n" + vocabulary.encode() + b"\n" + array("i", tokens).tobytes())
     second = run_json(pair, cache)
-    assert second["text"] == first["text"]
+    assert second["text"] == first["text"] and "repeat" not in second["by_source"]
     assert second["lookup_memory_tokens"] == first["tokens"] + 1  # the output and its separator
     assert second["accepted"] > first["accepted"]
     assert second["rounds"] < first["rounds"]
@@ -84,3 +91,17 @@ def test_another_model_familys_cache_is_refused(pair, tmp_path):
     cache.write_bytes(LookupMemory().to_bytes("BPE:another-vocabulary"))
     result = specgen("run", PROMPT, *pair, "-n", "8", "--raw", "--lookup-cache", str(cache))
     one_error_line(result, "another vocabulary")
+
+
+def test_the_same_prompt_in_a_later_run_follows_the_reply_it_got(pair, tmp_path):
+    cache = tmp_path / "lookup.bin"
+    first = run_json(pair, cache)
+    assert "repeat" not in first["by_source"]
+    second = run_json(pair, cache)
+    assert second["text"] == first["text"]
+    followed = second["by_source"]["repeat"]
+    assert followed["kept"] == followed["drafted"] >= 0.8 * (first["tokens"] - 1)
+    assert second["rounds"] < first["rounds"] // 4
+    other = specgen("run", PROMPT + " yz", *pair, "-n", "40", "--raw", "--json", "--lookup-cache", str(cache))
+    assert other.returncode == 0, other.stderr
+    assert "repeat" not in json.loads(other.stdout)["by_source"]  # another prompt: no earlier reply to follow

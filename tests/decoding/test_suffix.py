@@ -4,6 +4,8 @@ runs that decide the same with an unwritable cache."""
 
 from __future__ import annotations
 
+from array import array
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -184,6 +186,26 @@ def test_the_memory_knows_the_latest_reply_to_a_prompt_while_it_holds_that_reply
     for i in range(LookupMemory.REPLIES_MAX + 1):
         small.add([i + 1], prompt=[i])
     assert small.reply_to([0]) is None and small.reply_to([1]) == [2]  # at most REPLIES_MAX prompts
+
+
+def test_the_memory_keeps_which_prompts_its_replies_answered_through_bytes():
+    memory = LookupMemory(1000)
+    memory.add([1, 2, 3], prompt=[7, 8])
+    memory.add([4, 5])  # answers no prompt
+    memory.add([6, 9], prompt=[70000])
+    memory.add([3, 3], prompt=[7, 8])  # the same prompt again: its newer reply
+    again = LookupMemory.from_bytes(memory.to_bytes("v"), "v", 1000)
+    assert again.outputs == [[1, 2, 3], [4, 5], [6, 9], [3, 3]]
+    assert again.reply_to([7, 8]) == [3, 3] and again.reply_to([70000]) == [6, 9]
+    assert again.reply_to([4]) is None and again.reply_to([7]) is None
+    # a memory saved before replies were kept: its outputs, and no reply to any prompt
+    old = b"specgen-lookup-memory 1\nv\n" + array("i", [1, 2, 3, -1, 4, 5, -1]).tobytes()
+    assert LookupMemory.vocabulary_of(old) == "v"
+    loaded = LookupMemory.from_bytes(old, "v", 1000)
+    assert loaded.outputs == [[1, 2, 3], [4, 5]] and loaded.reply_to([7, 8]) is None
+    # more answered prompts than the words hold: damaged, so nothing is read
+    damaged = b"specgen-lookup-memory 2\nv\n" + array("i", [9, 0, 1, 2, 3, 4, 5, -1]).tobytes()
+    assert LookupMemory.from_bytes(damaged, "v", 1000).outputs == []
 
 
 def test_the_memory_round_trips_through_bytes_for_its_vocabulary_only():

@@ -38,7 +38,7 @@ class Source(str, Enum):
     TEXT = "copy"  # the text so far (`drafters.lookup`): the prompt, the output, shared sources
     PATTERN = "pattern"  # the output's record pattern (`drafters.pattern`)
     PREDICTION = "prediction"  # the prediction the user gave (`drafters.prediction`)
-    REPEAT = "repeat"  # the reply an earlier identical request got, followed as a prediction (`serve`)
+    REPEAT = "repeat"  # the reply an earlier identical request got, followed as a prediction (serve, run)
     QUOTED = "quoted"  # the prompt as a JSON string escapes it (`drafters.quoted`)
     STRUCTURE = "structure"  # an earlier record of a JSON reply, found by its keys (`drafters.structure`)
     FILLER = "filler"  # no source: a token that holds the pass's size where none offered one (`decoding.hold`)

@@ -193,11 +193,13 @@ class SuffixIndex:
 class LookupMemory:
     """Past outputs, kept across requests (and, saved as bytes, across processes), bounded in
     tokens: when full, the oldest outputs go. The copy drafter searches it after the request.
-    Within a process it also knows which prompt each of its latest `REPLIES_MAX` outputs
-    answered (`reply_to`), so that the same request again can follow its last reply as a
-    prediction; that map is not saved."""
+    It also knows which prompt each of its latest `REPLIES_MAX` outputs answered (`reply_to`),
+    by a digest of the prompt's tokens, so that the same request again can follow its last reply
+    as a prediction; saved as bytes, that map goes with the outputs."""
 
-    _MAGIC = b"specgen-lookup-memory 1\n"
+    _MAGIC = b"specgen-lookup-memory 2\n"  # the outputs, and the digests of the prompts they answered
+    _MAGIC_OUTPUTS = b"specgen-lookup-memory 1\n"  # the outputs alone, as earlier versions saved them
+    _DIGEST_INTS = 4  # a prompt's digest, as 32-bit words
     REPLIES_MAX = 64
 
     def __init__(self, max_tokens: int = 262_144):
@@ -209,12 +211,15 @@ class LookupMemory:
     def add(self, output: Iterable[int], prompt: Sequence[int] | None = None) -> None:
         """Remember one finished output (its last max_tokens - 1 tokens at most), and with
         `prompt` that it was the reply to that prompt."""
+        self._add(output, _digest(prompt) if prompt is not None else None)
+
+    def _add(self, output: Iterable[int], key: bytes | None) -> None:
+        """`add`, with the answered prompt given by its digest (None: none)."""
         tokens = [t for t in output if t >= 0][-(self.max_tokens - 1) :]
         if not tokens:
             return
         self.outputs.append(tokens)
-        if prompt is not None:
-            key = _digest(prompt)
+        if key is not None:
             self.replies.pop(key, None)  # re-inserted: the newest last
             self.replies[key] = tokens
             if len(self.replies) > self.REPLIES_MAX:
@@ -237,8 +242,16 @@ class LookupMemory:
         return self.index.nbytes
 
     def to_bytes(self, vocabulary: str) -> bytes:
-        """The outputs, tagged with a vocabulary id so that another model family never reads them."""
-        data = array("i", self.index.tokens)
+        """The outputs and which prompts they answered, tagged with a vocabulary id so that
+        another model family never reads them: after the header, 32-bit words: the number of
+        answered prompts, for each the index of its reply among the outputs and its digest,
+        then the outputs' tokens, each output ended by a separator."""
+        where = {id(output): i for i, output in enumerate(self.outputs)}
+        data = array("i", [len(self.replies)])
+        for key, reply in self.replies.items():
+            data.append(where[id(reply)])
+            data.frombytes(key)
+        data.extend(self.index.tokens)
         if sys.byteorder == "big":
             data.byteswap()
         return self._MAGIC + vocabulary.encode() + b"\n" + data.tobytes()
@@ -246,31 +259,53 @@ class LookupMemory:
     @classmethod
     def vocabulary_of(cls, data: bytes) -> str | None:
         """The vocabulary id that saved `data`, or None when it is not a saved memory."""
-        if not data.startswith(cls._MAGIC) or b"\n" not in data[len(cls._MAGIC) :]:
+        magic = next((m for m in (cls._MAGIC, cls._MAGIC_OUTPUTS) if data.startswith(m)), None)
+        if magic is None or b"\n" not in data[len(magic) :]:
             return None
-        return data[len(cls._MAGIC) :].split(b"\n", 1)[0].decode("utf-8", errors="replace")
+        return data[len(magic) :].split(b"\n", 1)[0].decode("utf-8", errors="replace")
 
     @classmethod
     def from_bytes(cls, data: bytes, vocabulary: str, max_tokens: int = 262_144) -> LookupMemory:
-        """The memory saved by `to_bytes`; empty when the bytes are damaged or of another vocabulary."""
+        """The memory saved by `to_bytes` (or by an earlier version, outputs alone); empty when
+        the bytes are damaged or of another vocabulary."""
         memory = cls(max_tokens)
-        head = cls._MAGIC + vocabulary.encode() + b"\n"
-        body = data[len(head) :]
-        if not data.startswith(head) or len(body) % 4:
+        words = _words(data, cls._MAGIC + vocabulary.encode() + b"\n")
+        answered: dict[int, bytes] = {}
+        if words is not None:
+            size = 1 + cls._DIGEST_INTS
+            count = words[0] if words else -1
+            if not 0 <= count <= (len(words) - 1) // size:
+                return memory
+            for at in range(1, 1 + count * size, size):
+                answered[words[at]] = words[at + 1 : at + size].tobytes()
+            words = words[1 + count * size :]
+        else:
+            words = _words(data, cls._MAGIC_OUTPUTS + vocabulary.encode() + b"\n")
+        if words is None:
             return memory
-        tokens = array("i")
-        tokens.frombytes(body)
-        if sys.byteorder == "big":
-            tokens.byteswap()
         output: list[int] = []
-        for token in tokens:
+        outputs = 0
+        for token in words:
             if token == SEPARATOR:
-                memory.add(output)
-                output = []
+                memory._add(output, answered.get(outputs))
+                output, outputs = [], outputs + 1
             else:
                 output.append(token)
-        memory.add(output)
+        memory._add(output, answered.get(outputs))
         return memory
+
+
+def _words(data: bytes, head: bytes) -> array[int] | None:
+    """The 32-bit words after `head` in `data` (in this machine's order); None where `data` does
+    not start with `head` or its body is not whole words."""
+    body = data[len(head) :]
+    if not data.startswith(head) or len(body) % 4:
+        return None
+    words = array("i")
+    words.frombytes(body)
+    if sys.byteorder == "big":
+        words.byteswap()
+    return words
 
 
 def _digest(prompt: Sequence[int]) -> bytes:
