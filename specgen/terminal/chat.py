@@ -8,7 +8,8 @@ keeps the chat, Ctrl-D or /quit leaves, and a full context is a notice with a wa
 A message is one line, a block pasted into the line (on a terminal, see line_editor), or the
 lines between two \"\"\" lines. /file attaches a file to the next message; /save writes the
 conversation as JSONL that `specgen bench` reads as chat prompts and /load reads it back
-(transcript); /retry generates the last reply again from the same cached prompt.
+(transcript); /retry generates the last reply again from the same cached prompt (greedy, with
+auto, following the reply it repeats, which the same prompt gives again).
 """
 
 from __future__ import annotations
@@ -261,12 +262,21 @@ class Chat:
             self.view.notice(
                 f"context full: forgot the oldest {prompt.dropped} turn(s) to make room (/reset starts over)"
             )
-        request = Request(tuple(prompt.tokens), self.config, self.auto, shared=(self.memory.index,))
+        # greedy, the same prompt again (/retry) gives the same reply: it is followed as a prediction
+        earlier = self.memory.reply_to(prompt.tokens) if self.config.sampling.greedy else None
+        request = Request(
+            tuple(prompt.tokens),
+            self.config,
+            self.auto,
+            shared=(self.memory.index,),
+            repeats=tuple(earlier) if earlier is not None else None,
+        )
         with Generation(self.target, self.drafter, request) as generation:
             reply = self.view.render(generation.events(), self.k, self.auto, self.totals.tally)
         if generation.stale_costs:
             self.view.notice(STALE_COSTS_NOTE.format("reply"))
-        self.memory.add(list(reply.tokens))
+        whole = reply.summary.stop_reason != "interrupted"  # a reply cut short answers no prompt
+        self.memory.add(list(reply.tokens), prompt.tokens if whole else None)
         self.conversation.commit(prompt, reply.text, list(reply.tokens))
         self.totals.add(reply)
         if reply.summary.stop_reason == "context":

@@ -14,10 +14,11 @@ import pytest
 from test_chat import ESC, SPECGEN, new_chat, spawn
 
 from specgen.bench.prompts import read_prompt_files
+from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import consume
-from specgen.decoding.loop import generate
-from specgen.terminal.chat import Chat
+from specgen.decoding.loop import GenerationConfig, generate
+from specgen.terminal.chat import Chat, ChatOptions
 from specgen.terminal.live import PlainView
 
 PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
@@ -220,6 +221,24 @@ def test_retry_at_temperature_0_repeats_and_when_sampling_draws_again(pair):
         sampled.append(chat.totals.last.text)
     assert len(set(sampled)) > 1, "three sampled retries, all alike"
     assert chat.conversation.turns == 1
+
+
+def test_a_greedy_retry_with_auto_follows_the_reply_it_repeats(pair):
+    target, draft = pair
+    target.truncate(0)
+    draft.truncate(0)
+    options = ChatOptions(GenerationConfig(max_tokens=24, draft_tokens=4), True, None)
+    chat = Chat(target, ModelDrafter(draft), options, PlainView(io.StringIO(), io.StringIO()))
+    chat.loop(keys("the print of self"))
+    first = chat.totals.last
+    assert Source.REPEAT not in first.summary.by_source
+    chat.loop(keys("/retry"))
+    again = chat.totals.last
+    assert again.text == first.text
+    followed = again.summary.by_source[Source.REPEAT]
+    assert followed.kept == followed.drafted >= (len(first.tokens) - 1) // 2
+    chat.loop(keys("/temp 0.05", "/retry"))  # sampled: a new draw, not the reply before followed
+    assert Source.REPEAT not in chat.totals.last.summary.by_source
 
 
 def test_help_lists_the_message_commands(pair):
