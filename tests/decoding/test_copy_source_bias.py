@@ -84,6 +84,8 @@ def source_of(kind: str, target, prompt: list[int], copy: list[int]) -> CopySour
         return Copier((), quoting(target, prompt, copy))
     if kind == "pattern":
         return PlantedPatternSource([prompt[-1], *copy])
+    if kind == "repeat":
+        return Prediction(copy, name=Source.REPEAT)
     return Prediction(copy)
 
 
@@ -92,6 +94,7 @@ REPORTED = {
     "quoted": Source.QUOTED,
     "pattern": Source.PATTERN,
     "prediction": Source.PREDICTION,
+    "repeat": Source.REPEAT,  # an earlier identical request's reply, followed as a prediction
     "held": Source.TEXT,  # the text so far, one token a round as held passes (`decoding.hold`)
 }
 KINDS = list(REPORTED)
