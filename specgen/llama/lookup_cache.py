@@ -6,9 +6,9 @@ names, `--lookup-cache FILE` (like llama.cpp's dynamic lookup cache): read at th
 merged with this run's output and written back at the end, under a lock and atomically, so
 several specgen processes can share one file. The file also keeps which prompt each of its
 latest outputs answered, so that `run` with the same prompt again follows that reply as
-`serve` does. The file is bounded (`MAX_TOKENS` tokens, about
-1 MB; the index in memory about 25 MB) and tagged with the target's vocabulary, so another
-model family never reads it. Nothing is written to disk unless the user asked.
+`serve` does. The file is bounded (`MAX_TOKENS` tokens, about 1 MB; the index in memory about
+25 MB) and tagged with the target's vocabulary, so another model family never reads it.
+Nothing is written to disk unless the user asked.
 """
 
 from __future__ import annotations
