@@ -104,7 +104,7 @@ def run(
     """
     from specgen.engine.drafting import base_drafter
     from specgen.engine.generation import STALE_COSTS_NOTE, Generation
-    from specgen.engine.request import Request, Rules
+    from specgen.engine.request import Request, Rules, followed_reply
     from specgen.llama import lookup_cache as memory_file
     from specgen.llama.library import backend_name
     from specgen.llama.pair import encode_prompt, open_models
@@ -134,10 +134,7 @@ def run(
     with open_models(paths, load) as (target_model, draft_model):
         tokens = tuple(encode_prompt(target_model, text, raw))
         expected = prediction_tokens(target_model, predicted, predict) if predict and predicted is not None else None
-        # the same prompt again follows its last reply: greedy in the place of a prediction (the
-        # same prompt gives the same reply), sampled only where there is none (as `serve` does)
-        earlier = memory.reply_to(tokens) if memory is not None else None
-        followed = earlier if earlier is not None and (expected is None or config.sampling.greedy) else None
+        earlier = memory.reply_to(tokens) if memory is not None else None  # the same prompt's last reply
         request = Request(
             tokens,
             config,
@@ -147,7 +144,7 @@ def run(
             quoted=gbnf is not None,
             example=example,
             shared=(memory.index,) if memory is not None else (),
-            repeats=tuple(followed) if followed is not None else None,
+            repeats=followed_reply(earlier, expected is not None, config.sampling),
         )
         with Generation(target_model, base_drafter(draft_model), request) as generation:
             answer, summary = generation.consume(on_round)

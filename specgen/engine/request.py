@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from specgen.decoding.drafters.suffix import SuffixIndex
 from specgen.decoding.loop import GenerationConfig
+from specgen.decoding.sampling import SamplingParams
 
 
 @dataclass(frozen=True)
@@ -42,3 +43,12 @@ class Request:
     example: str = ""
     shared: tuple[SuffixIndex, ...] = ()
     repeats: tuple[int, ...] | None = None
+
+
+def followed_reply(earlier: list[int] | None, predicted: bool, sampling: SamplingParams) -> tuple[int, ...] | None:
+    """A request's `repeats`: the reply an earlier request with this very prompt got (`earlier`,
+    None: none), where it is followed: greedy even in the place of the request's prediction (the
+    same prompt gives the same reply), sampled only where the request gives none (`predicted`)."""
+    if earlier is None or (predicted and not sampling.greedy):
+        return None
+    return tuple(earlier)

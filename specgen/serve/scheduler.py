@@ -29,7 +29,7 @@ from specgen.decoding.policy import Policy
 from specgen.decoding.tokens import common_prefix
 from specgen.engine.drafting import loaded_draft
 from specgen.engine.generation import Generation
-from specgen.engine.request import Request, Rules
+from specgen.engine.request import Request, Rules, followed_reply
 from specgen.errors import SpecgenError
 from specgen.llama.calibrate import cached_costs
 from specgen.llama.grammar import GrammarError, json_grammar, schema_example, schema_grammar
@@ -331,7 +331,6 @@ class Scheduler:
         rules = self._rules(request, user)
         config = self.config_for(request)
         prediction = tuple(encoded.prediction) if encoded.prediction is not None else None
-        repeats = user.memory.reply_to(encoded.tokens) if prediction is None or config.sampling.greedy else None
         return Request(
             tuple(encoded.tokens),
             config,
@@ -341,7 +340,7 @@ class Scheduler:
             quoted=rules is not None or fmt is not None,
             example=reply_example(request),
             shared=(user.memory.index,),
-            repeats=tuple(repeats) if repeats is not None else None,
+            repeats=followed_reply(user.memory.reply_to(encoded.tokens), prediction is not None, config.sampling),
         )
 
     def _rules(self, request: GenRequest, user: User) -> Rules | None:
