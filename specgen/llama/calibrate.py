@@ -38,7 +38,8 @@ DEPTH_MIN = 256  # prompts shorter than this are priced at the calibration (pass
 _DEPTH_PAIRS = 3  # one-token passes timed between n-token ones per size, their ratios' median kept
 _PASSES = 4  # passes in a row at most per size: one after another size, then its steady state
 _STEADY_S = 0.1  # seconds a size's passes in a row may take (a costly size runs once)
-_VERSION = "3"  # of the cached tables: sizes to 64, dips kept, steady costs and the switch cost
+SWEEPS = 3  # times every size is timed, each against the one-token pass before it; the median kept
+_VERSION = "4"  # of the cached tables: sizes to 64, dips kept, steady costs, the switch cost, medians of sweeps
 
 # Seconds by batch size for the 1.5B target and 0.5B draft (Qwen2.5-Coder, Q4_K_M, 2 CPU threads,
 # logits for every row). A seeded run that can neither read nor write cached costs decides from
@@ -71,22 +72,40 @@ def time_passes(
     of another size (`StepCosts.switch`, from `_switch_cost`; 0 unless `switching`: the policy
     prices only the target's).
 
-    Each size runs passes in a row, as many as fit in `_STEADY_S` (at most `_PASSES`), after one
-    warm-up pass: the first follows a pass of another size, the fastest of the others is the
-    size's cost (on CUDA the second captures a graph, the third replays it); a costly size that
-    ran once is its pass less the switch cost."""
+    Every size is timed in each of `SWEEPS` sweeps over the sizes (upward, downward, upward), each
+    time in a row of passes (`_steady`) after one one-token pass, against which the row's cost is
+    set: on shared cores the machine's pace drifts from second to second, and a ratio between
+    neighbouring passes cancels the drift where a lone pass does not. A size's cost is the
+    median of its ratios times the median one-token cost, so one slow spell moves no size."""
     base = len(model.tokens)
     filler = model.tokens[-1] if model.tokens else (model.bos if model.bos >= 0 else 0)
     fits = [s for s in sizes if s <= min(model.n_ctx - base, model.n_batch)]
-    _passes(model, fits[:1], base, filler)  # warm-up
+    if 1 not in fits:
+        return {}, 0.0
+    _passes(model, [1], base, filler)  # warm-up
     switch = _switch_cost(model, base, filler) if switching and 2 in fits else 0.0
-    steady = {}
-    for n in fits:
-        times = [_passes(model, [n], base, filler)[0]]
-        while len(times) < _PASSES and sum(times) < _STEADY_S:
-            times += _passes(model, [n], base, filler)
-        steady[n] = min(times[1:]) if len(times) > 1 else max(times[0] - switch, 0.0)
-    return steady, switch
+    ratios: dict[int, list[float]] = {n: [] for n in fits}
+    ones, last = [], 2 if switch else 1  # the size of the pass before
+    for sweep in range(SWEEPS):
+        for n in fits if sweep % 2 == 0 else fits[::-1]:
+            lead = _passes(model, [1], base, filler)[0] - (switch if last != 1 else 0.0)
+            steady = _steady(model, n, base, filler, switch)
+            ratios[n].append(steady / max(lead, 1e-9))
+            ones += [steady] if n == 1 else []
+            last = n
+    one = statistics.median(ones)
+    return {n: one if n == 1 else one * statistics.median(ratios[n]) for n in fits}, switch
+
+
+def _steady(model: Model | DraftVocabulary, n: int, base: int, filler: int, switch: float) -> float:
+    """Seconds of an n-token pass after one of its size: passes in a row, as many as fit in
+    `_STEADY_S` (at most `_PASSES`), the first after a pass of another size, the fastest of the
+    others kept (on CUDA the second captures a graph, the third replays it); a costly size that
+    ran once is its pass less the switch cost."""
+    times = _passes(model, [n], base, filler)
+    while len(times) < _PASSES and sum(times) < _STEADY_S:
+        times += _passes(model, [n], base, filler)
+    return min(times[1:]) if len(times) > 1 else max(times[0] - switch, 0.0)
 
 
 def depth_factors(model: Model, costs: StepCosts) -> dict[int, float]:
@@ -118,14 +137,17 @@ def _switch_cost(model: Model | DraftVocabulary, base: int, filler: int) -> floa
     """The extra seconds of a pass whose size differs from the pass before it: 1- and 2-token
     passes alternating against each size's passes in a row (after the first of the row), twice
     over, medians compared; the lesser of the two sizes' differences, so that a burst of noise
-    in one group does not read as a switch cost."""
+    in one group does not read as a switch cost. The second time over runs the groups in the
+    reverse order, so that a pace drifting all along weighs on the rows and the alternation alike."""
     same: dict[int, list[float]] = {1: [], 2: []}
     mixed: dict[int, list[float]] = {1: [], 2: []}
-    for _ in range(2):
-        for n in (1, 2):
-            same[n] += _passes(model, [n] * 4, base, filler)[1:]
-        for n, seconds in zip([1, 2] * 3, _passes(model, [1, 2] * 3, base, filler), strict=True):
-            mixed[n].append(seconds)
+    for order in ((1, 2, 0), (0, 2, 1)):  # 0: the alternating passes
+        for n in order:
+            if n:
+                same[n] += _passes(model, [n] * 4, base, filler)[1:]
+                continue
+            for size, seconds in zip([1, 2] * 3, _passes(model, [1, 2] * 3, base, filler), strict=True):
+                mixed[size].append(seconds)
     extra = min(statistics.median(mixed[n]) - statistics.median(same[n]) for n in (1, 2))
     return max(extra, 0.0)
 
@@ -142,10 +164,9 @@ def _passes(model: Model | DraftVocabulary, sizes: list[int], base: int, filler:
 
 
 def calibrate(target: Model, draft: Model | DraftVocabulary | None = None) -> StepCosts:
-    """Time both models now (about 4 s for the 1.5B target and 1 s for its 0.5B draft on
-    two CPU cores). The curve is kept as measured, dips included: on CPUs a 16-token batch can
-    cost less than a 12-token one, and the policy sizes long copies to such batches. Where the
-    context has no room for a single pass, the `DEFAULT` profile stands in."""
+    """Time both models now (`time_passes`). The curve is kept as measured, dips included: on
+    CPUs a 16-token batch can cost less than a 12-token one, and the policy sizes long copies to
+    such batches. Where the context has no room for a single pass, the `DEFAULT` profile stands in."""
     return _measure(target, draft)[0]
 
 
