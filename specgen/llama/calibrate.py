@@ -38,7 +38,8 @@ DEPTH_MIN = 256  # prompts shorter than this are priced at the calibration (pass
 _DEPTH_PAIRS = 3  # one-token passes timed between n-token ones per size, their ratios' median kept
 _PASSES = 4  # passes in a row at most per size: one after another size, then its steady state
 _STEADY_S = 0.1  # seconds a size's passes in a row may take (a costly size runs once)
-SWEEPS = 3  # times every size is timed, each against the one-token pass before it; the median kept
+SWEEPS = 3  # times a size is timed at most, each against the one-token pass before it; the median kept
+_AGREE = 0.1  # a size whose timings in the sweeps before the last agree within this share skips the last
 _VERSION = "4"  # of the cached tables: sizes to 64, dips kept, steady costs, the switch cost, medians of sweeps
 
 # Seconds by batch size for the 1.5B target and 0.5B draft (Qwen2.5-Coder, Q4_K_M, 2 CPU threads,
@@ -72,10 +73,11 @@ def time_passes(
     of another size (`StepCosts.switch`, from `_switch_cost`; 0 unless `switching`: the policy
     prices only the target's).
 
-    Every size is timed in each of `SWEEPS` sweeps over the sizes (upward, downward, upward), each
-    time in a row of passes (`_steady`) after one one-token pass, against which the row's cost is
-    set: on shared cores the machine's pace drifts from second to second, and a ratio between
-    neighbouring passes cancels the drift where a lone pass does not. A size's cost is the
+    Every size is timed in sweeps over the sizes (upward, downward, upward), each time in a row
+    of passes (`_steady`) after one one-token pass, against which the row's cost is set: on
+    shared cores the machine's pace drifts from second to second, and a ratio between
+    neighbouring passes cancels the drift where a lone pass does not. The last of `SWEEPS` sweeps
+    times again only the sizes whose ratios so far disagree (`_AGREE`). A size's cost is the
     median of its ratios times the median one-token cost, so one slow spell moves no size."""
     base = len(model.tokens)
     filler = model.tokens[-1] if model.tokens else (model.bos if model.bos >= 0 else 0)
@@ -87,7 +89,8 @@ def time_passes(
     ratios: dict[int, list[float]] = {n: [] for n in fits}
     ones, last = [], 2 if switch else 1  # the size of the pass before
     for sweep in range(SWEEPS):
-        for n in fits if sweep % 2 == 0 else fits[::-1]:
+        sizes_now = fits if sweep < SWEEPS - 1 else [n for n in fits if not _agree(ratios[n])]
+        for n in sizes_now if sweep % 2 == 0 else sizes_now[::-1]:
             lead = _passes(model, [1], base, filler)[0] - (switch if last != 1 else 0.0)
             steady = _steady(model, n, base, filler, switch)
             ratios[n].append(steady / max(lead, 1e-9))
@@ -95,6 +98,11 @@ def time_passes(
             last = n
     one = statistics.median(ones)
     return {n: one if n == 1 else one * statistics.median(ratios[n]) for n in fits}, switch
+
+
+def _agree(ratios: list[float]) -> bool:
+    """Whether a size's timings so far agree within `_AGREE` (its last sweep is then spared)."""
+    return max(ratios) <= (1.0 + _AGREE) * min(ratios)
 
 
 def _steady(model: Model | DraftVocabulary, n: int, base: int, filler: int, switch: float) -> float:
