@@ -102,8 +102,8 @@ def run(
 
     The prompt, a blank line apart: each --file (named, fenced), the text piped on stdin, then PROMPT.
     """
-    from specgen.engine.drafting import base_drafter
-    from specgen.engine.generation import STALE_COSTS_NOTE, Generation
+    from specgen.engine.drafting import base_drafter, measures_costs
+    from specgen.engine.generation import MEASURING_NOTE, STALE_COSTS_NOTE, Generation
     from specgen.engine.request import Request, Rules, followed_reply
     from specgen.llama import lookup_cache as memory_file
     from specgen.llama.library import backend_name
@@ -146,7 +146,10 @@ def run(
             shared=(memory.index,) if memory is not None else (),
             repeats=followed_reply(earlier, expected is not None, config.sampling),
         )
-        with Generation(target_model, base_drafter(draft_model), request) as generation:
+        drafter = base_drafter(draft_model)
+        if not quiet and measures_costs(target_model, drafter, config, auto):
+            print("specgen: " + MEASURING_NOTE, file=sys.stderr)
+        with Generation(target_model, drafter, request) as generation:
             answer, summary = generation.consume(on_round)
         predicted_report = generation.report(output, summary)
         kernels, mapped = target_model.kernels, target_model.mapped

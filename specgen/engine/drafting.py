@@ -17,7 +17,7 @@ from specgen.decoding.drafters.prediction import Prediction, PredictionDrafter
 from specgen.decoding.drafters.suffix import SuffixIndex
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import Policy
-from specgen.llama.calibrate import cached_costs
+from specgen.llama.calibrate import cached_costs, will_measure
 from specgen.llama.model import Model
 from specgen.llama.vocabmap import DraftVocabulary
 
@@ -36,6 +36,15 @@ def loaded_draft(drafter: Drafter | None) -> Model | DraftVocabulary | None:
     if not isinstance(drafter, ModelDrafter):
         return None
     return cast("Model | DraftVocabulary", drafter.model)
+
+
+def measures_costs(target: Model, drafter: Drafter | None, config: GenerationConfig, auto: bool) -> bool:
+    """Whether `drafter_for` with these arguments (and no costs given) times the machine's passes
+    first, as auto does where nothing is cached: the reply then starts late, and a front end says why."""
+    if not auto or drafter is None:
+        return False
+    model = drafter if isinstance(drafter, ModelDrafter) else None
+    return will_measure(target, loaded_draft(model), seeded=config.sampling.seed is not None)
 
 
 def drafter_for(

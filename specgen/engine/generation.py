@@ -32,6 +32,11 @@ STALE_COSTS_NOTE = (
 )
 
 
+# what a front end says before a reply whose auto policy times the machine's passes first
+# (`drafting.measures_costs`): nothing is cached for this machine, these models and threads yet
+MEASURING_NOTE = "note: timing this machine's passes for auto, once (later runs read them from the cache)"
+
+
 def _never() -> bool:
     return False
 

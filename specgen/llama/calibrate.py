@@ -204,15 +204,29 @@ def cached_costs(target: Model, draft: Model | DraftVocabulary | None, seeded: b
     timings would not do: noise near a rounding edge still flips a choice.)
     """
     path = _path(target, draft)
-    try:
-        data = json.loads(path.read_text())
-        return StepCosts(_table(data["verify"]), _table(data["draft"]), float(data["switch"]))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
+    cached = _read(path)
+    if cached is not None:
+        return cached
     if seeded and not _writable(path):
         return _default(draft)
     costs, stored = _measured(target, draft)
     return costs if stored or not seeded else _default(draft)
+
+
+def will_measure(target: Model, draft: Model | DraftVocabulary | None, seeded: bool = False) -> bool:
+    """Whether `cached_costs` with these arguments would time the passes now (nothing usable is
+    cached), so that a front end can say why the first reply is slow to start."""
+    path = _path(target, draft)
+    return _read(path) is None and not (seeded and not _writable(path))
+
+
+def _read(path: Path) -> StepCosts | None:
+    """The costs cached at `path`; None where there are none, or none that can be read."""
+    try:
+        data = json.loads(path.read_text())
+        return StepCosts(_table(data["verify"]), _table(data["draft"]), float(data["switch"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def measured_costs(target: Model, draft: Model | DraftVocabulary | None) -> StepCosts:

@@ -62,7 +62,9 @@ def url(sock: socket.socket) -> str:
 def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, auto: bool, options: ServeOptions) -> None:
     """Bind, load the pair once, and serve until Ctrl-C (or SIGTERM); one scheduler thread generates,
     with the auto policy choosing each round where `auto`."""
-    from specgen.engine.drafting import base_drafter
+    from specgen.engine.drafting import base_drafter, loaded_draft
+    from specgen.engine.generation import MEASURING_NOTE
+    from specgen.llama.calibrate import will_measure
     from specgen.llama.pair import open_models
     from specgen.llama.rpc import placement
 
@@ -77,6 +79,8 @@ def serve(paths: ModelPaths, load: LoadOptions, config: GenerationConfig, auto: 
             options.cache_ram_mib * 2**20,
             max(len(options.api_keys), 1),
         )
+        if auto and will_measure(target, loaded_draft(drafter)):  # the scheduler measures them before serving
+            print("specgen: " + MEASURING_NOTE, file=sys.stderr, flush=True)
         scheduler = Scheduler(target, drafter, config, auto, limits)
         app = build_app(scheduler, options, paths.draft.name if paths.draft else None)
         settings = uvicorn.Config(

@@ -28,8 +28,8 @@ from specgen.decoding.events import Tally
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import LOOKUP_MAX
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
-from specgen.engine.drafting import base_drafter, loaded_draft
-from specgen.engine.generation import STALE_COSTS_NOTE, Generation
+from specgen.engine.drafting import base_drafter, loaded_draft, measures_costs
+from specgen.engine.generation import MEASURING_NOTE, STALE_COSTS_NOTE, Generation
 from specgen.engine.request import Request
 from specgen.errors import SpecgenError
 from specgen.llama.conversation import Conversation
@@ -271,6 +271,8 @@ class Chat:
             shared=(self.memory.index,),
             repeats=tuple(earlier) if earlier is not None else None,
         )
+        if measures_costs(self.target, self.drafter, self.config, self.auto):
+            self.view.notice(MEASURING_NOTE)
         with Generation(self.target, self.drafter, request) as generation:
             reply = self.view.render(generation.events(), self.k, self.auto, self.totals.tally)
         if generation.stale_costs:

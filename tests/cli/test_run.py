@@ -220,6 +220,20 @@ def test_a_run_that_finds_the_cached_costs_too_slow_removes_them_and_says_so_on_
     assert "cached step costs" not in stale.stdout
 
 
+def test_the_first_run_on_a_machine_says_it_times_the_passes_and_later_runs_do_not(tiny_models, tmp_path):
+    args = ("run", "def add(a, b):", "--target", str(tiny_models["target"]), "--no-draft", "--raw", "-n", "8")
+    env = {"SPECGEN_CACHE_DIR": str(tmp_path / "cache")}
+    first, second = specgen(*args, env=env), specgen(*args, env=env)
+    assert first.returncode == 0 and second.returncode == 0
+    note = [line for line in first.stderr.splitlines() if "timing this machine's passes" in line]
+    assert len(note) == 1 and note[0].startswith("specgen: note: ")
+    assert list((tmp_path / "cache" / "step-costs").glob("*.json"))  # what it timed is cached
+    assert "timing" not in second.stderr and "timing" not in first.stdout
+    others = {"SPECGEN_CACHE_DIR": str(tmp_path / "other")}
+    assert "timing" not in specgen(*args, "-k", "0", env=others).stderr  # plain decoding times nothing
+    assert "timing" not in specgen(*args, "-q", env=others).stderr  # -q: nothing on stderr but errors
+
+
 def test_an_empty_pair_name_is_an_error_not_the_default_pair():
     one_error_line(specgen("run", "--pair", "", "--raw", "hi"), "pair's name is empty", "specgen pairs")
 

@@ -137,13 +137,18 @@ def test_saved_states_restore_exact_caches_within_their_budget_oldest_dropped_fi
 
 def test_a_reply_that_finds_the_cached_costs_too_slow_has_them_measured_again_before_the_next(tiny_models, tmp_path):
     """Costs cached while the machine was busy (planted: 50 times this machine's) are found too
-    slow by the first reply's one-token passes and measured again between requests."""
+    slow by the first reply's one-token passes and measured again between requests. Only the
+    first start, with nothing cached, says on stderr that it times the passes."""
     args = ("--target", str(tiny_models["target"]), "--no-draft", "--ctx", "2048", "-t", "1", "-n", "40")
     env = {"SPECGEN_CACHE_DIR": str(tmp_path)}
-    Server(*args, env=env).stop()  # measures this machine's costs and caches them
+    first = Server(*args, env=env)  # measures this machine's costs and caches them
+    first.stop()
+    note = [line for line in first.lines if "timing this machine's passes" in line]
+    assert len(note) == 1 and first.lines.index(note[0]) < first.lines.index(first.wait_for("serving"))
     cached = plant_slow_costs(tmp_path)
     slow = json.loads(cached.read_text())["verify"]
     running = Server(*args, env=env)
+    assert not any("timing" in line for line in running.lines)
     try:
         reply = post(running, "/v1/completions", key=None, json={"prompt": "def add(a, b):", "max_tokens": 40})
         assert reply.status_code == 200 and reply.json()["usage"]["completion_tokens"] >= 20

@@ -273,7 +273,8 @@ def test_a_reply_that_finds_the_cached_costs_too_slow_has_the_next_reply_measure
 ):
     """Costs cached while the machine was busy (planted: 50 times this machine's) are found too
     slow by the first reply's one-token passes, which the chat says once on stderr; the second
-    reply measures them again (and finds them right: no second note)."""
+    reply measures them again, which the chat says before it (and finds them right: no second
+    note)."""
     monkeypatch.setenv("SPECGEN_CACHE_DIR", str(tmp_path))
     target, draft = pair
     cached_costs(target, draft)
@@ -292,6 +293,9 @@ def test_a_reply_that_finds_the_cached_costs_too_slow_has_the_next_reply_measure
         " faster); they were removed, and the next reply measures them again"
     ]
     assert "cached step costs" not in out.getvalue()
+    lines = err.getvalue().splitlines()
+    timing = [i for i, line in enumerate(lines) if "timing this machine's passes" in line]
+    assert len(timing) == 1 and timing[0] > lines.index(notes[0])  # before the second reply only
 
 
 # -- the command line: a pipe and a pseudo-terminal ----------------------------------------
