@@ -167,6 +167,7 @@ def test_a_worker_gone_mid_generation_is_one_line_and_no_hang(workers, tiny_mode
             "1",
             "--rpc",
             f"{workers[0].endpoint},{doomed.endpoint}",
+            "-q",  # no note that auto times the passes first: stderr holds the error alone
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
