@@ -43,8 +43,7 @@ def measures_costs(target: Model, drafter: Drafter | None, config: GenerationCon
     first, as auto does where nothing is cached: the reply then starts late, and a front end says why."""
     if not auto or drafter is None:
         return False
-    model = drafter if isinstance(drafter, ModelDrafter) else None
-    return will_measure(target, loaded_draft(model), seeded=config.sampling.seed is not None)
+    return will_measure(target, loaded_draft(drafter), seeded=config.sampling.seed is not None)
 
 
 def drafter_for(
