@@ -22,7 +22,7 @@ from specgen.llama.templates import model_template
 from specgen.llama.vocabmap import DraftVocabulary, stand_in
 from specgen.models.gguf import GGUFInfo, read_info
 from specgen.models.paths import ModelPaths
-from specgen.models.vocab import check_vocabularies
+from specgen.models.vocab import check_vocabularies, same_texts
 
 
 class IncompatiblePair(SpecgenError):
@@ -30,11 +30,15 @@ class IncompatiblePair(SpecgenError):
 
 
 def preflight(paths: ModelPaths) -> GGUFInfo | None:
-    """Validate both files and their shared vocabulary from the headers alone; the draft's header."""
-    target = read_info(paths.target)
+    """Validate both files and their shared vocabulary from the headers alone; the draft's header.
+    The token texts (a large vocabulary's take most of a header's reading) are decoded only where
+    the two vocabularies differ, to name where (`check_vocabularies`)."""
+    target = read_info(paths.target, tokens=False)
     if paths.draft is None:
         return None
-    draft = read_info(paths.draft)
+    draft = read_info(paths.draft, tokens=False)
+    if not same_texts(target, draft):
+        target, draft = read_info(paths.target), read_info(paths.draft)
     verdict = check_vocabularies(target, draft)
     if not verdict.compatible:
         raise IncompatiblePair(
