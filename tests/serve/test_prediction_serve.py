@@ -32,10 +32,11 @@ MODEL = "tiny-target_fim_context_free"  # the served id: the file's name
 
 @pytest.fixture(scope="module")
 def server(tiny_models, tmp_path_factory):
-    """Step costs pinned (`pinned_costs`): the loss bound lets a prediction's copies in however
-    busy the machine was when the costs were measured, so every reply below drafts from it."""
+    """Step costs pinned flat (`pinned_costs`): a pass costs what a one-token pass does whatever
+    its size, so the loss bound lets a prediction's copies in however busy the machine was when
+    the costs were measured, and every reply below drafts from it."""
     args = ("--target", str(tiny_models["target_fim_context_free"]), "--no-draft", "--ctx", "512", "-t", "1")
-    running = Server(*args, keys=KEY, env=pinned_costs(tmp_path_factory.mktemp("costs"), *args))
+    running = Server(*args, keys=KEY, env=pinned_costs(tmp_path_factory.mktemp("costs"), *args, flat=True))
     yield running
     running.stop()
 
@@ -73,6 +74,7 @@ def test_a_chat_with_a_prediction_gives_the_same_text_and_openais_counts(server,
         messages=walk(which),
         max_tokens=LENGTH,
         temperature=0,
+        seed=7,  # seeded: auto decides from the pinned costs alone, not from how fast rounds ran under load
         prediction={"type": "content", "content": predicted},
     )
     assert reply.choices[0].message.content == alone
@@ -131,8 +133,8 @@ def test_the_same_request_again_follows_its_last_reply_and_counts_no_prediction(
 
     def ask(messages: list[dict], temperature: float = 0.0, predicted: str | None = None) -> dict:
         extra = {"prediction": {"type": "content", "content": predicted}} if predicted is not None else {}
-        reply = client(server).chat.completions.create(
-            model=MODEL, messages=messages, max_tokens=LENGTH, temperature=temperature, **extra
+        reply = client(server).chat.completions.create(  # seeded: decided from the pinned costs alone
+            model=MODEL, messages=messages, max_tokens=LENGTH, temperature=temperature, seed=7, **extra
         )
         return reply.model_dump()
 
