@@ -1,5 +1,6 @@
 """The step-cost cache as tests plant it: a table measured on this machine, rewritten as if it had
-been measured while the machine was busy."""
+been measured while the machine was busy, or with passes whose cost does not depend on how busy
+it was (flat, no switch cost), so that a seeded run decides the same way under any load."""
 
 from __future__ import annotations
 
@@ -20,4 +21,17 @@ def plant_slow_costs(folder: Path, times: float = 50.0) -> Path:
             }
         )
     )
+    return stored
+
+
+def plant_flat_costs(folder: Path, flat: bool = True) -> Path:
+    """The one cached cost table in `folder` with a change of pass size made free (as on a CPU with
+    a real model, 0.1 ms of a 30 ms pass there; the tiny models' passes take 0.07 ms and a change
+    of size 0.05 ms more, so the loss bound would hold the copies of a short reply back), and with
+    `flat`, every pass costing what a one-token pass does (as on a GPU); its path."""
+    [stored] = (folder / "step-costs").glob("*.json")
+    measured = json.loads(stored.read_text())
+    one = measured["verify"]["1"]
+    verify = dict.fromkeys(measured["verify"], one) if flat else measured["verify"]
+    stored.write_text(json.dumps({**measured, "verify": verify, "switch": 0.0}))
     return stored

@@ -3,7 +3,6 @@ test_serve.py so that other modules import them from a module that is not itself
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import httpx
 import openai
+from costfiles import plant_flat_costs
 
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Summary
@@ -72,17 +72,11 @@ class Server:
 def pinned_costs(folder: Path, *args: str, flat: bool = False) -> dict[str, str]:
     """The environment of a server whose step costs are this machine's (measured by a first start
     of `specgen serve *args`, cached in `folder`) but for the cost of a change of pass size, made
-    nothing, as on a CPU with a real model (0.1 ms of a 30 ms pass there); with `flat`, verifying
-    many tokens costs what one does too, as on a GPU. The tiny models' passes take 0.07 ms and a
-    change of size 0.05 ms more, so their loss bound holds the copies of a short reply back, and
+    nothing, and with `flat` the cost of verifying many tokens (`costfiles.plant_flat_costs`):
     where this is used the copies themselves are under test."""
     env = {"SPECGEN_CACHE_DIR": str(folder)}
     Server(*args, env=env).stop()  # measures this machine's costs and caches them
-    [cached] = (folder / "step-costs").glob("*.json")
-    measured = json.loads(cached.read_text())
-    one = measured["verify"]["1"]
-    verify = dict.fromkeys(measured["verify"], one) if flat else measured["verify"]
-    cached.write_text(json.dumps({**measured, "verify": verify, "switch": 0.0}))
+    plant_flat_costs(folder, flat)
     return env
 
 
