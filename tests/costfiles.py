@@ -24,7 +24,7 @@ def plant_slow_costs(folder: Path, times: float = 50.0) -> Path:
     return stored
 
 
-def plant_flat_costs(folder: Path, flat: bool = True) -> Path:
+def plant_pinned_costs(folder: Path, flat: bool) -> Path:
     """The one cached cost table in `folder` with a change of pass size made free (as on a CPU with
     a real model, 0.1 ms of a 30 ms pass there; the tiny models' passes take 0.07 ms and a change
     of size 0.05 ms more, so the loss bound would hold the copies of a short reply back), and with

@@ -12,7 +12,7 @@ from array import array
 from pathlib import Path
 
 import pytest
-from costfiles import plant_flat_costs
+from costfiles import plant_pinned_costs
 from test_run import one_error_line, specgen
 
 from specgen.decoding.drafters.suffix import LookupMemory
@@ -103,7 +103,7 @@ def test_the_same_prompt_in_a_later_run_follows_the_reply_it_got(pair, tmp_path)
     # measured them, so both runs spend their rounds the same way every time (CI on 010e929 found
     # no round following the reply under costs measured under load)
     assert specgen("run", PROMPT, *pair, "-n", "1", "--raw", "-q").returncode == 0  # measures and caches them
-    plant_flat_costs(Path(os.environ["SPECGEN_CACHE_DIR"]))
+    plant_pinned_costs(Path(os.environ["SPECGEN_CACHE_DIR"]), flat=True)
     first = run_json(pair, cache, "--seed", "7")
     assert "repeat" not in first["by_source"]
     second = run_json(pair, cache, "--seed", "7")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import openai
-from costfiles import plant_flat_costs
+from costfiles import plant_pinned_costs
 
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import Summary
@@ -72,11 +72,11 @@ class Server:
 def pinned_costs(folder: Path, *args: str, flat: bool = False) -> dict[str, str]:
     """The environment of a server whose step costs are this machine's (measured by a first start
     of `specgen serve *args`, cached in `folder`) but for the cost of a change of pass size, made
-    nothing, and with `flat` the cost of verifying many tokens (`costfiles.plant_flat_costs`):
+    nothing, and with `flat` the cost of verifying many tokens (`costfiles.plant_pinned_costs`):
     where this is used the copies themselves are under test."""
     env = {"SPECGEN_CACHE_DIR": str(folder)}
     Server(*args, env=env).stop()  # measures this machine's costs and caches them
-    plant_flat_costs(folder, flat)
+    plant_pinned_costs(folder, flat)
     return env
 
 
