@@ -77,6 +77,22 @@ CURVES = {
         32: 0.6099,
         64: 1.0364,
     },
+    # the 2-vCPU AMD EPYC of 2026-12-01, AVX2 only (no AVX-512, no AMX): a 64-token pass 30-32 single
+    # ones, the steepest measured; the mean of two calibrations 23 minutes apart, which read sizes
+    # 1.16-1.63 times apart (benchmarks/results/2026-12-01-epyc-avx2)
+    "epyc-0112": {
+        1: 0.0522,
+        2: 0.0851,
+        3: 0.1295,
+        4: 0.1455,
+        6: 0.2403,
+        8: 0.398,
+        12: 0.4809,
+        16: 0.4927,
+        24: 0.7213,
+        32: 0.8303,
+        64: 1.6237,
+    },
     # simulated, not measured: a GPU's nearly flat verify (12 ms for one token, 30 ms for 64)
     "gpu-sim": {1: 0.012, 2: 0.0122, 4: 0.0125, 8: 0.013, 16: 0.015, 32: 0.02, 64: 0.03},
     # a 2-vCPU AMD EPYC, repacked kernels (measured 2026-11-22; calibrate.DEFAULT)
