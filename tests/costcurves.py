@@ -78,8 +78,8 @@ CURVES = {
         64: 1.0364,
     },
     # the 2-vCPU AMD EPYC of 2026-12-01, AVX2 only (no AVX-512, no AMX): a 64-token pass 30-32 single
-    # ones, the steepest measured; the mean of two calibrations 23 minutes apart, which read sizes
-    # 1.16-1.63 times apart (benchmarks/results/2026-12-01-epyc-avx2)
+    # ones; the mean of two calibrations 23 minutes apart, which read sizes 1.16-1.63 times apart
+    # (benchmarks/results/2026-12-01-epyc-avx2)
     "epyc-0112": {
         1: 0.0522,
         2: 0.0851,
