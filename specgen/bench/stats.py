@@ -125,6 +125,7 @@ class Verdict:
     outcome: str  # "pays", "noise" or "costs"
     best_rate: float
     baseline_rate: float
+    p_value: float | None = None  # the named configuration's permutation test against the target alone
 
 
 def summarize(records, configs, prompts, costs=None, prompt_costs: Sequence[StepCosts] = ()) -> list[Stats]:
@@ -386,6 +387,7 @@ def verdict(stats: list[Stats]) -> Verdict:
         result,
         best.tokens_per_second.median,
         base.tokens_per_second.median,
+        best.p_value,
     )
 
 

@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from specgen.bench.runner import BenchResult
-from specgen.bench.stats import BASELINE, ENDPOINT, Stats, csv_rows
+from specgen.bench.stats import BASELINE, ENDPOINT, Stats, Verdict, csv_rows
 from specgen.errors import SpecgenError, UsageError
 from specgen.llama.rpc import placement
 from specgen.storage import write_atomically
@@ -316,6 +316,14 @@ def distribution_lines(result: BenchResult) -> list[str]:
     return lines
 
 
+def _untested(v: Verdict) -> str:
+    """Why a speedup whose interval excludes 1 is still called noise: the permutation test's p is
+    not under 1 - CONFIDENCE (a few runs cannot bring it there); empty where the interval holds 1."""
+    if v.interval is None or v.p_value is None or v.interval.low <= 1.0 <= v.interval.high:
+        return ""
+    return f": its interval excludes 1, but the permutation test does not (p = {v.p_value:.2g})"
+
+
 def verdict_line(result: BenchResult) -> str:
     v = result.verdict
     speed = f"{v.speedup:.2f}×" if v.speedup is not None else "n/a"
@@ -325,7 +333,7 @@ def verdict_line(result: BenchResult) -> str:
         "pays": f"verdict: {v.best} is faster than the target alone at {speed} ({rates}); "
         "speculation pays for this pair on this machine",
         "noise": f"verdict: no configuration is clearly faster than the target alone; the best, {v.best} at {speed} "
-        f"({rates}), is within the noise (more --repeats or prompts will tell)",
+        f"({rates}), is within the noise{_untested(v)} (more --repeats or prompts will tell)",
         "costs": f"verdict: every configuration is slower than the target alone; the best, {v.best} at {speed} "
         f"({rates}); speculation does not pay for this pair on this machine",
     }[v.outcome]

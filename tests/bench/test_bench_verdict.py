@@ -3,7 +3,9 @@ real speedup is found; the interval is deterministic."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -18,6 +20,7 @@ from specgen.bench.stats import (
     speedup_interval,
     verdict,
 )
+from specgen.bench.view import verdict_line
 
 
 def _overall(config: str, median: float, low: float, high: float) -> Stats:
@@ -121,3 +124,20 @@ def test_the_interval_is_deterministic_and_needs_two_runs():
     assert first == speedup_interval(_runs("x", rates * 1.1), _runs("target", rates))
     assert first.low <= 1.1 <= first.high
     assert speedup_interval(_runs("x", rates[:, :1]), _runs("target", rates[:, :1])) is None
+
+
+def test_a_noise_verdict_whose_interval_excludes_one_says_the_permutation_test_does_not():
+    """One prompt run twice each way, 30% faster every time: the interval lies above 1, the
+    permutation test's p is about 1/3 (2 of the 6 splits of four runs are that far apart), so the
+    verdict is noise, and says why rather than show an interval above 1 as noise unexplained."""
+    rates = np.array([[20.0, 21.0]])
+    mine, theirs = _runs("x", rates * 1.3), _runs("target", rates)
+    interval, p = speedup_interval(mine, theirs), permutation_p(mine, theirs)
+    faster = replace(_overall("draft-k2", 26, interval.low, interval.high), outcome=outcome(interval, p), p_value=p)
+    found = verdict([_overall("target", 20, 1, 1), faster])
+    assert (found.outcome, found.p_value) == ("noise", p)
+    line = verdict_line(SimpleNamespace(verdict=found, audits=[], distribution=None))
+    shown = re.search(r"its interval excludes 1, but the permutation test does not \(p = ([0-9.]+)\)", line)
+    assert shown and 0.3 < float(shown.group(1)) < 0.37
+    unclear = verdict([_overall("target", 20, 1, 1), replace(_overall("draft-k2", 12, 0.9, 1.3), outcome="unclear")])
+    assert "permutation" not in verdict_line(SimpleNamespace(verdict=unclear, audits=[], distribution=None))
