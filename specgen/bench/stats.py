@@ -125,7 +125,7 @@ class Verdict:
     outcome: str  # "pays", "noise" or "costs"
     best_rate: float
     baseline_rate: float
-    p_value: float | None = None  # the named configuration's permutation test against the target alone
+    p_value: float | None  # the named configuration's permutation test against the target alone
 
 
 def summarize(records, configs, prompts, costs=None, prompt_costs: Sequence[StepCosts] = ()) -> list[Stats]:

@@ -316,9 +316,9 @@ def distribution_lines(result: BenchResult) -> list[str]:
     return lines
 
 
-def _untested(v: Verdict) -> str:
+def _noise_clause(v: Verdict) -> str:
     """Why a speedup whose interval excludes 1 is still called noise: the permutation test's p is
-    not under 1 - CONFIDENCE (a few runs cannot bring it there); empty where the interval holds 1."""
+    not under 1 - stats.CONFIDENCE (a few runs cannot bring it there); empty where the interval holds 1."""
     if v.interval is None or v.p_value is None or v.interval.low <= 1.0 <= v.interval.high:
         return ""
     return f": its interval excludes 1, but the permutation test does not (p = {v.p_value:.2g})"
@@ -333,7 +333,7 @@ def verdict_line(result: BenchResult) -> str:
         "pays": f"verdict: {v.best} is faster than the target alone at {speed} ({rates}); "
         "speculation pays for this pair on this machine",
         "noise": f"verdict: no configuration is clearly faster than the target alone; the best, {v.best} at {speed} "
-        f"({rates}), is within the noise{_untested(v)} (more --repeats or prompts will tell)",
+        f"({rates}), is within the noise{_noise_clause(v)} (more --repeats or prompts will tell)",
         "costs": f"verdict: every configuration is slower than the target alone; the best, {v.best} at {speed} "
         f"({rates}); speculation does not pay for this pair on this machine",
     }[v.outcome]
