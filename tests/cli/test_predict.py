@@ -43,7 +43,7 @@ def test_a_prediction_of_the_output_drafts_it_and_counts_every_token_as_accepted
     alone = plain_run(walker)
     predicted = tmp_path / "expected.txt"
     predicted.write_text(alone["text"])
-    if k == "auto":  # the costs it times, pinned flat: how far auto follows a sure copy must not depend on a busy machine
+    if k == "auto":  # the costs it times, pinned flat: how far auto follows a sure copy is not left to a busy machine
         assert specgen("run", PROMPT, *walker, "--raw", "-n", "2", "-k", k).returncode == 0
         plant_pinned_costs(tmp_path / "cache", flat=True)
     result = specgen("run", PROMPT, *walker, "--raw", "-n", "40", "-k", k, "--predict", str(predicted), "--json")
