@@ -5,15 +5,12 @@ specgen's or another model family's. Real processes on the tiny models."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from array import array
-from pathlib import Path
 
 import pytest
-from costfiles import plant_pinned_costs
-from test_run import one_error_line, specgen
+from test_run import one_error_line, pin_timed_costs, specgen
 
 from specgen.decoding.drafters.suffix import LookupMemory
 
@@ -102,8 +99,7 @@ def test_the_same_prompt_in_a_later_run_follows_the_reply_it_got(pair, tmp_path)
     # then decides from costs that do not depend on how busy the suite kept the machine when it
     # measured them, so both runs spend their rounds the same way every time (CI on 010e929 found
     # no round following the reply under costs measured under load)
-    assert specgen("run", PROMPT, *pair, "-n", "1", "--raw", "-q").returncode == 0  # measures and caches them
-    plant_pinned_costs(Path(os.environ["SPECGEN_CACHE_DIR"]), flat=True)
+    pin_timed_costs(*pair)
     first = run_json(pair, cache, "--seed", "7")
     assert "repeat" not in first["by_source"]
     second = run_json(pair, cache, "--seed", "7")

@@ -7,8 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from costfiles import plant_pinned_costs
-from test_run import one_error_line, specgen
+from test_run import one_error_line, pin_timed_costs, specgen
 
 PROMPT = "def"  # the tiny target writes more than -n tokens after it
 
@@ -43,9 +42,8 @@ def test_a_prediction_of_the_output_drafts_it_and_counts_every_token_as_accepted
     alone = plain_run(walker)
     predicted = tmp_path / "expected.txt"
     predicted.write_text(alone["text"])
-    if k == "auto":  # the costs it times, pinned flat: how far auto follows a sure copy is not left to a busy machine
-        assert specgen("run", PROMPT, *walker, "--raw", "-n", "2", "-k", k).returncode == 0
-        plant_pinned_costs(tmp_path / "cache", flat=True)
+    if k == "auto":
+        pin_timed_costs(*walker)
     result = specgen("run", PROMPT, *walker, "--raw", "-n", "40", "-k", k, "--predict", str(predicted), "--json")
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from costfiles import plant_slow_costs
+from costfiles import plant_pinned_costs, plant_slow_costs
 
 from specgen.engine.generation import MEASURING_NOTE
 
@@ -32,6 +32,14 @@ def specgen(
         env={**os.environ, **(env or {})},
         cwd=cwd,
     )
+
+
+def pin_timed_costs(*models: str) -> None:
+    """Time this machine's step costs for `models` with a one-token run (cached in
+    $SPECGEN_CACHE_DIR) and pin them flat, without a switch cost (`costfiles.plant_pinned_costs`):
+    how far auto then copies does not depend on how busy the suite kept the machine while it timed."""
+    assert specgen("run", "x", *models, "-n", "1", "--raw", "-q").returncode == 0
+    plant_pinned_costs(Path(os.environ["SPECGEN_CACHE_DIR"]), flat=True)
 
 
 def one_error_line(result: subprocess.CompletedProcess, *fragments: str) -> None:
