@@ -119,14 +119,15 @@ class CopyRates:
         """The chance that this text is of the kind that reprints its source."""
         return 1.0 / (1.0 + math.exp(-self.log_odds))
 
-    def reach(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
+    def reach(self, evidence: CopyEvidence, offer: tuple[int, ...], floor: float = 0.0) -> list[float]:
         """The chance that at least j tokens of `offer` are kept, j = 1..len(offer): each kind's
         product of its keep rates, mixed by the odds of the kind. A kind's rate at a token is its
         curve at the token's match bin, scaled by how this text's copies held in that bin against
         the mixture (`bins`) and by the token's own record; at a short match the first token's
         odds follow the source's agreement, alike for both kinds (it says whether the match is
-        the place the output copies, not what kind of text it is)."""
-        first, runs = self._runs(evidence, offer)
+        the place the output copies, not what kind of text it is). The list ends at the first
+        chance under `floor`: no token's rate exceeds 1, so the chances after it are under it too."""
+        first, runs = self._runs(evidence, offer, floor)
         return [first * run for run in runs]
 
     def rates(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
@@ -134,22 +135,27 @@ class CopyRates:
         first, runs = self._runs(evidence, offer)
         return [first * runs[0], *_conditional(runs)[1:]] if runs else []
 
-    def _runs(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> tuple[float, list[float]]:
-        """The agreement's factor on the first token, and the mixed runs without it."""
+    def _runs(self, evidence: CopyEvidence, offer: tuple[int, ...], floor: float = 0.0) -> tuple[float, list[float]]:
+        """The agreement's factor on the first token, and the mixed runs without it, up to the
+        first whose chance with that factor is under `floor`."""
         grounded = self.grounded
-        out, held, first = [], {True: 1.0, False: 1.0}, 1.0  # each kind's chance to keep the tokens so far
+        out: list[float] = []
+        held_grounded = held_loose = first = 1.0  # each kind's chance to keep the tokens so far
         for j, token in enumerate(offer):
             short, index = _match_bin(evidence.anchored, evidence.match + j)
-            curves = {True: GROUNDED[short][index], False: LOOSE[short][index]}
-            prior = grounded * curves[True] + (1.0 - grounded) * curves[False]
+            rate_grounded, rate_loose = GROUNDED[short][index], LOOSE[short][index]
+            prior = grounded * rate_grounded + (1.0 - grounded) * rate_loose
             kept, judged = self.bins.get((short, index), (0.0, 0.0))
             learnt = (kept + _BIN_PRIOR * prior) / (judged + _BIN_PRIOR) / prior
             kept, judged = self._token(token)
             own = (kept + _TOKEN_PRIOR) / (judged + _TOKEN_PRIOR)
-            held = {kind: held[kind] * min(rate * learnt, 1.0) * own for kind, rate in curves.items()}
-            out.append(grounded * held[True] + (1.0 - grounded) * held[False])
-        if out and evidence.match < AGREEMENT_BELOW and out[0] > 0.0:
-            first = _with_odds(out[0], AGREEMENT_ODDS[evidence.agreement]) / out[0]
+            held_grounded = held_grounded * min(rate_grounded * learnt, 1.0) * own
+            held_loose = held_loose * min(rate_loose * learnt, 1.0) * own
+            out.append(grounded * held_grounded + (1.0 - grounded) * held_loose)
+            if j == 0 and evidence.match < AGREEMENT_BELOW and out[0] > 0.0:
+                first = _with_odds(out[0], AGREEMENT_ODDS[evidence.agreement]) / out[0]
+            if first * out[-1] < floor:
+                break
         return first, out
 
     def learn(self, judgement: CopyJudgement) -> None:
@@ -233,9 +239,10 @@ class StructureRates:
         """Keep rate of each copied token of `offer`, once all before it were kept."""
         return [self._rate(role, evidence.match) for role in evidence.roles[: len(offer)]]
 
-    def reach(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
-        """The chance that at least j tokens of `offer` are kept, j = 1..: the product of the rates."""
-        return reach_of(self.rates(evidence, offer))
+    def reach(self, evidence: CopyEvidence, offer: tuple[int, ...], floor: float = 0.0) -> list[float]:
+        """The chance that at least j tokens of `offer` are kept, j = 1..: the product of the
+        rates, up to the first under `floor`."""
+        return reach_of(self.rates(evidence, offer), floor)
 
     def learn(self, judgement: CopyJudgement) -> None:
         evidence = judgement.evidence

@@ -18,13 +18,15 @@ from dataclasses import dataclass, field
 _SHRINK = 3.0  # pseudo-observations pulling a thin position toward the pooled rate
 
 
-def reach_of(rates: list[float]) -> list[float]:
+def reach_of(rates: list[float], floor: float = 0.0) -> list[float]:
     """The chance that at least j tokens are kept, j = 1..len(rates), from the chance that each
-    is kept once all before it were."""
+    is kept once all before it were (rates of at most 1): up to the first under `floor`."""
     out, reach = [], 1.0
     for rate in rates:
         reach *= rate
         out.append(reach)
+        if reach < floor:
+            break
     return out
 
 

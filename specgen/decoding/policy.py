@@ -202,10 +202,11 @@ class Policy:
         return self.look.looked / self.look.weighed if self.timed and self.look.weighed else 0.0
 
     def copy_reach(self, evidence: CopyEvidence | None, offer: tuple[int, ...]) -> list[float]:
-        """The chance that at least j tokens of a copy offer are kept, j = 1..len(offer)."""
+        """The chance that at least j tokens of a copy offer are kept, j = 1..len(offer), up to
+        the first under `_NEGLIGIBLE` (the longer prefixes are not priced: `_priced_copy`)."""
         if evidence is None or not offer:
             return []
-        return self.copies.get(evidence.source, _fresh_record(evidence.source)).reach(evidence, offer)
+        return self.copies.get(evidence.source, _fresh_record(evidence.source)).reach(evidence, offer, _NEGLIGIBLE)
 
     def best_copy(self, reach: list[float]) -> Choice | None:
         """The copy length with the most expected tokens per second, among those whose loss,

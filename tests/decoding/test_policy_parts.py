@@ -13,10 +13,11 @@ import random
 import pytest
 
 from specgen.decoding.budgets import FORESEEN_RISK, LossBudget, overshoot, reach_sums
-from specgen.decoding.copy_rates import AGREE, GROUNDED, LOOSE, CopyEvidence, CopyJudgement, CopyRates
+from specgen.decoding.copy_rates import AGREE, GROUNDED, LOOSE, SPLIT, CopyEvidence, CopyJudgement, CopyRates
 from specgen.decoding.costs import RoundCosts, StepCosts
 from specgen.decoding.drafters.base import Source
 from specgen.decoding.kept import expected_tokens, reach_of
+from specgen.decoding.policy import _NEGLIGIBLE as NEGLIGIBLE
 from specgen.decoding.policy import Choice, Outcome, Policy
 
 
@@ -63,6 +64,27 @@ def test_a_record_of_a_loose_source_expects_its_copies_to_break_as_they_do():
     reach = rates.reach(CopyEvidence(12), tuple(range(7000, 7004)))
     assert reach[0] == pytest.approx(0.3, abs=0.12)
     assert reach[1] == pytest.approx(0.09, abs=0.08)
+
+
+def test_a_reach_cut_at_a_floor_is_the_uncut_reach_up_to_its_first_chance_under_the_floor():
+    """The chooser asks for a copy's reach only down to the chance it still prices (`_NEGLIGIBLE`):
+    the list then ends at the first prefix kept with less chance than that, and is otherwise the
+    whole reach, number for number, whatever the agreement does to the first token (an odds factor
+    over or under one) and the record to later ones. Priced, the cut reach and the whole one
+    choose alike. A product of rates cut likewise: 0.9, 0.45, 0.225 stops under 0.3."""
+    rates = CopyRates()
+    synthetic(rates, random.Random(3), grounded=False, rounds=40)
+    offer = tuple(range(7000, 7064))
+    policy = Policy(StepCosts({1: 1.0, 2: 1.05, 8: 1.3, 64: 3.0}, {}), 8, timed=False)
+    for evidence in (CopyEvidence(1, agreement=AGREE), CopyEvidence(1, agreement=SPLIT), CopyEvidence(12)):
+        whole = rates.reach(evidence, offer)
+        for floor in (1e-3, 0.05, 0.3):
+            under = next(i for i, chance in enumerate(whole) if chance < floor)
+            assert rates.reach(evidence, offer, floor) == whole[: under + 1]
+        for saved in (0.0, 100.0):
+            policy.saved = saved
+            assert policy.best_copy(rates.reach(evidence, offer, NEGLIGIBLE)) == policy.best_copy(whole)
+    assert reach_of([0.9, 0.5, 0.5, 0.9], floor=0.3) == pytest.approx([0.9, 0.45, 0.225])
 
 
 def test_round_costs_charge_the_switch_where_the_pass_changes_size():
@@ -233,7 +255,7 @@ def _offer(policy: Policy, chance: float) -> tuple[CopyEvidence, tuple[int, ...]
     """A one-token offer that the policy prices at `chance`: its record is replaced by one that says so."""
 
     class Fixed(CopyRates):
-        def reach(self, evidence: CopyEvidence, offer: tuple[int, ...]) -> list[float]:
+        def reach(self, evidence: CopyEvidence, offer: tuple[int, ...], floor: float = 0.0) -> list[float]:
             return [chance][: len(offer)]
 
     policy.copies[Source.TEXT] = Fixed()

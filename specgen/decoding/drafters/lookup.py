@@ -30,6 +30,11 @@ from specgen.decoding.tokens import common_prefix, token_at
 _RESYNC_BELOW = 6  # a global match shorter than this yields to one near the last copy's source
 _RESYNC_WIDTH = 16  # how far from the expected source position a re-found place may be
 _REJOINED = 3  # tokens of a match that show the output rejoined its source after a change
+# for each length of what the output wrote after a break, the lengths of what it may have
+# replaced in the source, the nearest to it first (the shorter among equals): the order `_rejoin` tries them in
+_NEAREST_FIRST = {
+    new: sorted(range(1, SPAN_MAX + 1), key=lambda old: (abs(old - new), old)) for new in range(1, SPAN_MAX + 1)
+}
 
 
 @dataclass(frozen=True)
@@ -88,9 +93,7 @@ class Copier:
         if held > len(history) + 1 or (held and self.index.tokens[held - 1] != token_at(history, last, held - 1)):
             self.reset([*history, last])
             return
-        self.index.extend(history[held:])
-        if held <= len(history):
-            self.index.extend((last,))
+        self.index.extend([*history[held:], last] if held <= len(history) else [])
 
     def offer(self, history: list[int], last: int, k: int) -> Offer:
         """Up to k tokens to copy after history + [last], from the best match in the nearest source."""
@@ -175,7 +178,7 @@ class Copier:
             if new_start + new + _REJOINED > len(written):
                 return  # not written yet
             seen = written[new_start + new : new_start + new + _REJOINED]
-            for old in sorted(range(1, SPAN_MAX + 1), key=lambda old: (abs(old - new), old)):
+            for old in _NEAREST_FIRST[new]:
                 if source[old_start + old : old_start + old + _REJOINED] == seen:
                     self.rewrites.learn(
                         tuple(source[old_start : old_start + old]),

@@ -314,27 +314,32 @@ class PatternSource:
 
     def offer(self, history: list[int], last: int, k: int) -> Offer:
         """What the pattern predicts after history + [last] (the prompt, then the accepted output)."""
-        tokens = [*history, last]
-        if len(tokens) < self.read:
+        length = len(history) + 1  # history + [last], not built: the prompt may be long
+        if length < self.read:
             return Offer([])
-        self._score(tokens)
-        self.pattern.extend(self._text(tokens[self.read :]))
-        self.read = len(tokens)
+        self._score(_after(history, last, self._last[0]))
+        self.pattern.extend(self._text(_after(history, last, self.read)))
+        self.read = length
         text = self.pattern.predict(PREDICTED_CHARS) if not self.stream.pending else ""
         predicted = self.vocabulary.tokenize(text)[:k] if text else []
-        self._last = (len(tokens), predicted)
+        self._last = (length, predicted)
         if not predicted:
             return Offer([])
         # no place in a source: priced by the run
         return Offer(predicted, Branch(-1, -1, max(self.run, 1)), source=self.name)
 
-    def _score(self, tokens: list[int]) -> None:
-        """The run grows by what the output followed of the last offer, and ends where it did not."""
-        at, predicted = self._last
+    def _score(self, emitted: list[int]) -> None:
+        """The run grows by what the output followed of the last offer (`emitted`: the tokens
+        after where it was made), and ends where it did not."""
+        predicted = self._last[1]
         if not predicted:  # no offer, no evidence
             return
-        emitted = tokens[at:]
         if common_prefix(emitted, predicted) < min(len(emitted), len(predicted)):
             self.run = 0
         else:
             self.run += len(emitted)
+
+
+def _after(history: list[int], last: int, start: int) -> list[int]:
+    """history + [last] from `start` on, without building the whole of it."""
+    return [*history[start:], last] if start <= len(history) else []

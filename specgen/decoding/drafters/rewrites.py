@@ -157,8 +157,8 @@ class Rewrites:
         """The first k tokens of `raw` (source tokens from `position` on) with the rules applied,
         and the rest of a new span that the k-th token cuts: a copy offers k of them, but the
         output is judged against the whole rewrite."""
-        if not self.rules and not self.words:
-            return Rewritten(raw[:k], position)
+        if not any(rule.trusted for rule in self.rules.values()) and not any(w.trusted for w in self.words.values()):
+            return Rewritten(raw[:k], position)  # no rule would apply: the tokens as they are
         tokens: list[int] = []
         replaced: list[tuple[int, int, tuple[int, ...]]] = []
         words, starts = self._words_in(raw)
