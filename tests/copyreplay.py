@@ -51,6 +51,7 @@ from pathlib import Path
 import numpy as np
 from costcurves import CURVES, FLAT, SWITCHES, cached_curves, ceiling, costs_of, named_costs, select_curves  # noqa: F401 - re-exported for importers
 
+from specgen.decoding import clock
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
 from specgen.decoding.drafters.base import Source, Vocabulary
@@ -66,14 +67,15 @@ OUTPUTS = Path(__file__).parent / "data" / "greedy-outputs.json"
 class RecordedTarget:
     """The loop's view of a target whose greedy choice after the prompt and i output tokens is
     the recorded token i; each pass after the prefill (which gives the first output token's row)
-    adds its cost from the curve to `seconds`."""
+    adds its cost from the curve to `seconds`; `looked`: the Python time charged to the rounds
+    that weighed drafts (`replay`'s `look`)."""
 
     def __init__(self, prompt: list[int], output: list[int], costs: StepCosts):
         self.truth = [*prompt, *output, 0]
         self.vocabulary = max(self.truth) + 1
         self.tokens: list[int] = []
         self.n_ctx = len(self.truth) + 64
-        self.costs, self.seconds = costs, 0.0
+        self.costs, self.seconds, self.looked = costs, 0.0, 0.0
         self.last = 0  # the size of the last pass (0: the prefill)
 
     def start(self, prompt: list[int]) -> tuple[np.ndarray, int]:
@@ -163,12 +165,16 @@ def _run(
     prediction: list[int] | None,
     quoted: bool,
     example: str,
+    look: float = 0.0,
 ) -> tuple[RecordedTarget, list[Round], Offers]:
     """The loop over the recorded output with auto under `policy`; the copy offers its policy was
-    made, by output position, each with how many of its tokens the output keeps."""
+    made, by output position, each with how many of its tokens the output keeps. With `look`,
+    each round that weighs drafts costs that many seconds more, on the clock the loop times
+    rounds by (the passes priced by the curve, the looks by `look`): a timed policy then pays for
+    its looks as it does live, and its look budget decides which rounds weigh."""
     target = RecordedTarget(prompt, output, costs)
     offers: Offers = {}
-    choose = policy.choose
+    choose, worth_looking = policy.choose, policy.worth_looking
 
     def recording(room, lookup, lag, evidence=None, offer=()):
         at = len(target.tokens) + 1 - len(prompt)  # output tokens known: history and the last token
@@ -176,11 +182,21 @@ def _run(
             offers.setdefault(at, []).append((min(len(offer), LOOKUP_MAX), common_prefix(list(offer), output[at:])))
         return choose(room, lookup, lag, evidence, offer)
 
+    def weighing() -> bool:
+        weighs = worth_looking()
+        target.looked += look if weighs else 0.0
+        return weighs
+
     policy.choose = recording  # type: ignore[method-assign]
+    policy.worth_looking = weighing  # type: ignore[method-assign]
     predicted = Prediction(prediction, vocabulary) if prediction is not None else None
     drafter = AutoDrafter(None, policy, vocabulary=vocabulary, prediction=predicted, quoted=quoted, example=example)
     config = GenerationConfig(max_tokens=len(output), draft_tokens=8)
-    rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]
+    machine, clock.source = clock.source, lambda: target.seconds + target.looked
+    try:
+        rounds = [e for e in generate(target, drafter, prompt, config) if isinstance(e, Round)]
+    finally:
+        clock.source = machine
     return target, rounds, offers
 
 
@@ -195,25 +211,28 @@ def replay(
     quoted: bool = False,
     example: str = "",
     policy: Callable[[StepCosts], Policy] = default_policy,
+    look: float = 0.0,
 ) -> Replay:
     """`vocabulary`: the recorded tokens' own, for offers by the output's record pattern (the
     ids stay as recorded); without one, patterns are not in play. `prediction`: tokens given
     as the prediction (`--predict`). `quoted`: the output is JSON, so auto copies also from the
     prompt as JSON escapes it (needs `vocabulary`); `example`: the document of its schema's shape
-    that auto is given (`grammar.schema_example`). `policy`: makes the policy from the costs."""
+    that auto is given (`grammar.schema_example`). `policy`: makes the policy from the costs.
+    `look`: the seconds of Python a round that weighs drafts costs beyond a plain round's (`_run`;
+    it counts only against the look budget of a policy made `timed`), and in the speedup."""
     if vocabulary is None and prediction is None:
         prompt, output = compact(prompt, output)
     elif vocabulary is None:
         prompt, output, prediction = compact(prompt, output, prediction)
     costs = costs_of(curve)
-    target, rounds, offers = _run(prompt, output, costs, policy(costs), vocabulary, prediction, quoted, example)
+    target, rounds, offers = _run(prompt, output, costs, policy(costs), vocabulary, prediction, quoted, example, look)
     emitted = [t for r in rounds for t in r.tokens]
     return Replay(
         name,
         kind,
         len(output),
         len(rounds),
-        plain_seconds(costs, len(output)) / target.seconds if target.seconds else 1.0,
+        plain_seconds(costs, len(output)) / (target.seconds + target.looked) if target.seconds else 1.0,
         emitted[: len(output)],
         offers,
     )
@@ -228,12 +247,14 @@ def hindsight(
     example: str = "",
     seen: Offers | None = None,
     prediction: list[int] | None = None,
+    look: float = 0.0,
 ) -> float:
     """The speedup of a drafter that knows how many tokens of each offer the output keeps and
     drafts the lengths that make the whole output cheapest. Its offers: those auto's sources make
     at every position under `Weighing` (given `prediction`, as `replay`'s, the prediction's
     among them), `seen` (a replayed policy's `Replay.offers`), and the filler a held pass drafts
-    where nothing is offered (the token before)."""
+    where nothing is offered (the token before). `look`: the seconds of Python each drafting
+    round costs (a draft is found by weighing; `replay`'s), none for a plain one."""
     if vocabulary is None and prediction is None:
         prompt, output = compact(prompt, output)
     elif vocabulary is None:
@@ -245,15 +266,15 @@ def hindsight(
     before = [prompt[-1], *output[:-1]]  # what a held pass drafts as its filler (`decoding.hold`)
     for at, token in enumerate(output):
         offers.setdefault(at, []).append((1, int(token == before[at])))
-    return plain_seconds(costs, len(output)) / cheapest(costs, len(output), offers)
+    return plain_seconds(costs, len(output)) / cheapest(costs, len(output), offers, look)
 
 
-def cheapest(costs: StepCosts, n: int, offers: Offers) -> float:
+def cheapest(costs: StepCosts, n: int, offers: Offers, look: float = 0.0) -> float:
     """The fewest seconds in which passes can emit n tokens, where a pass at position i may draft
     k tokens of an offer made there (of at least k tokens) and yields those the output keeps plus
     the target's own: a shortest path over (position, size of the last pass), switch costs
-    included. The prefill gives the first token (position 0 has no pass: nothing is drafted
-    there) and is the pass before the first (size 0)."""
+    included, and `look` for each pass that drafts. The prefill gives the first token (position
+    0 has no pass: nothing is drafted there) and is the pass before the first (size 0)."""
     sizes = LOOKUP_MAX + 2  # pass sizes 0..LOOKUP_MAX + 1
     later = np.zeros((n + 1, sizes))  # seconds from position i to the end, after a pass of each size
     for i in range(n - 1, -1, -1):
@@ -262,7 +283,7 @@ def cheapest(costs: StepCosts, n: int, offers: Offers) -> float:
         step = np.full(sizes, np.inf)  # seconds from here by the size of this pass
         for k in range(longest + 1):  # each offer apart: one that breaks sooner may lead to a better one
             ends = {min(i + min(k, kept) + 1, n) for offered, kept in made if offered >= k} or {i + 1}
-            step[k + 1] = costs.verify_cost(k + 1) + min(later[end, k + 1] for end in ends)
+            step[k + 1] = costs.verify_cost(k + 1) + (look if k else 0.0) + min(later[end, k + 1] for end in ends)
         later[i] = np.minimum(step.min() + costs.switch, step)
     return float(later[min(n, 1), 0])
 
@@ -348,7 +369,9 @@ def main() -> None:
     `--predict KIND` replays each output with and without a prediction of that kind; `--oracle`
     sets each beside its price in hindsight (with `--predict`, each output that has such a
     prediction, replayed and priced with it); `--curve NAME[,NAME...]` (`CURVES`' names, `cached`, FILE.json);
-    `--risk SHARE` (with `--oracle`): the loss budget's share of plain time (`inf`: no budget).
+    `--risk SHARE` (with `--oracle`): the loss budget's share of plain time (`inf`: no budget);
+    `--look-ms MS` (with `--oracle`): the Python time of a round that weighs drafts, which auto's
+    policy, timed, then spends under its look budget as live (`replay`'s `look`).
     A missing file or a bad value exits with a one-line error (argparse's)."""
     parser = argparse.ArgumentParser(
         prog="copyreplay.py", description="Replay recorded greedy outputs through auto on verify-cost curves."
@@ -363,7 +386,12 @@ def main() -> None:
         "--curve", default=",".join(CURVES), help="NAME[,NAME...]: curves, cached, or a step-costs FILE.json"
     )
     parser.add_argument("--risk", type=float, default=RISK, help="the loss budget's share of plain time (inf: none)")
+    parser.add_argument(
+        "--look-ms", type=float, default=0.0, help="with --oracle: the Python ms a weighing round costs"
+    )
     args = parser.parse_args()
+    if args.look_ms < 0.0 or (args.look_ms and not args.oracle):
+        parser.error("--look-ms takes milliseconds of at least 0, with --oracle")
     for path in [*args.outputs, *([args.vocab] if args.vocab else [])]:
         if not path.is_file():
             parser.error(f"no such file: {path}")
@@ -374,12 +402,12 @@ def main() -> None:
     curves = select_curves(args.curve.split(","))
 
     def bounded(costs: StepCosts) -> Policy:
-        return Policy(costs, 8, timed=False, risk=risk)
+        return Policy(costs, 8, timed=args.look_ms > 0.0, risk=risk)
 
     for outputs in args.outputs or [OUTPUTS]:
         for curve, costs in curves.items():
             if args.oracle:
-                print_hindsight(curve, costs, outputs, vocabulary, bounded, predict)
+                print_hindsight(curve, costs, outputs, vocabulary, bounded, predict, args.look_ms / 1000.0)
             elif predict is None:
                 print_replays(curve, replay_all(costs, outputs, vocabulary))
             else:
@@ -398,10 +426,11 @@ def print_hindsight(
     vocabulary: Vocabulary | None,
     policy: Callable[[StepCosts], Policy] = default_policy,
     predict: str | None = None,
+    look: float = 0.0,
 ) -> None:
     """Each output replayed by auto (`policy` makes its policy), beside the drafter that knows in
     hindsight what its offers keep; with `predict` (a `--predict` kind), only the outputs that
-    have such a prediction, each replayed and priced in hindsight with it."""
+    have such a prediction, each replayed and priced in hindsight with it; `look`: as `replay`'s."""
     recorded = json.loads(outputs.read_text())["outputs"]
     kinds: dict[str, list[tuple[float, float]]] = {}
     for name, r in recorded.items():
@@ -410,8 +439,8 @@ def print_hindsight(
         if predict and not prediction:
             continue
         prompt, output = r["prompt"], r["output"]
-        auto = replay(name, r["kind"], prompt, output, costs, vocabulary, prediction, quoted, example, policy)
-        best = hindsight(prompt, output, costs, vocabulary, quoted, example, auto.offers, prediction)
+        auto = replay(name, r["kind"], prompt, output, costs, vocabulary, prediction, quoted, example, policy, look)
+        best = hindsight(prompt, output, costs, vocabulary, quoted, example, auto.offers, prediction, look)
         kinds.setdefault(r["kind"], []).append((auto.speedup, best))
         print(
             f"{curve:12s} {name:22s} auto {auto.speedup:5.2f}x  hindsight {best:5.2f}x  "
