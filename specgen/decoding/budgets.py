@@ -29,10 +29,12 @@ reply's) and one bet's worst case.
 
 The look budget bounds the Python time spent weighing drafts (finding offers, pricing them,
 learning from the round), which matters only where a pass is short: a reply weighs drafts
-while that time stays within what drafted rounds saved plus `LOOK_SHARE` of its plain time,
-and always in its first `FIRST_LOOKS` rounds, in a reply a prediction or a schema foresees,
-after a round whose drafts were kept (a copy grows as it pays) and after one whose copy only
-the loss budget held back (it is drafted once the reply can bear its loss). Pure Python.
+while that time stays within what drafted rounds saved plus `LOOK_SHARE` of its plain time (so
+its first round, and on a machine where a look costs less than that share of a pass, every
+round), and always in a reply a prediction or a schema foresees and after a round whose drafts
+were kept (a copy grows as it pays). Rounds a reply always weighed whatever the cost (its
+first ones, and those after a copy that only the loss budget held back) would spend, where a
+look costs a tenth of a pass, several times the share in a reply that never drafts. Pure Python.
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ from dataclasses import dataclass
 RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet paid for may lose
 FORESEEN_RISK = 0.06  # the most of a foreseen reply's plain-decoding time (a prediction's, a schema's) copies may lose
 LOOK_SHARE = 0.01  # the most of a reply's plain-decoding time that weighing drafts may take beyond what drafts saved
-FIRST_LOOKS = 16  # rounds a reply always weighs, so that one that opens by reprinting its source finds its first copy
 HOLD_RISK = 0.01  # the most of a reply's plain-decoding time that held passes (`hold`) may lose beyond what they saved
 CHANCE = 0.02  # the most chance that a copy whose worst case the budget cannot bear loses more than it can
 
@@ -116,21 +117,20 @@ class LookBudget:
     earned: float = 0.0  # predicted seconds this reply's drafted rounds (copies and the model) saved
     weighed: int = 0  # rounds that weighed drafts
     kept_last: bool = False  # whether the last weighed round drafted tokens the target kept
-    held_back: bool = False  # whether the last weighed round's copy would have paid but for the loss budget
 
     def worth_looking(self, foreseen: bool, plain: float) -> bool:
         """Whether to weigh drafts this round (see the module docstring); `plain`: the reply's
         plain-decoding seconds so far."""
-        if self.weighed < FIRST_LOOKS or foreseen or self.kept_last or self.held_back:
+        if foreseen or self.kept_last:
             return True
         return self.looked <= max(self.earned, 0.0) + LOOK_SHARE * plain
 
-    def weighed_round(self, looked: float, earned: float, kept: bool, held_back: bool) -> None:
+    def weighed_round(self, looked: float, earned: float, kept: bool) -> None:
         """A round that weighed drafts: its weighing time, what it saved, what it showed."""
         self.looked += looked
         self.earned += earned
         self.weighed += 1
-        self.kept_last, self.held_back = kept, held_back
+        self.kept_last = kept
 
 
 def reach_sums(reach: list[float]) -> list[float]:

@@ -36,7 +36,7 @@ here (tests/policysim.py replays cost profiles and acceptance traces through thi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from specgen.decoding.budgets import FORESEEN_RISK, RISK, LookBudget, LossBudget, reach_sums
 from specgen.decoding.copy_rates import (
@@ -79,14 +79,12 @@ STALE_RATIO = 0.9  # ... when their median ran under this share of the calibrate
 @dataclass(frozen=True)
 class Choice:
     """A round's choice: who drafts (Source.PLAIN, Source.MODEL or Source.LOOKUP) and how many tokens; whether it
-    explores the draft model; whether a copy that would have paid was held back by the loss
-    budget, and whether the round is a held pass (`hold`), accounted apart from copies (both told
-    back to the policy with the round's `Outcome`; not part of the choice's identity)."""
+    explores the draft model; whether the round is a held pass (`hold`), accounted apart from
+    copies (told back to the policy with the round's `Outcome`; not part of the choice's identity)."""
 
     source: Source
     k: int = 0
     explore: bool = False
-    held_back: bool = field(default=False, compare=False)
     holding: bool = field(default=False, compare=False)
     # a copy's loss were its first token refused, where that is more than the reply could bear (a bet)
     bet: float = field(default=0.0, compare=False)
@@ -172,10 +170,6 @@ class Policy:
         return self.look.looked
 
     @property
-    def held_back(self) -> bool:
-        return self.look.held_back
-
-    @property
     def factor(self) -> dict[Source, float]:
         return self.rounds.factor
 
@@ -210,17 +204,16 @@ class Policy:
 
     def best_copy(self, reach: list[float]) -> Choice | None:
         """The copy length with the most expected tokens per second, among those whose loss,
-        should the first token be refused, the loss budget bears; None where no copy is worth
-        pricing. The choice notes whether a length that would beat plain decoding was held back
-        (a Source.PLAIN choice where only such lengths were). `reach`: the offer's chances that each
-        prefix is kept (`copy_reach`), as long as the copy may be."""
+        should the first token be refused, the loss budget bears; None where the budget bears
+        none. `reach`: the offer's chances that each prefix is kept (`copy_reach`), as long as the
+        copy may be."""
         return self._priced_copy(reach)[0]
 
     def _priced_copy(self, reach: list[float]) -> tuple[Choice | None, float]:
         """`best_copy`, and its expected tokens per second (0 where there is none)."""
-        best, best_speed, tokens, held_back, bet = None, 0.0, 1.0, False, 0.0
+        best, best_speed, tokens, bet = None, 0.0, 1.0, 0.0
         python = self.python_time()
-        one, plain = self.plain_pass(), 1.0 / (self.rounds.seconds(Source.PLAIN, 0) + python)
+        one = self.plain_pass()
         switch, step, sums = self.costs.switch, self.costs.verify_cost(1), reach_sums(reach)
         back = switch * self.rounds.switch_after_break()  # what a break costs the next pass, on average
         for k, chance in enumerate(reach, start=1):
@@ -233,13 +226,12 @@ class Policy:
             # refused at once: one token for the pass and the way back; each token kept saves a plain pass
             worst = verify + switch - one
             if not self.loss.bears_copy(worst, step, reach, sums, k):
-                held_back = held_back or speed > plain
                 continue
             if speed > best_speed:
                 best, best_speed, bet = Choice(Source.LOOKUP, k), speed, worst
         if best is None:
-            return (Choice(Source.PLAIN, held_back=True) if held_back else None), 0.0
-        return Choice(Source.LOOKUP, best.k, held_back=held_back, bet=bet if self.loss.is_bet(bet) else 0.0), best_speed
+            return None, 0.0
+        return Choice(Source.LOOKUP, best.k, bet=bet if self.loss.is_bet(bet) else 0.0), best_speed
 
     def plain_pass(self) -> float:
         """What plain decoding would pay for this round's pass: one token's, plus the switch into
@@ -290,22 +282,21 @@ class Policy:
         length = min(lookup, room, LOOKUP_MAX)
         reach = self.copy_reach(evidence, offer[:length])
         copy, copy_speed = self._priced_copy(reach)
-        held_back = copy is not None and copy.held_back
         models = [Choice(Source.MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
         amortized = max(lag - 1, 0) // 8  # a catch-up is paid once, then serves the rounds after it
         best = max([Choice(Source.PLAIN), *models], key=lambda c: self.speed(c, amortized))
         best_speed = self.speed(best, amortized)
         if best.source == Source.PLAIN and room > 0 and self.holds(room):  # a held pass in plain decoding's place
             best, best_speed = Choice(Source.LOOKUP, 1, holding=True), self._held_speed(reach)
-        if copy is not None and copy.source == Source.LOOKUP and copy_speed > best_speed:
+        if copy is not None and copy_speed > best_speed:
             best, best_speed = copy, copy_speed
         if best.source == Source.MODEL or not models:
-            return _noting(best, held_back)
+            return best
         probe = max(models, key=lambda c: self.speed(c, lag, optimistic=True))
         cost = self.rounds.seconds(Source.MODEL, probe.k, lag)
         if self.speed(probe, lag, optimistic=True) > best_speed and self.explored + cost <= _EXPLORE_SHARE * self.spent:
-            return Choice(Source.MODEL, probe.k, explore=True, held_back=held_back)
-        return _noting(best, held_back)
+            return Choice(Source.MODEL, probe.k, explore=True)
+        return best
 
     def holds(self, room: int) -> bool:
         """Whether to hold the target's pass at two tokens this round (a one-token draft: the
@@ -366,9 +357,7 @@ class Policy:
             self.loss.saved += reference - predicted
         self.after_copy = choice.source == Source.LOOKUP and outcome.drafted > 0
         self.loss.bet = choice.bet or self.loss.bet
-        self.look.weighed_round(
-            outcome.looked, reference - predicted, outcome.drafted > 0 and outcome.accepted > 0, choice.held_back
-        )
+        self.look.weighed_round(outcome.looked, reference - predicted, outcome.drafted > 0 and outcome.accepted > 0)
         self.rounds.timed_round(choice.source, outcome.drafted, outcome.seconds, predicted)
         charged = predicted * self.rounds.factor_of(choice.source, outcome.drafted)
         broke = choice.source == Source.LOOKUP and outcome.accepted < outcome.drafted
@@ -423,11 +412,6 @@ def _fresh_record(source: Source) -> CopyRates | StructureRates:
     if source == Source.STRUCTURE:
         return StructureRates()
     return CopyRates(PREDICTION_ODDS if source in (Source.PREDICTION, Source.REPEAT) else 0.0)
-
-
-def _noting(choice: Choice, held_back: bool) -> Choice:
-    """`choice`, noting whether a copy was held back by the loss budget this round."""
-    return replace(choice, held_back=held_back) if held_back != choice.held_back else choice
 
 
 def _confidence_bin(confidence: float) -> int:

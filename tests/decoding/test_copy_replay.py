@@ -112,6 +112,29 @@ def test_hindsight_of_a_reprinted_text_is_the_flat_curves_ceiling():
     assert hindsight(prompt, output, flat, characters) == pytest.approx(64.0)
 
 
+def test_a_replay_with_a_look_cost_charges_the_rounds_that_weigh_within_the_look_budget():
+    """An output of 200 tokens found nowhere before it: no copy is ever offered, so every round
+    decodes plainly, and the speedup is plain decoding's time over itself plus the looks. Free,
+    the looks cost nothing (1.0); at 0.3 ms against the H100's 2.1 ms pass, a timed policy weighs
+    only within 1% of the plain time (and its first round, before there is any), so the reply
+    runs at least 1 / (1.01 + one look's share), and pays for one look at least."""
+    prompt, output = list(range(10)), list(range(100, 300))
+    costs = named_costs("h100")
+    plain = (len(output) - 1) * costs.verify_cost(1) + costs.switch  # the prefill gives the first token
+    assert replay("novel", "prose", prompt, output, costs, policy=lambda c: Policy(c, 8)).speedup == pytest.approx(1.0)
+    looked = replay("novel", "prose", prompt, output, costs, policy=lambda c: Policy(c, 8), look=0.0003)
+    assert plain / (1.01 * plain + 0.0003) <= looked.speedup <= plain / (plain + 0.0003)  # one look at least
+
+
+def test_hindsight_pays_the_look_cost_for_every_pass_that_drafts():
+    """The reprinted text of the flat curve's ceiling test: two passes of 63 copied tokens and the
+    target's own, 1 s each, and half a second of Python for each draft: 128 / 3, not 64."""
+    rng = random.Random(7)
+    text = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz ") for _ in range(139))
+    prompt, output = [ord(c) for c in text + "\n" + text[:10]], [ord(c) for c in text[10:]]
+    assert hindsight(prompt, output, {1: 1.0, 64: 1.0}, CHARACTERS, look=0.5) == pytest.approx(128 / 3)
+
+
 def test_hindsight_credits_no_token_past_where_a_copy_breaks():
     """The output reprints the prompt's text but for one character found nowhere before it, at
     output position 60. No offer holds that character, so a pass can end on it at best: the first
