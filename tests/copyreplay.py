@@ -34,6 +34,8 @@ in hindsight with it (the prediction's offers among hindsight's).
 curves `specgen bench` (any front end that calibrates) measured on this machine, read from the
 step-cost cache (`cached_curves`), so anyone can replay on their own machine's curve.
 The curves and their loading live in tests/costcurves.py; this module re-exports their names.
+`--look-ms MS` (with `--oracle`) charges each round that weighs drafts MS of Python, which auto's
+policy, timed, then spends under its look budget as it does live; hindsight pays it per drafting pass.
 """
 
 from __future__ import annotations
