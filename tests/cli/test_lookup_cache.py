@@ -36,7 +36,10 @@ def saved_outputs(path) -> list[list[int]]:
 
 def test_a_cache_of_outputs_alone_is_copied_from(pair, tmp_path):
     """A file as earlier versions wrote it (outputs, no replies): the same request again copies
-    from the earlier output by searching it, with no reply to follow."""
+    from the earlier output by searching it, with no reply to follow. The passes are pinned at
+    30 ms, a real model's on a CPU, where weighing a round's drafts costs about 1% of a pass and
+    auto weighs every round (on the tiny models' 0.07 ms passes its look budget weighs few)."""
+    pin_timed_costs(*pair, one=0.03)
     cache = tmp_path / "lookup.bin"
     first = run_json(pair, cache)
     assert cache.is_file() and first["lookup_memory_tokens"] == 0

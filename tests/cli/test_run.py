@@ -34,12 +34,13 @@ def specgen(
     )
 
 
-def pin_timed_costs(*models: str) -> None:
+def pin_timed_costs(*models: str, one: float | None = None) -> None:
     """Time this machine's step costs for `models` with a one-token run (cached in
-    $SPECGEN_CACHE_DIR) and pin them flat, without a switch cost (`costfiles.plant_pinned_costs`):
-    how far auto then copies does not depend on how busy the suite kept the machine while it timed."""
+    $SPECGEN_CACHE_DIR) and pin them flat, without a switch cost, every pass `one` seconds where
+    given (`costfiles.plant_pinned_costs`): how far auto then copies does not depend on how busy
+    the suite kept the machine while it timed."""
     assert specgen("run", "x", *models, "-n", "1", "--raw", "-q").returncode == 0
-    plant_pinned_costs(Path(os.environ["SPECGEN_CACHE_DIR"]), flat=True)
+    plant_pinned_costs(Path(os.environ["SPECGEN_CACHE_DIR"]), flat=True, one=one)
 
 
 def one_error_line(result: subprocess.CompletedProcess, *fragments: str) -> None:
