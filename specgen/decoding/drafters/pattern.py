@@ -317,7 +317,7 @@ class PatternSource:
         length = len(history) + 1  # history + [last], not built: the prompt may be long
         if length < self.read:
             return Offer([])
-        self._score(_after(history, last, self._last[0]))
+        self._score(history, last)
         self.pattern.extend(self._text(_after(history, last, self.read)))
         self.read = length
         text = self.pattern.predict(PREDICTED_CHARS) if not self.stream.pending else ""
@@ -328,12 +328,13 @@ class PatternSource:
         # no place in a source: priced by the run
         return Offer(predicted, Branch(-1, -1, max(self.run, 1)), source=self.name)
 
-    def _score(self, emitted: list[int]) -> None:
-        """The run grows by what the output followed of the last offer (`emitted`: the tokens
-        after where it was made), and ends where it did not."""
-        predicted = self._last[1]
+    def _score(self, history: list[int], last: int) -> None:
+        """The run grows by what the output followed of the last offer (history + [last] after
+        where it was made), and ends where it did not."""
+        at, predicted = self._last
         if not predicted:  # no offer, no evidence
             return
+        emitted = _after(history, last, at)
         if common_prefix(emitted, predicted) < min(len(emitted), len(predicted)):
             self.run = 0
         else:
