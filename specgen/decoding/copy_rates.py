@@ -43,6 +43,7 @@ from specgen.decoding.kept import reach_of
 # ("anchored") is told apart while it is shorter than ANCHORED_BELOW
 EDGES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 ANCHORED_BELOW = 6
+_BIN_INDEX = [bisect_right(EDGES, match) - 1 for match in range(EDGES[-1] + 1)]  # index in EDGES by match
 # keep rate of a copied token by bin of its match: text that reprints its source, text that does not
 GROUNDED = {
     False: (0.32, 0.70, 0.85, 0.92, 0.93, 0.95, 0.96, 0.96, 0.97, 0.98, 0.98, 0.99),
@@ -58,6 +59,7 @@ _COPY_FORGET = 0.98  # per round, of the log-odds and of the match-bin counts
 _BIN_PRIOR = 16.0  # pseudo-observations of the mixture behind a bin's own counts
 _TOKEN_PRIOR = 1.0  # pseudo-observations of "kept" behind a token's own counts
 TOKENS_MAX = 4096  # copied tokens whose own record is kept; the least recently judged go first
+_FADES = [_COPY_FORGET**age for age in range(256)]  # what a count keeps after `age` rounds
 
 # the prior log-odds that the output reprints a prediction the user gave (0.95 grounded): who
 # sends a prediction expects the output to follow it; the record's own evidence takes over
@@ -99,8 +101,7 @@ class CopyJudgement:
 
 def _match_bin(anchored: bool, match: int) -> tuple[bool, int]:
     """The bin of a copied token with `match` tokens behind it: (short and anchored, index in EDGES)."""
-    short = anchored and match < ANCHORED_BELOW
-    return short, bisect_right(EDGES, min(match, EDGES[-1])) - 1
+    return anchored and match < ANCHORED_BELOW, _BIN_INDEX[min(match, EDGES[-1])]
 
 
 class CopyRates:
@@ -141,16 +142,19 @@ class CopyRates:
         grounded = self.grounded
         out: list[float] = []
         held_grounded = held_loose = first = 1.0  # each kind's chance to keep the tokens so far
+        key, bin_grounded, bin_loose = None, 1.0, 1.0  # the bin of the token before, and its two rates
         for j, token in enumerate(offer):
-            short, index = _match_bin(evidence.anchored, evidence.match + j)
-            rate_grounded, rate_loose = GROUNDED[short][index], LOOSE[short][index]
-            prior = grounded * rate_grounded + (1.0 - grounded) * rate_loose
-            kept, judged = self.bins.get((short, index), (0.0, 0.0))
-            learnt = (kept + _BIN_PRIOR * prior) / (judged + _BIN_PRIOR) / prior
+            if key != (key := _match_bin(evidence.anchored, evidence.match + j)):  # a bin's rates, once
+                short, index = key
+                rate_grounded, rate_loose = GROUNDED[short][index], LOOSE[short][index]
+                prior = grounded * rate_grounded + (1.0 - grounded) * rate_loose
+                kept, judged = self.bins.get(key, (0.0, 0.0))
+                learnt = (kept + _BIN_PRIOR * prior) / (judged + _BIN_PRIOR) / prior
+                bin_grounded, bin_loose = min(rate_grounded * learnt, 1.0), min(rate_loose * learnt, 1.0)
             kept, judged = self._token(token)
             own = (kept + _TOKEN_PRIOR) / (judged + _TOKEN_PRIOR)
-            held_grounded = held_grounded * min(rate_grounded * learnt, 1.0) * own
-            held_loose = held_loose * min(rate_loose * learnt, 1.0) * own
+            held_grounded = held_grounded * bin_grounded * own
+            held_loose = held_loose * bin_loose * own
             out.append(grounded * held_grounded + (1.0 - grounded) * held_loose)
             if j == 0 and evidence.match < AGREEMENT_BELOW and out[0] > 0.0:
                 first = _with_odds(out[0], AGREEMENT_ODDS[evidence.agreement]) / out[0]
@@ -187,7 +191,8 @@ class CopyRates:
         cell = self.tokens.get(token)
         if cell is None:
             return 0.0, 0.0
-        fade = _COPY_FORGET ** (self.round - cell[2])
+        age = int(self.round - cell[2])
+        fade = _FADES[age] if age < len(_FADES) else _COPY_FORGET**age
         return cell[0] * fade, cell[1] * fade
 
     def _judge_token(self, token: int, kept: bool) -> None:

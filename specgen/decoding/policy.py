@@ -209,9 +209,10 @@ class Policy:
         copy may be."""
         return self._priced_copy(reach)[0]
 
-    def _priced_copy(self, reach: list[float]) -> tuple[Choice | None, float]:
-        """`best_copy`, and its expected tokens per second (0 where there is none)."""
-        best, best_speed, tokens, bet = None, 0.0, 1.0, 0.0
+    def _priced_copy(self, reach: list[float], floor: float = 0.0) -> tuple[Choice | None, float]:
+        """`best_copy`, and its expected tokens per second (0 where there is none), among the
+        lengths faster than `floor` (a length no faster is not checked against the budget)."""
+        best, best_speed, tokens, bet = None, floor, 1.0, 0.0
         python = self.python_time()
         one = self.plain_pass()
         switch, step, sums = self.costs.switch, self.costs.verify_cost(1), reach_sums(reach)
@@ -223,11 +224,11 @@ class Policy:
             verify = self.pass_cost(k + 1)
             # a copy that breaks may send the next pass to another size; one kept whole may repeat its size
             speed = tokens / ((verify + (1.0 - chance) * back) * self.rounds.factor_of(Source.LOOKUP, k) + python)
+            if speed <= best_speed:
+                continue
             # refused at once: one token for the pass and the way back; each token kept saves a plain pass
             worst = verify + switch - one
-            if not self.loss.bears_copy(worst, step, reach, sums, k):
-                continue
-            if speed > best_speed:
+            if self.loss.bears_copy(worst, step, reach, sums, k):
                 best, best_speed, bet = Choice(Source.LOOKUP, k), speed, worst
         if best is None:
             return None, 0.0
@@ -281,14 +282,14 @@ class Policy:
         the draft model."""
         length = min(lookup, room, LOOKUP_MAX)
         reach = self.copy_reach(evidence, offer[:length])
-        copy, copy_speed = self._priced_copy(reach)
         models = [Choice(Source.MODEL, k) for k in range(1, min(room, self.k_max) + 1)] if self.costs.draft else []
         amortized = max(lag - 1, 0) // 8  # a catch-up is paid once, then serves the rounds after it
         best = max([Choice(Source.PLAIN), *models], key=lambda c: self.speed(c, amortized))
         best_speed = self.speed(best, amortized)
         if best.source == Source.PLAIN and room > 0 and self.holds(room):  # a held pass in plain decoding's place
             best, best_speed = Choice(Source.LOOKUP, 1, holding=True), self._held_speed(reach)
-        if copy is not None and copy_speed > best_speed:
+        copy, copy_speed = self._priced_copy(reach, best_speed)  # only a copy faster than the best of the others
+        if copy is not None:
             best, best_speed = copy, copy_speed
         if best.source == Source.MODEL or not models:
             return best
