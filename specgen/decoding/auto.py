@@ -7,7 +7,7 @@ rule picks among their offers (`pick`): the longest match wins, the earlier sour
 among equals, and a leading source (the prediction) is copied in the place of an offer it agrees
 with and judged beside one it does not. By default the list is built from the parameters: the
 prediction the user gave (`drafters.prediction`; the loss bound also allows for the reply it
-foresees from the start), the output's record pattern given the target's `Vocabulary`
+foresees, as the reply follows it), the output's record pattern given the target's `Vocabulary`
 (`drafters.pattern`), the text so far (`drafters.lookup`: its index grows by the accepted tokens
 each round, so a round's lookup costs the same at any length of history), and for a reply
 written in JSON (`quoted`) the prompt's text as JSON escapes it (searched by the text's copier,
@@ -161,7 +161,8 @@ class AutoDrafter(Drafter):
         if self.example and self.vocabulary is not None:  # the schema's grammar foresees a reply of its shape
             self.policy.foresee(len(self.vocabulary.tokenize(self.example.split("\n", 1)[0])))  # its compact spelling
         if self.prediction is not None:
-            self.policy.foresee(len(self.prediction))
+            # an earlier identical request's reply is trusted as a schema is, a user's prediction as it is followed
+            self.policy.foresee(len(self.prediction), prediction=self.prediction.name == Source.PREDICTION)
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
@@ -180,6 +181,8 @@ class AutoDrafter(Drafter):
         if not self._weighed:  # weighing drafts would cost more than drafts have earned
             return NO_DRAFT
         offer, other = self._offers(history, last)
+        if self.prediction is not None:  # it has read the reply so far
+            self.policy.follow(self.prediction.followed)
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
         known = evidence(offer.branch, offer.record, offer.roles) if offer.branch else None

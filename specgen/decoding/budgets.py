@@ -16,12 +16,18 @@ many passes of one, small copies save almost nothing, and the reply would decode
 hundreds of tokens first. Where such a bet failed, the reply drafts again within what is left of
 its worst case, but only copies that by the estimates lose anything at most `CHANCE` of the time
 (`resumes`): the bound stays the same, and the reply does not decode plainly, until its plain
-time has grown over the loss, while its source goes on holding. Where a prediction or a schema
-foresees the reply's length, it may lose `FORESEEN_RISK` of that reply's plain time from the
-first round (`foresee`), besides `RISK` of its own plain time so far: the two shares add, so a
-reply whose first copies spent the foreseen share drafts again as its own share grows (were the
-foreseen share the larger of the two instead, such a reply would decode plainly until its plain
-time had outgrown the prediction's twice over: for the whole of a reply that follows it). Held
+time has grown over the loss, while its source goes on holding. Where a schema foresees the
+reply's length, it may lose `FORESEEN_RISK` of that reply's plain time from the first round
+(`foresee`), besides `RISK` of its own plain time so far: the two shares add, so a reply whose
+first copies spent the foreseen share drafts again as its own share grows (were the foreseen
+share the larger of the two instead, such a reply would decode plainly until its plain time had
+outgrown the prediction's twice over: for the whole of a reply that follows it). The grammar
+holds a schema's reply to the shape foreseen; nothing holds a reply to a user's prediction, and
+a short answer beside a predicted file would otherwise be allowed to lose a share of the file's
+time. So a prediction's share is counted on `FOLLOWED_LOAN` tokens of plain time for each token
+the reply has followed it so far (at most the prediction's length: `foreseen_time`), and covers
+the prediction's own copies only; an earlier identical request's reply, followed as a
+prediction, is foreseen as a schema's. Held
 passes (`hold`) keep an account of their own: they may lose what they saved plus `HOLD_RISK` of
 the reply's plain time, so that a stretch of them never spends what copies saved, and a reply
 loses at most `RISK` + `HOLD_RISK` of its plain time (and `FORESEEN_RISK` of a foreseen
@@ -46,6 +52,7 @@ RISK = 0.03  # the most of a reply's plain-decoding time that copies not yet pai
 FORESEEN_RISK = 0.06  # the most of a foreseen reply's plain-decoding time (a prediction's, a schema's) copies may lose
 LOOK_SHARE = 0.01  # the most of a reply's plain-decoding time that weighing drafts may take beyond what drafts saved
 HOLD_RISK = 0.01  # the most of a reply's plain-decoding time that held passes (`hold`) may lose beyond what they saved
+FOLLOWED_LOAN = 8  # tokens of a prediction whose plain time its allowance counts, per token the reply followed
 CHANCE = 0.02  # the most chance that a copy whose worst case the budget cannot bear loses more than it can
 
 
@@ -60,6 +67,8 @@ class LossBudget:
     plain: float = 0.0
     foreseen: float = 0.0
     held: float = 0.0  # what held passes saved (< 0: lost), apart from copies
+    # a prediction's reply: plain seconds of its tokens that the prediction foresaw (None: a schema foresaw it)
+    followed: float | None = None
     bet: float = 0.0  # the worst case of the latest copy drafted as a bet (beyond what the reply could bear)
 
     def bears_hold(self, worst: float) -> bool:
@@ -67,24 +76,38 @@ class LossBudget:
         saved plus `HOLD_RISK` of the reply's plain time (none where `risk` is infinite)."""
         return math.isinf(self.risk) or worst <= self.held + HOLD_RISK * self.plain
 
-    def bearable(self) -> float:
+    def bearable(self, foreseen: bool = True) -> float:
         """The most predicted seconds a round may lose now: what copies saved, plus `risk` of the
-        reply's plain time, plus `FORESEEN_RISK` of the foreseen reply's; without limit where
-        `risk` is infinite (no budget), even before the reply has plain time."""
+        reply's plain time, plus (`foreseen`: for a copy the foresight covers) `FORESEEN_RISK`
+        of the foreseen reply's (`foreseen_time`); without limit where `risk` is infinite (no
+        budget), even before the reply has plain time."""
         if math.isinf(self.risk):
             return math.inf
-        return self.saved + self.risk * self.plain + FORESEEN_RISK * self.foreseen
+        return self.saved + self.risk * self.plain + (FORESEEN_RISK * self.foreseen_time() if foreseen else 0.0)
+
+    def foreseen_time(self) -> float:
+        """The plain time of the foreseen reply the allowance is counted on: a schema's whole (its
+        grammar holds the reply to the shape foreseen); of a prediction's, `FOLLOWED_LOAN` tokens'
+        for each token the reply followed it, at most the whole, so that a reply that does not
+        follow its prediction (a short answer beside a file) is not allowed to lose a share of
+        the file's time."""
+        if self.followed is None:
+            return self.foreseen
+        return min(self.foreseen, FOLLOWED_LOAN * self.followed)
 
     def bears(self, worst: float) -> bool:
         """Whether a round that loses at most `worst` seconds against plain decoding fits."""
         return worst <= self.bearable()
 
-    def bears_copy(self, worst: float, step: float, reach: list[float], sums: list[float], k: int) -> bool:
+    def bears_copy(
+        self, worst: float, step: float, reach: list[float], sums: list[float], k: int, foreseen: bool = True
+    ) -> bool:
         """Whether a copy of k tokens fits: its `worst` loss (its first token refused; each token
         kept takes `step` off it) within what the reply can bear now, or the chance that it
         loses more at most `CHANCE` and its expected loss within it (`overshoot`; `reach`: the
-        chance that at least j of the offer's tokens are kept; `sums`: `reach_sums(reach)`)."""
-        bearable = self.bearable()
+        chance that at least j of the offer's tokens are kept; `sums`: `reach_sums(reach)`;
+        `foreseen`: whether the foresight's allowance covers it, as `bearable`)."""
+        bearable = self.bearable(foreseen)
         if worst <= bearable:
             return True
         if self.saved < 0.0:  # copies have lost so far (a bet among them may have failed): no more bets
@@ -92,10 +115,10 @@ class LossBudget:
         over, expected = overshoot(worst, step, bearable, reach, sums, k)
         return over <= CHANCE and expected <= bearable
 
-    def is_bet(self, worst: float) -> bool:
+    def is_bet(self, worst: float, foreseen: bool = True) -> bool:
         """Whether a copy that loses at most `worst` and fits (`bears_copy`) is a bet: a copy
         whose worst case is more than the reply can bear, drafted while its copies have not lost."""
-        return self.saved >= 0.0 and worst > self.bearable()
+        return self.saved >= 0.0 and worst > self.bearable(foreseen)
 
     def resumes(
         self, worst: float, step: float, bearable: float, reach: list[float], sums: list[float], k: int

@@ -209,14 +209,18 @@ class Policy:
         copy may be."""
         return self._priced_copy(reach)[0]
 
-    def _priced_copy(self, reach: list[float], floor: float = 0.0) -> tuple[Choice | None, float]:
+    def _priced_copy(
+        self, reach: list[float], floor: float = 0.0, source: Source | None = None
+    ) -> tuple[Choice | None, float]:
         """`best_copy`, and its expected tokens per second (0 where there is none), among the
-        lengths faster than `floor` (a length no faster is not checked against the budget)."""
+        lengths faster than `floor` (a length no faster is not checked against the budget);
+        `source`: whose record priced the offer (a prediction's allowance covers its own copies only)."""
         best, best_speed, tokens, bet = None, floor, 1.0, 0.0
         python = self.python_time()
         one = self.plain_pass()
         switch, step, sums = self.costs.switch, self.costs.verify_cost(1), reach_sums(reach)
         back = switch * self.rounds.switch_after_break()  # what a break costs the next pass, on average
+        foreseen = self.loss.followed is None or source == Source.PREDICTION
         for k, chance in enumerate(reach, start=1):
             if chance < _NEGLIGIBLE:
                 break
@@ -228,11 +232,11 @@ class Policy:
                 continue
             # refused at once: one token for the pass and the way back; each token kept saves a plain pass
             worst = verify + switch - one
-            if self.loss.bears_copy(worst, step, reach, sums, k):
+            if self.loss.bears_copy(worst, step, reach, sums, k, foreseen):
                 best, best_speed, bet = Choice(Source.LOOKUP, k), speed, worst
         if best is None:
             return None, 0.0
-        return Choice(Source.LOOKUP, best.k, bet=bet if self.loss.is_bet(bet) else 0.0), best_speed
+        return Choice(Source.LOOKUP, best.k, bet=bet if self.loss.is_bet(bet, foreseen) else 0.0), best_speed
 
     def plain_pass(self) -> float:
         """What plain decoding would pay for this round's pass: one token's, plus the switch into
@@ -288,7 +292,7 @@ class Policy:
         best_speed = self.speed(best, amortized)
         if best.source == Source.PLAIN and room > 0 and self.holds(room):  # a held pass in plain decoding's place
             best, best_speed = Choice(Source.LOOKUP, 1, holding=True), self._held_speed(reach)
-        copy, copy_speed = self._priced_copy(reach, best_speed)  # only a copy faster than the best of the others
+        copy, copy_speed = self._priced_copy(reach, best_speed, evidence.source if evidence is not None else None)
         if copy is not None:
             best, best_speed = copy, copy_speed
         if best.source == Source.MODEL or not models:
@@ -331,11 +335,19 @@ class Policy:
         self.rounds.passed(0)
         self.after_copy = False
 
-    def foresee(self, tokens: int) -> None:
+    def foresee(self, tokens: int, prediction: bool = False) -> None:
         """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
-        example): the loss budget allows `FORESEEN_RISK` of their plain time from the first round,
-        besides the share of its own plain time any reply may lose."""
+        example): the loss budget allows `FORESEEN_RISK` of their plain time, a schema's from
+        the first round, a prediction's to its own copies as the reply follows it
+        (`LossBudget.foreseen_time`), besides the share of its own plain time any reply may lose."""
         self.loss.foreseen = tokens * self.costs.verify_cost(1)
+        self.loss.followed = 0.0 if prediction else None
+
+    def follow(self, tokens: int) -> None:
+        """The reply has followed its prediction (as `foresee` was told) for `tokens` tokens so
+        far: the prediction's allowance counts on them (`LossBudget.foreseen_time`)."""
+        if self.loss.followed is not None:
+            self.loss.followed = tokens * self.costs.verify_cost(1)
 
     def observe(self, outcome: Outcome) -> None:
         """Learn from a round that weighed drafts: its `Choice` (as `choose` returned it), what

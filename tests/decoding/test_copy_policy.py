@@ -10,6 +10,7 @@ import math
 import pytest
 
 from specgen.decoding.auto import OpenOffer, evidence
+from specgen.decoding.budgets import FOLLOWED_LOAN
 from specgen.decoding.copy_rates import (
     AGREE,
     AGREEMENT_BELOW,
@@ -121,30 +122,39 @@ def test_an_offer_is_judged_over_the_rounds_that_emit_its_tokens():
 
 
 def worst_case(
-    risk: float, foreseen: int = 0, truth: StepCosts = COSTS, match: int = 12, judged: int = 1
+    risk: float,
+    foreseen: int = 0,
+    truth: StepCosts = COSTS,
+    match: int = 12,
+    judged: int = 1,
+    prediction: bool = False,
+    source: Source = Source.TEXT,
 ) -> tuple[list[float], list[int], list[float]]:
     """Hindsight says every offer would have been kept, yet every drafted copy is refused at its
     first token: the seconds lost against plain decoding after each round, each round's draft
     length, and the worst case of each copy drafted as a bet (0 for the others), for a reply of
-    300 tokens (`foreseen`: the tokens a prediction or a schema foresees; `truth`: what the passes
-    really take, reported to the policy as each round's time; `match`: the offers' evidence;
-    `judged`: how many tokens of an offer not drafted hindsight keeps)."""
+    300 tokens (`foreseen`: the tokens a prediction, where `prediction`, or a schema foresees;
+    `truth`: what the passes really take, reported to the policy as each round's time; `match`:
+    the offers' evidence; `judged`: how many tokens of an offer not drafted hindsight keeps;
+    `source`: who offers them; the prediction's, followed by every round that drafts nothing)."""
     policy = Policy(COSTS, 8, risk=risk)
     if foreseen:
-        policy.foresee(foreseen)
-    one, spent, plain, lost, lengths, bets = truth.verify_cost(1), 0.0, 0.0, [], [], []
+        policy.foresee(foreseen, prediction)
+    one, spent, plain, lost, lengths, bets, followed = truth.verify_cost(1), 0.0, 0.0, [], [], [], 0
     for n in range(300):
         offer = tuple(range(1000 * n, 1000 * n + 16))
-        choice = policy.choose(64, len(offer), 0, CopyEvidence(match), offer)
+        policy.follow(followed)
+        choice = policy.choose(64, len(offer), 0, CopyEvidence(match, source=source), offer)
         k = choice.k if choice.source == Source.LOOKUP else 0
         seconds = truth.verify_cost(k + 1)  # the round's pass; it yields one token either way
         spent += seconds
         plain += one  # one token a round: a refused copy, or plain decoding
-        hindsight = (CopyJudgement(CopyEvidence(match), offer, 0, judged, judged),) if not k else ()
+        hindsight = (CopyJudgement(CopyEvidence(match, source=source), offer, 0, judged, judged),) if not k else ()
         policy.observe(Outcome(choice, k, 0, seconds=seconds, copies=hindsight))
         lost.append(spent - plain)
         lengths.append(k)
         bets.append(choice.bet)
+        followed += source == Source.PREDICTION and not k  # a refused copy left the prediction
     return lost, lengths, bets
 
 
@@ -222,6 +232,56 @@ def test_a_foreseen_reply_whose_share_is_spent_drafts_again_as_its_own_share_gro
     every = (COSTS.verify_cost(2) - one) / (risk * one)  # rounds of plain time a 1-token copy's worst case takes
     later = [n for n in range(spent + 1, len(lengths)) if lengths[n]]
     assert spent < 150 and len(later) >= (len(lengths) - spent) / every / 2, (spent, later)
+
+
+def test_a_reply_that_does_not_follow_its_prediction_loses_no_more_than_a_reply_without_one():
+    """A prediction of 200 tokens that the reply never follows (a short answer beside a file):
+    the text's copies, which look sure and are all refused, get none of the prediction's
+    allowance, so the reply loses exactly what it would without a prediction; a schema's
+    foresight, which the grammar holds the reply to, lets the same copies spend its share."""
+    one, risk = COSTS.verify_cost(1), Policy(COSTS).risk
+    alone = worst_case(risk)
+    assert worst_case(risk, foreseen=200, prediction=True)[:2] == alone[:2]
+    schema, _, _ = worst_case(risk, foreseen=200)
+    assert max(schema) > max(alone[0]) + 0.5 * FORESEEN_RISK * one * 200
+
+
+def test_only_the_predictions_own_copies_spend_its_allowance():
+    """A reply that has followed its 200-token prediction for 20 rounds: the prediction's copy of
+    16 tokens is drafted on its allowance, which the reply's own share could not bear; the same
+    offer priced by the same record, but offered by the text, gets only the reply's own share."""
+    policy = Policy(COSTS, 8)
+    policy.foresee(200, prediction=True)
+    for n in range(20):  # plain rounds whose token followed the prediction, as its offer foresaw
+        offer = tuple(range(1000 * n, 1000 * n + 16))
+        foresaw = CopyJudgement(CopyEvidence(12, source=Source.PREDICTION), offer, 0, 1, 1)
+        policy.observe(Outcome(Choice(Source.PLAIN), 0, 0, seconds=COSTS.verify_cost(1), copies=(foresaw,)))
+        policy.follow(n + 1)
+    policy.copies[Source.TEXT] = policy.copies[Source.PREDICTION]  # one record prices both
+    offer = tuple(range(9000, 9016))
+    predicted = policy.choose(64, 16, 0, CopyEvidence(12, source=Source.PREDICTION), offer)
+    copied = policy.choose(64, 16, 0, CopyEvidence(12, source=Source.TEXT), offer)
+    own = policy.loss.bearable(foreseen=False)
+    assert predicted.source == Source.LOOKUP and COSTS.verify_cost(predicted.k + 1) - COSTS.verify_cost(1) > own
+    assert copied.source != Source.LOOKUP or COSTS.verify_cost(copied.k + 1) - COSTS.verify_cost(1) <= own
+
+
+def test_a_predictions_allowance_grows_with_the_tokens_the_reply_followed():
+    """Every offer is the prediction's, and the reply follows the prediction in every round that
+    drafts nothing (hindsight keeps each offer's first 4 tokens), yet every drafted copy is
+    refused: the reply may lose FORESEEN_RISK of the plain time of FOLLOWED_LOAN tokens for each
+    token it followed (at most the prediction's 200), besides RISK of its own, and one bet's
+    worst case. It drafts nothing in its first round, where it has followed nothing, and spends
+    the allowance later."""
+    one, risk = COSTS.verify_cost(1), Policy(COSTS).risk
+    lost, lengths, bets = worst_case(risk, foreseen=200, judged=4, prediction=True, source=Source.PREDICTION)
+    followed, bound = 0, []
+    for k in lengths:  # after each round: what the reply followed before it, and its own share then
+        bound.append(risk * one * (len(bound) + 1) + FORESEEN_RISK * one * min(200, FOLLOWED_LOAN * followed))
+        followed += not k
+    assert lengths[0] == 0 and sum(lengths) > 0
+    assert all(loss <= limit + max(bets) + 1e-9 for loss, limit in zip(lost, bound, strict=True))
+    assert max(lost) > max(worst_case(risk)[0]) + FORESEEN_RISK * one * 100  # the allowance is used
 
 
 def test_copies_grow_as_they_pay():

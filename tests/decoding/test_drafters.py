@@ -10,8 +10,9 @@ from fakeclock import FakeClock, PricedModel, fake_clock, pass_price
 
 from specgen.decoding.auto import AutoDrafter
 from specgen.decoding.costs import StepCosts
-from specgen.decoding.drafters.base import NO_DRAFT, Draft, Drafter, copied
+from specgen.decoding.drafters.base import NO_DRAFT, Draft, Drafter, Source, copied
 from specgen.decoding.drafters.model import ModelDrafter, confidence
+from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig, generate
 from specgen.decoding.policy import LOOKUP_MAX, Policy
@@ -132,6 +133,15 @@ def test_the_loop_tells_the_drafter_what_its_propose_and_its_last_observe_took(t
     assert first == pytest.approx(0.004)  # its propose; no observe before it
     assert later and all(looked == pytest.approx(0.007) for looked in later)  # a propose and the observe before it
     assert min(later) - first >= 0.002
+
+
+def test_a_users_prediction_is_doubted_and_an_earlier_identical_replys_is_not():
+    """The loss budget counts what the reply followed of a user's prediction (its allowance grows
+    with it), and allows the whole of an earlier identical request's reply from the first round."""
+    for name, followed in ((Source.PREDICTION, 0.0), (Source.REPEAT, None)):
+        drafter = AutoDrafter(None, Policy(DRAFT_PAYS, 4), prediction=Prediction([5, 6, 7, 8], name=name))
+        drafter.prepare([1, 2, 3])
+        assert drafter.policy.loss.followed == followed and drafter.policy.loss.foreseen > 0.0, name
 
 
 def test_the_auto_drafter_lets_a_copy_run_past_k():

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from specgen.decoding.budgets import FORESEEN_RISK, LossBudget, overshoot, reach_sums
+from specgen.decoding.budgets import FOLLOWED_LOAN, FORESEEN_RISK, LossBudget, overshoot, reach_sums
 from specgen.decoding.copy_rates import AGREE, GROUNDED, LOOSE, SPLIT, CopyEvidence, CopyJudgement, CopyRates
 from specgen.decoding.costs import RoundCosts, StepCosts
 from specgen.decoding.drafters.base import Source
@@ -105,6 +105,20 @@ def test_the_loss_budget_bears_what_copies_saved_plus_its_share_of_plain_time():
     assert budget.bearable() == pytest.approx(1.0 + 0.03 * 10.0 + FORESEEN_RISK * 10.0)
     unbounded = LossBudget(risk=math.inf)  # no budget: any loss, from the first round (no plain time yet)
     assert unbounded.bears(1e9)
+
+
+def test_a_predictions_allowance_counts_the_tokens_the_reply_followed_and_covers_its_copies_only():
+    """A schema's foreseen reply is allowed FORESEEN_RISK of its whole plain time; a prediction's,
+    of FOLLOWED_LOAN times the plain time of the tokens the reply followed (here 2 seconds of
+    them), at most the whole; and none of it for a copy the prediction did not offer."""
+    schema = LossBudget(risk=0.03, saved=1.0, plain=10.0, foreseen=100.0)
+    assert schema.bearable() == pytest.approx(1.0 + 0.3 + FORESEEN_RISK * 100.0)
+    prediction = LossBudget(risk=0.03, saved=1.0, plain=10.0, foreseen=100.0, followed=2.0)
+    assert prediction.bearable() == pytest.approx(1.0 + 0.3 + FORESEEN_RISK * FOLLOWED_LOAN * 2.0)
+    assert prediction.bearable(foreseen=False) == pytest.approx(1.0 + 0.3)
+    prediction.followed = 100.0  # followed for longer than the prediction's length: its whole
+    assert prediction.bearable() == pytest.approx(1.0 + 0.3 + FORESEEN_RISK * 100.0)
+    assert LossBudget(risk=0.03, plain=10.0, foreseen=100.0, followed=0.0).bearable() == pytest.approx(0.3)
 
 
 def test_a_copys_chance_of_overshooting_and_its_expected_loss_by_enumerating_its_kept_lengths():

@@ -3,7 +3,8 @@
 # tests/copyreplay.py; one text file per recording in OUT (default: this folder's baseline/).
 # Run from the repository root: bash benchmarks/results/2026-11-29-policy/run.sh [OUT]
 # (env RISK: the loss budget's share, as copyreplay.py --risk; LOOK_MS: --look-ms, the Python ms of a
-# weighing round (2026-12-01-look-cost); CURVE: --curve; PYTHON, VOCAB)
+# weighing round (2026-12-01-look-cost); CURVE: --curve; PREDICT: --predict, each output beside a
+# prediction of that kind (2026-12-01-prediction-trust); PYTHON, VOCAB)
 set -euo pipefail
 out=${1:-benchmarks/results/2026-11-29-policy/baseline}
 vocab=${VOCAB:-$HOME/.cache/specgen-models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf}
@@ -23,6 +24,6 @@ declare -A files=(
   [specbench-dev]=benchmarks/results/2026-11-26-cold-start/replay-specbench-dev.json
 )
 for name in "${!files[@]}"; do
-  PYTHONPATH=$PWD "$python" tests/copyreplay.py --oracle ${RISK:+--risk $RISK} ${LOOK_MS:+--look-ms $LOOK_MS} ${CURVE:+--curve $CURVE} --vocab "$vocab" "${files[$name]}" > "$out/$name.txt" &
+  PYTHONPATH=$PWD "$python" tests/copyreplay.py --oracle ${RISK:+--risk $RISK} ${LOOK_MS:+--look-ms $LOOK_MS} ${CURVE:+--curve $CURVE} ${PREDICT:+--predict $PREDICT} --vocab "$vocab" "${files[$name]}" > "$out/$name.txt" &
 done
 wait

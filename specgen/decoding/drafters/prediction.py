@@ -113,6 +113,7 @@ class Prediction:
         self.cursor: int | None = 0  # where in the prediction the next output token is expected; None: lost
         self.skip = 0  # tokens of a rewrite's new span at the cursor already written
         self.run = 0  # output tokens that have followed the cursor since it was (re)found, match included
+        self.followed = 0  # output tokens that followed the prediction at the cursor, in all
         self.placed = True  # the cursor is a confirmed place: the start, or followed for CONFIRM tokens
         self.anchor, self.left = 0, 0  # the last confirmed place, and the output position there
         self.rewrites = Rewrites(self.words)
@@ -173,6 +174,7 @@ class Prediction:
                 self.rewrites.score(old, False)
         self.written.extend(new[:followed])
         self.run += followed
+        self.followed += followed
         cursor, self.skip = _place(stream, through)
         self.cursor = cursor
         if self.placed or self.run >= CONFIRM:
