@@ -67,7 +67,7 @@ class LossBudget:
     plain: float = 0.0
     foreseen: float = 0.0
     held: float = 0.0  # what held passes saved (< 0: lost), apart from copies
-    # a prediction's reply: plain seconds of its tokens that the prediction foresaw (None: a schema foresaw it)
+    # a prediction's reply: plain seconds of the tokens it has followed the prediction (None: a schema foresaw it)
     followed: float | None = None
     bet: float = 0.0  # the worst case of the latest copy drafted as a bet (beyond what the reply could bear)
 
