@@ -100,16 +100,17 @@ class LossBudget:
         return worst <= self.bearable()
 
     def bears_copy(
-        self, worst: float, step: float, reach: list[float], sums: list[float], k: int, foreseen: bool = True
+        self, worst: float, step: float, reach: list[float], sums: list[float], k: int, bearable: float
     ) -> bool:
         """Whether a copy of k tokens fits: its `worst` loss (its first token refused; each token
-        kept takes `step` off it) within what the reply can bear now, or the chance that it
-        loses more at most `CHANCE` and its expected loss within it (`overshoot`; `reach`: the
-        chance that at least j of the offer's tokens are kept; `sums`: `reach_sums(reach)`;
-        `foreseen`: whether the foresight's allowance covers it, as `bearable`)."""
-        bearable = self.bearable(foreseen)
+        kept takes `step` off it) within `bearable`, what the reply can bear now (`bearable()`,
+        passed in so that an offer's lengths read it once), or the chance that it loses more at
+        most `CHANCE` and its expected loss within it (`overshoot`; `reach`: the chance that at
+        least j of the offer's tokens are kept; `sums`: `reach_sums(reach)`)."""
         if worst <= bearable:
             return True
+        if worst > 0.0 and 1.0 - reach[0] > CHANCE:  # its first token alone may be refused more often
+            return False
         if self.saved < 0.0:  # copies have lost so far (a bet among them may have failed): no more bets
             return self.resumes(worst, step, bearable, reach, sums, k)
         over, expected = overshoot(worst, step, bearable, reach, sums, k)

@@ -32,6 +32,7 @@ class StepCosts:
     # passes that repeat the size before them
     switch: float = 0.0
     _memo: dict[tuple[str, int], float] = field(default_factory=dict, compare=False, repr=False)
+    _tables: dict[int, tuple[float, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def draft_step(self) -> float | None:
@@ -42,6 +43,13 @@ class StepCosts:
         if key not in self._memo:
             self._memo[key] = _interpolate(self.verify, n)
         return self._memo[key]
+
+    def verify_table(self, longest: int) -> tuple[float, ...]:
+        """`verify_cost(n)` for n = 0..longest (0 priced as 1), for pricing every length of a copy in one round."""
+        table = self._tables.get(longest)
+        if table is None:
+            table = self._tables[longest] = tuple(self.verify_cost(max(n, 1)) for n in range(longest + 1))
+        return table
 
     def scaled(self, factors: dict[int, float]) -> StepCosts:
         """These costs with each target pass's cost times its size's factor (interpolated between

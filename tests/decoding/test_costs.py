@@ -18,6 +18,15 @@ def test_sizes_between_timed_ones_are_interpolated_and_past_the_largest_priced_p
     assert costs.verify_cost(16) == 1.0  # a timed size as measured
 
 
+def test_the_table_of_every_length_reads_each_size_as_interpolated_and_size_zero_as_one():
+    """By hand: 0.1 s for sizes 0 and 1, then a third of 0.1 s more per token up to 4 (0.2 s);
+    past 64 tokens, 2.0 s / 64 a token."""
+    costs = StepCosts(CURVE, {})
+    assert costs.verify_table(4) == pytest.approx((0.1, 0.1, 0.1 + 0.1 / 3, 0.1 + 0.2 / 3, 0.2))
+    assert costs.verify_table(66)[65] == pytest.approx(2.0 * 65 / 64)
+    assert costs.verify_table(4) is costs.verify_table(4)  # made once, then looked up
+
+
 def test_the_copy_ceiling_is_the_best_batch_kept_whole():
     """By hand: 64 tokens in 2.0 s against 64 passes of 0.1 s is 3.2x, the best up to 64; up to
     16 the best is 4 tokens in 0.2 s against 0.4 s, 2x (5 tokens cost 0.267 s: 1.875x); on a

@@ -298,6 +298,7 @@ def state(policy: Policy) -> bytes:
     costs, the draft model's rates by position), which a query may fill."""
     copied = copy.deepcopy(policy)
     copied.costs._memo.clear()
+    copied.costs._tables.clear()
     copied.model._rates.clear()
     return pickle.dumps(copied.__dict__)
 

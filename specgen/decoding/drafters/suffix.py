@@ -94,12 +94,15 @@ class SuffixIndex:
         return (self._hashes[end] - self._hashes[end - n] * _POW[n]) % _P
 
     def _link(self, i: int) -> None:
-        """Position i follows the n tokens before it: chain it into each level's bucket."""
+        """Position i follows the n tokens before it: chain it into each level's bucket (each
+        key as `_key` computes it, inlined: this runs for every token of every text indexed)."""
+        hashes, mask, end = self._hashes, self._mask, self._hashes[i]
         for level, n in enumerate(LEVELS):
             if i >= n:
-                bucket = self._key(i, n) & self._mask
-                self._prev[level].append(self._heads[level][bucket])
-                self._heads[level][bucket] = i
+                bucket = ((end - hashes[i - n] * _POW[n]) % _P) & mask
+                heads = self._heads[level]
+                self._prev[level].append(heads[bucket])
+                heads[bucket] = i
             else:
                 self._prev[level].append(-1)
 
