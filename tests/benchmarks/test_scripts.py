@@ -286,6 +286,21 @@ def test_compare_takes_specgens_median_over_an_even_number_of_repeats_as_the_mea
     assert [cell.strip() for cell in row[2:]] == ["16.2", "9.5", "19.2", "1.19×"]
 
 
+def test_compare_pairs_a_bench_name_with_a_colon_with_the_file_template_prompts_named_with_a_dash(tmp_path):
+    """A prompt without a name is `new:1` in the bench and `new-1` in llama.cpp's lines (its
+    file's name): 20 against 16 tok/s is 1.25x. Prompts with nothing in common are one line on
+    stderr and exit 1."""
+    line = "new-1 ngram-mod | decoded  101 tokens in    6.250 seconds, speed:   16.000 |  | stop length\n"
+    (tmp_path / "draft_free.txt").write_text(line)
+    runs = [{"prompt": "new:1", "config": config, "tokens_per_second": 20.0} for config in ("target", "lookup-auto")]
+    (tmp_path / "bench.json").write_text(json.dumps({"runs": runs}))
+    out = ran(script("llama-cpp/compare.py", str(tmp_path / "draft_free.txt"), str(tmp_path / "bench.json")))
+    assert next(line for line in out.splitlines() if line.startswith("| new-1 |")).endswith("| 1.25× |")
+    (tmp_path / "other.txt").write_text(line.replace("new-1", "qa-7"))
+    failed = script("llama-cpp/compare.py", str(tmp_path / "other.txt"), str(tmp_path / "bench.json"))
+    assert failed.returncode == 1 and "no prompt is in both" in failed.stderr and "Traceback" not in failed.stderr
+
+
 def test_specbench_prompts_draws_disjoint_splits(tmp_path):
     kinds = {"writing": "chat", "translation": "translation", "math_reasoning": "math"}
     questions = [

@@ -8,7 +8,9 @@ prompts. Both count decode time after the prompt. Where a line says `stop eog` t
 at the end-of-generation token, which llama.cpp counts as a decoded token and specgen does not
 (it is not part of the reply): its rate is taken without it, as specgen counts (on a 12-token
 answer llama.cpp's printed speed is 13/12 of that). Lines recorded without the field count as
-printed. A prompt's kind is its name up to the last dash (`summarization-248`).
+printed. A prompt's kind is its name up to the last dash (`summarization-248`). A bench name's
+colon reads as a dash, as `template_prompts.py` names the files llama.cpp reads (`new:1`, the
+name a prompt without one gets, is `new-1` in both).
 
 By default each prompt is set against its fastest method. That is a choice made after the
 fact: the fastest of several noisy runs of equal speed is faster than any one of them. With
@@ -74,7 +76,10 @@ def specgen_rates(path: str) -> dict[str, dict[str, float]]:
     runs: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in json.loads(Path(path).read_text(encoding="utf-8"))["runs"]:
         runs[run["prompt"]][run["config"]].append(run["tokens_per_second"])
-    return {prompt: {config: statistics.median(v) for config, v in configs.items()} for prompt, configs in runs.items()}
+    return {
+        prompt.replace(":", "-"): {config: statistics.median(v) for config, v in configs.items()}
+        for prompt, configs in runs.items()
+    }
 
 
 def geometric_mean(values: list[float]) -> float:
@@ -86,6 +91,11 @@ def main() -> None:
     per_kind = "--per-kind" in args
     args = [a for a in args if a != "--per-kind"]
     llama, ours = llama_rates(args[:-1], every=per_kind), specgen_rates(args[-1])
+    if not set(llama) & set(ours):
+        sys.exit(
+            f"compare.py: no prompt is in both (llama.cpp's: {', '.join(sorted(llama)) or 'none'}; specgen's: "
+            f"{', '.join(sorted(ours)) or 'none'}); run draft_free.sh on template_prompts.py's files of those prompts"
+        )
     chosen = best_per_kind(llama) if per_kind else {p: max(m, key=m.get) for p, m in llama.items()}
     by_kind: dict[str, list[float]] = defaultdict(list)
     which = "its kind's best method" if per_kind else "llama.cpp's best method"
