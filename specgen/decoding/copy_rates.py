@@ -148,8 +148,8 @@ class CopyRates:
         anchored, match, longest = evidence.anchored, evidence.match, EDGES[-1]
         for j, token in enumerate(offer):
             behind = match + j
-            if key != (key := (anchored and behind < ANCHORED_BELOW, _BIN_INDEX[min(behind, longest)])):
-                short, index = key  # a new bin: its rates, once
+            short, index = anchored and behind < ANCHORED_BELOW, _BIN_INDEX[behind if behind < longest else longest]
+            if key != (key := (short, index)):  # a new bin: its rates, once
                 rate_grounded, rate_loose = GROUNDED[short][index], LOOSE[short][index]
                 prior = grounded * rate_grounded + (1.0 - grounded) * rate_loose
                 kept, judged = self.bins.get(key, (0.0, 0.0))
