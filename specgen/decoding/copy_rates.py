@@ -143,23 +143,16 @@ class CopyRates:
         out: list[float] = []
         held_grounded = held_loose = first = 1.0  # each kind's chance to keep the tokens so far
         key, bin_grounded, bin_loose = None, 1.0, 1.0  # the bin of the token before, and its two rates
-        # `_token` and `_match_bin`, inlined: this loop runs for every priced token of every offer
-        records, now = self.tokens, self.round
-        anchored, match, longest = evidence.anchored, evidence.match, EDGES[-1]
         for j, token in enumerate(offer):
-            behind = match + j
-            short, index = anchored and behind < ANCHORED_BELOW, _BIN_INDEX[behind if behind < longest else longest]
-            if key != (key := (short, index)):  # a new bin: its rates, once
+            if key != (key := _match_bin(evidence.anchored, evidence.match + j)):  # a bin's rates, once
+                short, index = key
                 rate_grounded, rate_loose = GROUNDED[short][index], LOOSE[short][index]
                 prior = grounded * rate_grounded + (1.0 - grounded) * rate_loose
                 kept, judged = self.bins.get(key, (0.0, 0.0))
                 learnt = (kept + _BIN_PRIOR * prior) / (judged + _BIN_PRIOR) / prior
                 bin_grounded, bin_loose = min(rate_grounded * learnt, 1.0), min(rate_loose * learnt, 1.0)
-            own = 1.0
-            if (cell := records.get(token)) is not None:
-                age = int(now - cell[2])
-                fade = _FADES[age] if age < len(_FADES) else _COPY_FORGET**age
-                own = (cell[0] * fade + _TOKEN_PRIOR) / (cell[1] * fade + _TOKEN_PRIOR)
+            kept, judged = self._token(token)
+            own = (kept + _TOKEN_PRIOR) / (judged + _TOKEN_PRIOR)
             held_grounded = held_grounded * bin_grounded * own
             held_loose = held_loose * bin_loose * own
             out.append(grounded * held_grounded + (1.0 - grounded) * held_loose)

@@ -137,6 +137,18 @@ class RoundCosts:
         broken copy costs no switch; where they do not, it returns to one-token passes."""
         return (self.returns[0] + RETURN_PRIOR) / (self.returns[1] + RETURN_PRIOR)
 
+    def copy_costs(self, longest: int) -> list[tuple[float, float]]:
+        """For a copy of k = 1..longest tokens: its pass's cost (`pass_cost(k + 1)`) and its time
+        factor (`factor_of(Source.LOOKUP, k)`), read at once: the policy prices every length of an
+        offer each round, and a call per length for each would cost more than the pricing."""
+        table, switch, last = self.costs.verify_table(longest + 1), self.costs.switch, self.last_size
+        paced = Source.LOOKUP in self.paced  # as `factor_of` reads it
+        factors, untimed = (self.copy_factor, self.factor[Source.LOOKUP]) if paced else ({}, self.factor[Source.PLAIN])
+        return [
+            (table[size] + (switch if size != last else 0.0), factors.get(size, untimed))
+            for size in range(2, longest + 2)
+        ]
+
     def round_cost(self, source: Source, k: int, lag: int = 0) -> float:
         """A round of `source` drafting k, before its time factor: the verify pass, and for the
         draft model its catch-up over `lag` skipped tokens and a step per further token."""

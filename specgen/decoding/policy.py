@@ -218,22 +218,17 @@ class Policy:
         best, best_speed, tokens, bet = None, floor, 1.0, 0.0
         python = self.python_time()
         one = self.plain_pass()
-        costs, rounds = self.costs, self.rounds
-        switch, step, sums = costs.switch, costs.verify_cost(1), reach_sums(reach)
-        back = switch * rounds.switch_after_break()  # what a break costs the next pass, on average
+        switch, step, sums = self.costs.switch, self.costs.verify_cost(1), reach_sums(reach)
+        back = switch * self.rounds.switch_after_break()  # what a break costs the next pass, on average
         foreseen = self.loss.followed is None or source == Source.PREDICTION
         bearable = self.loss.bearable(foreseen)
-        # the lengths' prices, read as `pass_cost` and `RoundCosts.factor_of` would, once per round
-        last, factors = rounds.last_size, rounds.copy_factor if Source.LOOKUP in rounds.paced else {}
-        verify_of = costs.verify_table(len(reach) + 1)
-        factor = rounds.factor[Source.LOOKUP] if Source.LOOKUP in rounds.paced else rounds.factor[Source.PLAIN]
-        for k, chance in enumerate(reach, start=1):
+        prices = self.rounds.copy_costs(len(reach))  # each length's pass and time factor
+        for k, (chance, (verify, factor)) in enumerate(zip(reach, prices, strict=True), start=1):
             if chance < _NEGLIGIBLE:
                 break
             tokens += chance
-            verify = verify_of[k + 1] + (switch if k + 1 != last else 0.0)
             # a copy that breaks may send the next pass to another size; one kept whole may repeat its size
-            speed = tokens / ((verify + (1.0 - chance) * back) * factors.get(k + 1, factor) + python)
+            speed = tokens / ((verify + (1.0 - chance) * back) * factor + python)
             if speed <= best_speed:
                 continue
             # refused at once: one token for the pass and the way back; each token kept saves a plain pass

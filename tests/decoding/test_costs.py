@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from specgen.decoding.costs import StepCosts
+from specgen.decoding.costs import RoundCosts, StepCosts
+from specgen.decoding.drafters.base import Source
 
 # a CPU-like curve: 4 tokens for twice one token, 16 for ten times, 64 for twenty
 CURVE = {1: 0.1, 4: 0.2, 16: 1.0, 64: 2.0}
@@ -25,6 +26,24 @@ def test_the_table_of_every_length_reads_each_size_as_interpolated_and_size_zero
     assert costs.verify_table(4) == pytest.approx((0.1, 0.1, 0.1 + 0.1 / 3, 0.1 + 0.2 / 3, 0.2))
     assert costs.verify_table(66)[65] == pytest.approx(2.0 * 65 / 64)
     assert costs.verify_table(4) is costs.verify_table(4)  # made once, then looked up
+
+
+def test_a_copys_lengths_are_priced_with_the_switch_and_the_time_factor_of_their_pass_size():
+    """By hand, passes of 2, 3 and 4 tokens cost 1.2, 1.4 and 1.6 s, another size than the last
+    0.5 s more. Untimed, a copy takes plain decoding's factor (one round 2x slow: 1 + 0.15 x 1).
+    A timed 2-token pass 3x slow gives that size 1.15 + 0.15 x 1.85 = 1.4275; a 3-token pass
+    at 0.5x then gives its size and the sizes not yet timed 1.4275 - 0.15 x 0.9275 = 1.288375."""
+    rounds = RoundCosts(StepCosts({1: 1.0, 2: 1.2, 4: 1.6}, {}, switch=0.5), timed=True)
+    rounds.passed(3)
+    rounds.timed_round(Source.PLAIN, 0, 2.0, 1.0)
+    assert _flat(rounds.copy_costs(3)) == pytest.approx([1.7, 1.15, 1.4, 1.15, 2.1, 1.15])
+    rounds.timed_round(Source.LOOKUP, 1, 3.0, 1.0)
+    rounds.timed_round(Source.LOOKUP, 2, 0.5, 1.0)
+    assert _flat(rounds.copy_costs(3)) == pytest.approx([1.7, 1.4275, 1.4, 1.288375, 2.1, 1.288375])
+
+
+def _flat(pairs: list[tuple[float, float]]) -> list[float]:
+    return [x for pair in pairs for x in pair]
 
 
 def test_the_copy_ceiling_is_the_best_batch_kept_whole():
