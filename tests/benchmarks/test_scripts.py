@@ -2,7 +2,8 @@
 changes: each runs on the recorded data of a results folder or on the suite's tiny models in a
 few seconds, or, where it needs what CI lacks (a running server, llama.cpp's own tools, a GPU
 machine), is checked by `--help` or `bash -n`. A script added without a test here fails
-`test_every_script_is_covered`."""
+`test_every_script_is_covered`. llama.cpp's scripts are run in test_llama_cpp_scripts.py, the GPU
+machine's in test_device_scripts.py; the scripts that read recordings or the tiny models, here."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import json
 import math
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,13 +20,11 @@ import time
 from pathlib import Path
 
 import pytest
+from scriptrun import RESULTS, ROOT, SCRIPTS, ran, script
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPTS = ROOT / "benchmarks" / "scripts"
-RESULTS = ROOT / "benchmarks" / "results"
 RECORDED = ROOT / "tests" / "data" / "greedy-outputs.json"
 
-# each script and the test that runs it; a script missing here fails the first test
+# each script and the test that runs it (in any test module of this folder); a script missing here fails the first test
 COVERED = {
     "copy_ceiling.py": "test_copy_ceiling_prices_a_tiny_models_schema_reply",
     "copy_offers.py": "test_copy_offers_tallies_every_offer_of_a_replay",
@@ -57,30 +55,17 @@ COVERED = {
 }
 
 
-def script(name: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run benchmarks/scripts/NAME with this Python from the repository root."""
-    return subprocess.run(
-        [sys.executable, str(SCRIPTS / name), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
-    )
-
-
-def ran(result: subprocess.CompletedProcess) -> str:
-    assert result.returncode == 0, result.stderr[-2000:]
-    return result.stdout
-
-
 def test_every_script_is_covered():
     found = {str(p.relative_to(SCRIPTS)) for p in SCRIPTS.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
     assert found == set(COVERED), (
         f"scripts without a smoke test here: {sorted(found - set(COVERED))}; "
         f"listed but gone: {sorted(set(COVERED) - found)}"
     )
-    names = {name for name in globals() if name.startswith("test_")}
+    names = {
+        name
+        for module in Path(__file__).parent.glob("test_*.py")
+        for name in re.findall(r"^def (test_\w+)", module.read_text(), re.M)
+    }
     assert set(COVERED.values()) <= names
 
 
@@ -214,93 +199,6 @@ def test_query_bench_times_every_history_length():
     assert all(0 < float(row[1]) <= float(row[3]) for row in rows)  # median at most p99
 
 
-def test_compare_reads_llama_cpp_lines_as_recorded():
-    """The folder's draft-free lines give the same best method and rate per prompt as the table it
-    recorded with them (whose specgen columns came from an earlier bench of the same prompts)."""
-    folder = RESULTS / "2026-11-26-specbench-vs-llama-cpp"
-    out = ran(script("llama-cpp/compare.py", str(folder / "draft_free.txt"), str(folder / "bench.json")))
-
-    def best_rates(table: str) -> dict[str, tuple[str, str]]:
-        return {
-            cells[0]: (cells[1], cells[2])
-            for cells in (line.strip("|").split(" | ") for line in table.splitlines() if line.count("|") == 7)
-            if cells[0].strip() not in ("prompt", "---")
-        }
-
-    recorded = best_rates((folder / "compare-first-run.md").read_text())
-    assert len(recorded) == 30 and best_rates(out) == recorded
-
-
-STAND_IN = """#!/usr/bin/env bash
-# prints what llama-speculative-simple logs: a reply of 12 tokens and the end-of-generation token,
-# or with -n under 12 the n + 1 tokens it decodes before it stops for length
-n=256; while [ $# -gt 0 ]; do [ "$1" = -n ] && n=$2; shift; done
-decoded=$(( n < 12 ? n + 1 : 13 ))
-echo "I encoded   26 tokens in    0.472 seconds, speed:   55.128 t/s" >&2
-printf 'I decoded %4d tokens in %8.3f seconds, speed: %8.3f t/s\\n' $decoded 0.5 $(( decoded * 2 )) >&2
-echo "I accept    = 0.000%" >&2
-"""
-
-
-@pytest.mark.parametrize(("n", "stop", "specgen_counts"), [(256, "eog", 12), (8, "length", 9)])
-def test_draft_free_takes_the_end_of_generation_token_off_a_reply_that_ended(tmp_path, n, stop, specgen_counts):
-    """A reply that ended before N tokens is marked `stop eog`, and compare.py rates it by the
-    tokens before the end-of-generation token (12 in 0.5 s: 24 tok/s, not the printed 26); one
-    cut at N is marked `stop length` and rated as printed."""
-    (tmp_path / "bin").mkdir()
-    (tmp_path / "prompts").mkdir()
-    stand_in = tmp_path / "bin" / "llama-speculative-simple"
-    stand_in.write_text(STAND_IN)
-    stand_in.chmod(0o755)
-    (tmp_path / "prompts" / "qa-1.txt").write_text("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")
-    command = [SCRIPTS / "llama-cpp" / "draft_free.sh", tmp_path / "prompts", "t.gguf", tmp_path / "bin"]
-    result = subprocess.run(
-        ["bash", *map(str, command)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "N": str(n)},
-        check=True,
-    )
-    lines = result.stdout.splitlines()
-    assert len(lines) == 5 and all(line.endswith(f"| stop {stop}") for line in lines)
-    (tmp_path / "draft_free.txt").write_text(result.stdout)
-    runs = [{"prompt": "qa-1", "config": config, "tokens_per_second": 20.0} for config in ("target", "lookup-auto")]
-    (tmp_path / "bench.json").write_text(json.dumps({"runs": runs}))
-    out = ran(script("llama-cpp/compare.py", str(tmp_path / "draft_free.txt"), str(tmp_path / "bench.json")))
-    row = next(line for line in out.splitlines() if line.startswith("| qa-1 |"))
-    assert row.split(" | ")[2] == f"{specgen_counts / 0.5:.1f}"
-
-
-def test_compare_takes_specgens_median_over_an_even_number_of_repeats_as_the_mean_of_the_middle_two(tmp_path):
-    """Two repeats at 18.0 and 20.4 tok/s are 19.2 tok/s, as `specgen bench` prints the median;
-    against llama.cpp's 16.16 that is 1.19x (the upper of the two would say 20.4 and 1.26x)."""
-    line = "qa-1 {} | decoded  101 tokens in    6.250 seconds, speed:   16.160 |  | stop length\n"
-    (tmp_path / "draft_free.txt").write_text("".join(line.format(m) for m in ("ngram-simple", "ngram-mod")))
-    runs = [
-        {"prompt": "qa-1", "config": config, "tokens_per_second": rate}
-        for config, rate in (("target", 9.0), ("target", 10.0), ("lookup-auto", 18.0), ("lookup-auto", 20.4))
-    ]
-    (tmp_path / "bench.json").write_text(json.dumps({"runs": runs}))
-    out = ran(script("llama-cpp/compare.py", str(tmp_path / "draft_free.txt"), str(tmp_path / "bench.json")))
-    row = next(line for line in out.splitlines() if line.startswith("| qa-1 |")).strip("|").split(" | ")
-    assert [cell.strip() for cell in row[2:]] == ["16.2", "9.5", "19.2", "1.19×"]
-
-
-def test_compare_pairs_a_bench_name_with_a_colon_with_the_file_template_prompts_named_with_a_dash(tmp_path):
-    """A prompt without a name is `new:1` in the bench and `new-1` in llama.cpp's lines (its
-    file's name): 20 against 16 tok/s is 1.25x. Prompts with nothing in common are one line on
-    stderr and exit 1."""
-    line = "new-1 ngram-mod | decoded  101 tokens in    6.250 seconds, speed:   16.000 |  | stop length\n"
-    (tmp_path / "draft_free.txt").write_text(line)
-    runs = [{"prompt": "new:1", "config": config, "tokens_per_second": 20.0} for config in ("target", "lookup-auto")]
-    (tmp_path / "bench.json").write_text(json.dumps({"runs": runs}))
-    out = ran(script("llama-cpp/compare.py", str(tmp_path / "draft_free.txt"), str(tmp_path / "bench.json")))
-    assert next(line for line in out.splitlines() if line.startswith("| new-1 |")).endswith("| 1.25× |")
-    (tmp_path / "other.txt").write_text(line.replace("new-1", "qa-7"))
-    failed = script("llama-cpp/compare.py", str(tmp_path / "other.txt"), str(tmp_path / "bench.json"))
-    assert failed.returncode == 1 and "no prompt is in both" in failed.stderr and "Traceback" not in failed.stderr
-
-
 def test_specbench_prompts_draws_disjoint_splits(tmp_path):
     kinds = {"writing": "chat", "translation": "translation", "math_reasoning": "math"}
     questions = [
@@ -369,26 +267,6 @@ def test_shell_scripts_parse():
     for path in [*SCRIPTS.rglob("*.sh")]:
         result = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
         assert result.returncode == 0, f"{path}: {result.stderr}"
-
-
-@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
-def test_noamx_shim_compiles(tmp_path):
-    subprocess.run(
-        ["cc", "-shared", "-fPIC", "-O2", "-o", str(tmp_path / "noamx.so"), str(SCRIPTS / "llama-cpp" / "noamx.c")],
-        check=True,
-        capture_output=True,
-    )
-    assert (tmp_path / "noamx.so").stat().st_size > 0
-
-
-def test_template_prompts_writes_the_chat_template(tiny_models, tmp_path):
-    prompts = tmp_path / "kind.txt"
-    prompts.write_text("first question\n---\nsecond question\n")
-    ran(script("llama-cpp/template_prompts.py", str(tmp_path / "out"), str(tiny_models["target"]), str(prompts)))
-    written = sorted((tmp_path / "out").iterdir())
-    assert [p.name for p in written] == ["kind-1.txt", "kind-2.txt"]
-    # the tiny target's template is ChatML, written out by hand here
-    assert written[0].read_text() == "<|im_start|>user\nfirst question<|im_end|>\n<|im_start|>assistant\n"
 
 
 def test_record_outputs_records_the_target_alones_reply(tiny_models, tmp_path):
@@ -462,168 +340,6 @@ def test_copy_ceiling_oracle_on_a_hand_worked_reply():
     assert copy_ceiling.cheapest([3, 2, 1, 0], float) == 4.0
     # 4 tokens cost 2.5, 2 tokens 1.5: drafting 3 (2.5) beats 1+1+1+1 (4) and 2+2 (3.0)
     assert copy_ceiling.cheapest([3, 2, 1, 0], {1: 1.0, 2: 1.5, 3: 2.0, 4: 2.5}.__getitem__) == 2.5
-
-
-def test_standins_rows_never_tie_at_a_real_vocabulary():
-    """Every row of a 152,064-token output head differs at the dry run's width (the pool of 2^24
-    numbers random_model.py used repeats every 65,536 rows of 256), and the pool's length is prime."""
-    sys.path.insert(0, str(SCRIPTS / "device"))
-    try:
-        import standins
-    finally:
-        sys.path.remove(str(SCRIPTS / "device"))
-    assert all(standins.POOL % d for d in range(2, math.isqrt(standins.POOL) + 1))
-    import numpy as np
-
-    head = standins.weights(standins.pool(7), "output.weight", (152_064, 256))
-    assert len(np.unique(head.view(np.dtype((np.void, 2 * 256))))) == 152_064
-
-
-def test_standins_quiet_only_the_later_layers_residual_writers(tiny_models, tmp_path):
-    """--quiet-from 2 --scale 0.5 halves attn_output and ffn_down of layers 2 and on, against the
-    same fill without it, and leaves every other tensor as it was."""
-    from gguf import GGUFReader
-
-    for name, extra in (("plain", ()), ("quiet", ("--quiet-from", "2", "--scale", "0.5"))):
-        fill = ("device/standins.py", "fill", str(tiny_models["target"]), str(tmp_path / f"{name}.gguf"))
-        ran(script(*fill, "--shape", "tiny", *extra))
-    plain, quiet = (
-        {t.name: t.data.astype("float32") for t in GGUFReader(tmp_path / f"{n}.gguf").tensors}
-        for n in ("plain", "quiet")
-    )
-    assert set(plain) == set(quiet)
-    halved = {f"blk.{i}.{t}.weight" for i in (2, 3) for t in ("attn_output", "ffn_down")}
-    for name in plain:
-        # F16 numbers halved, as F16 again (exact but below 2^-14, where the last bit goes)
-        expected = (plain[name] * 0.5).astype("float16").astype("float32") if name in halved else plain[name]
-        assert (quiet[name] == expected).all(), name
-    assert all(plain[name].any() for name in halved)
-
-
-def test_mission7b_dry_run_runs_every_step_without_llama_cpp_tools(tiny_models, tmp_path):
-    """The device call's dry run (DRY=1) on the tiny target's tokenizer, with no llama.cpp tool:
-    one line for each step that needs one, stand-ins at the dry run's shapes (T padded past the
-    tokenizer, S T's first layers byte for byte, Q4_K_M), both benches with every configuration
-    and the target alone's text, and a summary whose per-round milliseconds are the JSON's."""
-    import numpy as np
-    from gguf import GGUFReader
-
-    out, work = tmp_path / "out", tmp_path / "work"
-    settings = {"DRY": "1", "BIN": "", "PY": sys.executable, "OUT": str(out), "WORK": str(work)}
-    settings |= {"SKEL": str(tiny_models["target"]), "N_TOKENS": "8", "PROMPTS": "1", "LIMIT": "300"}
-    result = subprocess.run(
-        ["bash", str(SCRIPTS / "device" / "mission7b.sh")],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**os.environ, **settings},
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    log = (out / "log.txt").read_text()
-    for tool in ("llama-bench", "llama-speculative-simple", "llama-server"):
-        assert sum(f"(no {tool} in any llama.cpp build)" in line for line in log.splitlines()) == 1
-    assert re.search(r"auto's Python: [\d.]+ us a round", log)
-
-    def header(path: Path) -> tuple[dict, dict]:
-        reader = GGUFReader(path)
-        fields = {f.name: f.contents() for f in reader.fields.values() if not f.name.startswith("GGUF.")}
-        return fields, {t.name: t for t in reader.tensors}
-
-    tiny, _ = header(tiny_models["target"])
-    (t_keys, t_tensors), (s_keys, s_tensors), (n_keys, n_tensors) = (header(work / f"{m}.gguf") for m in "TSN")
-    listed = len(tiny["tokenizer.ggml.tokens"])
-    padding = [f"[PAD{i}]" for i in range(listed, listed + 128)]  # as Qwen's converter pads a vocabulary
-    assert t_keys["tokenizer.ggml.tokens"] == tiny["tokenizer.ggml.tokens"] + padding
-    assert n_keys["tokenizer.ggml.tokens"] == tiny["tokenizer.ggml.tokens"]
-    assert t_keys["tokenizer.chat_template"] == tiny["tokenizer.chat_template"]
-    assert (t_keys["llama.block_count"], t_keys["llama.embedding_length"], s_keys["llama.block_count"]) == (4, 256, 2)
-    assert "output.weight" in t_tensors and "output.weight" not in n_tensors  # T untied, N tied as the 0.5B
-    assert {t.tensor_type.name for t in t_tensors.values()} >= {"Q4_K", "Q6_K"}
-    kept = {name for name in t_tensors if not name.startswith(("blk.2.", "blk.3."))}
-    assert set(s_tensors) == kept
-    assert all(bytes(s_tensors[name].data) == bytes(t_tensors[name].data) for name in kept)
-    rows = np.asarray(t_tensors["output.weight"].data).reshape(listed + 128, -1)
-    assert len(np.unique(rows.view(np.dtype((np.void, rows.shape[1]))))) == listed + 128
-
-    summary = (out / "summary.txt").read_text()
-    configs = {
-        "S": ["target", "draft-k1", "draft-k2", "draft-k4", "draft-auto"],
-        "N": ["target", "draft-k2", "draft-auto"],
-    }
-    for name in "SN":
-        bench = json.loads((out / f"bench-{name}.json").read_text())
-        assert [c["name"] for c in bench["configs"]] == configs[name]
-        assert bench["audit"]["identical"]
-        for config in [c["name"] for c in bench["configs"]]:
-            runs = [r for r in bench["runs"] if r["config"] == config]
-            rounds = sum(r["rounds"] for r in runs)
-            ms = [f"{1000 * sum(r[field] for r in runs) / rounds:.2f}" for field in ("python_s", "draft_s", "verify_s")]
-            row = next(line for line in summary.splitlines() if line.startswith(f"| {name} | {config} |"))
-            assert row.split(" | ")[6:9] == ms and row.endswith("| identical (1 runs) |")
-    texts = json.loads((out / "texts.json").read_text())["outputs"]
-    assert list(texts) == ["qa-324"] and texts["qa-324"]["text"]
-
-
-def test_summary_reads_llama_cpp_lines_and_texts(tmp_path):
-    """summary.py on what llama.cpp's tools wrote in a dry run (these lines are that run's): a draft
-    length's rate is its prompts' tokens over their seconds, a text is the target alone's when the
-    shorter of the two begins the longer, and llama-bench's pass costs are its mean nanoseconds."""
-    recorded = """\
-draft-max default | chat-117 | decoded   28 tokens in   13.685 seconds, speed:    2.046 | n_draft   = 3 | accept    = 64.286%
-draft-max default | qa-324 | decoded   27 tokens in    4.668 seconds, speed:    5.784 | n_draft   = 3 | accept    = 79.167%
-draft-max 2 | chat-117 | decoded   27 tokens in    0.669 seconds, speed:   40.375 | n_draft   = 2 | accept    = 76.190%
-draft-max 4 | chat-117 | decoded   29 tokens in   12.793 seconds, speed:    2.267 | n_draft   = 4 | accept    = 67.742%
-draft-max 2 | qa-324 | decoded   27 tokens in    2.708 seconds, speed:    9.969 | n_draft   = 2 | accept    = 76.190%
-"""  # noqa: E501
-    (tmp_path / "spec-simple.txt").write_text(recorded)
-    folder = tmp_path / "spec-simple"
-    folder.mkdir()
-    prompts = {
-        "chat-117": "<|im_start|>user\nhow many?<|im_end|>\n<|im_start|>assistant\n",
-        "qa-324": "<|im_start|>user\nbird?<|im_end|>\n<|im_start|>assistant\n",
-    }
-    # llama-speculative-simple's stdout: two newlines, the prompt, the reply (past -n), two newlines
-    replies = {
-        "chat-117-default": "ten of them",
-        "chat-117-2": "ten of them",
-        "chat-117-4": "ten of them",
-        "qa-324-default": "a hornbill, Zazu",
-        "qa-324-2": "a hornbilk",
-    }
-    for name, text in prompts.items():
-        (folder / f"{name}.txt").write_text(text)
-    for run, reply in replies.items():
-        (folder / f"{run}.out").write_text("\n\n" + prompts[run.rsplit("-", 1)[0]] + reply + "\n\n")
-    texts = {"chat-117": {"text": "ten of"}, "qa-324": {"text": "a hornbill"}}
-    (tmp_path / "texts.json").write_text(json.dumps({"outputs": texts}))
-    bench = [
-        {"model_filename": "/tmp/m/T.gguf", "n_prompt": 1, "n_gen": 0, "avg_ns": 12014762, "avg_ts": 91.5},
-        {"model_filename": "/tmp/m/T.gguf", "n_prompt": 4, "n_gen": 0, "avg_ns": 7440000, "avg_ts": 537.6},
-        {"model_filename": "/tmp/m/T.gguf", "n_prompt": 0, "n_gen": 24, "avg_ns": 331000000, "avg_ts": 72.5},
-    ]
-    (tmp_path / "llama-bench.json").write_text(json.dumps(bench))
-    out = ran(script("device/summary.py", str(tmp_path)))
-    rows = {
-        cells[1]: cells
-        for cells in (line.strip("|").split(" | ") for line in out.splitlines())
-        if cells[0].strip() == "llama.cpp"
-    }
-    assert set(rows) == {
-        "spec-simple -md S, draft default (3)",
-        "spec-simple -md S, draft 2",
-        "spec-simple -md S, draft 4",
-    }
-    # (28 + 27) / (13.685 + 4.668) = 3.00, not the mean of the two speeds (3.9); both texts begin the target's
-    assert rows["spec-simple -md S, draft default (3)"][2:5] == ["3.0", "-", "72%"]
-    assert rows["spec-simple -md S, draft default (3)"][-1].strip() == "2/2 the target's"
-    # (27 + 27) / (0.669 + 2.708) = 16.0; qa-324's "a hornbilk" is not "a hornbill"
-    assert (
-        rows["spec-simple -md S, draft 2"][2] == "16.0"
-        and rows["spec-simple -md S, draft 2"][-1].strip() == "1/2 the target's"
-    )
-    assert "| T | 12.01 | 7.44 | 72.5 (13.79 ms) |" in out
-    assert "(no bench-S.json: not run)" in out and "(no bench-N.json: not run)" in out
 
 
 def test_auto_python_times_autos_parts_on_rounds_the_draft_model_drafted(tiny_models):
