@@ -16,6 +16,7 @@ loop's own overhead (docs/bench-json.md).
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -103,6 +104,8 @@ class Stats:
     p_value: float | None = None  # the permutation test's, of "as fast as the target alone"; None as the interval
     constraint_s: float = 0.0  # of python_s: a JSON schema's grammar (masking verify rows, following the output)
     missed_copy_rounds: int = 0  # copy rounds whose first token the target refused, over the group's runs
+    least_p: float | None = None  # the least p these runs' permutation test can give (`least_p`)
+    repeats_to_tell: int | None = None  # the fewest repeats a prompt at which it can go under 1 - CONFIDENCE
 
     def time_split(self) -> dict[str, float]:
         total = self.decode_s or 1.0
@@ -126,6 +129,8 @@ class Verdict:
     best_rate: float
     baseline_rate: float
     p_value: float | None  # the named configuration's permutation test against the target alone
+    least_p: float | None = None  # the least p its runs allow the test, however large the difference
+    repeats_to_tell: int | None = None  # the fewest repeats a prompt with which the test could tell
 
 
 def summarize(records, configs, prompts, costs=None, prompt_costs: Sequence[StepCosts] = ()) -> list[Stats]:
@@ -199,6 +204,7 @@ class _Totals:
         speedup = self.rate.median / base.rate.median if base.rate.median else None
         interval = speedup_interval(self.records, base.records) if drafting else None
         p = permutation_p(self.records, base.records) if drafting else None
+        shape = run_shape(self.records, base.records) if drafting else None
         return Stats(
             group=group,
             key=key,
@@ -233,6 +239,8 @@ class _Totals:
             drafted_by_position=tuple(self.drafted_at),
             constraint_s=self.constraint_s,
             missed_copy_rounds=self.missed_copy_rounds,
+            least_p=least_p(*shape) if shape else None,
+            repeats_to_tell=repeats_to_tell(*shape) if shape else None,
         )
 
     def _predicted(
@@ -327,6 +335,27 @@ def permutation_p(runs, base_runs, resamples: int = RESAMPLES, seed: int = BOOTS
     return float((1 + np.count_nonzero(far >= observed * (1 - 1e-9))) / (resamples + 1))
 
 
+def run_shape(runs, base_runs) -> tuple[int, int] | None:
+    """How many prompts both sides ran, and how many times each (as `permutation_p` reads them)."""
+    cells = _cells(runs, base_runs)
+    return None if cells is None else cells[0].shape[1:3]
+
+
+def least_p(prompts: int, repeats: int) -> float:
+    """The least p `permutation_p` can give `prompts` prompts run `repeats` times each way, however
+    far apart the two sides are: of the C(2r, r) ways to split a prompt's 2r runs between the sides,
+    at most two (the split as run and its mirror) are as extreme as a difference every run shows,
+    so p is at least 2 / C(2r, r)^prompts (three prompts run once each way: 2/8)."""
+    return min(1.0, 2.0 / math.comb(2 * repeats, repeats) ** prompts)
+
+
+def repeats_to_tell(prompts: int, repeats: int) -> int:
+    """The fewest repeats, at least `repeats`, with which `least_p` goes under 1 - CONFIDENCE."""
+    while least_p(prompts, repeats) >= 1 - CONFIDENCE:
+        repeats += 1
+    return repeats
+
+
 def _log_gaps(tokens: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     """For each (resample, prompt, mine + theirs) table: the mean over prompts of the log ratio of
     the first half's rate to the second half's (a side that made no token counts one)."""
@@ -388,6 +417,8 @@ def verdict(stats: list[Stats]) -> Verdict:
         best.tokens_per_second.median,
         base.tokens_per_second.median,
         best.p_value,
+        best.least_p,
+        best.repeats_to_tell,
     )
 
 

@@ -31,7 +31,7 @@ from rich.table import Table
 from rich.text import Text
 
 from specgen.bench.runner import BenchResult
-from specgen.bench.stats import BASELINE, ENDPOINT, Stats, Verdict, csv_rows
+from specgen.bench.stats import BASELINE, CONFIDENCE, ENDPOINT, Stats, Verdict, csv_rows
 from specgen.errors import SpecgenError, UsageError
 from specgen.llama.rpc import placement
 from specgen.storage import write_atomically
@@ -329,6 +329,8 @@ def verdict_line(result: BenchResult) -> str:
     speed = f"{v.speedup:.2f}×" if v.speedup is not None else "n/a"
     ci = f"95% interval {v.interval.low:.2f}–{v.interval.high:.2f}" if v.interval else "no interval (one run)"
     rates = f"{v.best_rate:.1f} vs {v.baseline_rate:.1f} tok/s, {ci}"
+    if v.outcome == "noise" and v.least_p is not None and v.least_p >= 1 - CONFIDENCE:
+        return _too_few_line(v, speed, rates) + _warnings(result)
     line = {
         "pays": f"verdict: {v.best} is faster than the target alone at {speed} ({rates}); "
         "speculation pays for this pair on this machine",
@@ -337,6 +339,22 @@ def verdict_line(result: BenchResult) -> str:
         "costs": f"verdict: every configuration is slower than the target alone; the best, {v.best} at {speed} "
         f"({rates}); speculation does not pay for this pair on this machine",
     }[v.outcome]
+    return line + _warnings(result)
+
+
+def _too_few_line(v: Verdict, speed: str, rates: str) -> str:
+    """The verdict where the runs are too few for the permutation test to call anything faster,
+    however large the difference: no verdict, and the repeats that would give one."""
+    return (
+        f"verdict: too few runs to tell; the best, {v.best} at {speed} ({rates}), cannot be told from the "
+        f"noise by these runs, whose permutation test cannot go under p = {v.least_p:.2g} however large the "
+        f"difference; run --repeats {v.repeats_to_tell} or more"
+    )
+
+
+def _warnings(result: BenchResult) -> str:
+    """The verdict's warnings: outputs or output distributions that differ from the target alone's."""
+    line = ""
     if result.audits and any(a.first is not None and not a.first.near_tie for a in result.audits):
         line += "; WARNING: some outputs differ from the target alone's (see exactness above)"
     if result.distribution is not None and not result.distribution.passed:

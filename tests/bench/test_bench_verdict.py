@@ -3,6 +3,7 @@ real speedup is found; the interval is deterministic."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from dataclasses import replace
@@ -15,9 +16,12 @@ from specgen.bench.stats import (
     Interval,
     Spread,
     Stats,
+    least_p,
     outcome,
     permutation_p,
+    repeats_to_tell,
     speedup_interval,
+    summarize,
     verdict,
 )
 from specgen.bench.view import verdict_line
@@ -141,3 +145,79 @@ def test_a_noise_verdict_whose_interval_excludes_one_says_the_permutation_test_d
     assert shown and 0.3 < float(shown.group(1)) < 0.37
     unclear = verdict([_overall("target", 20, 1, 1), replace(_overall("draft-k2", 12, 0.9, 1.3), outcome="unclear")])
     assert "permutation" not in verdict_line(SimpleNamespace(verdict=unclear, audits=[], distribution=None))
+
+
+def _all_splits_p(rates: np.ndarray, base: np.ndarray) -> float:
+    """The permutation test's p counted over every split of each prompt's runs between the two
+    sides (not sampled), its statistic restated here: the mean over prompts of the log ratio of
+    the sides' rates, each side's 128-token runs over their summed seconds."""
+
+    def statistic(fast: list[list[float]], slow: list[list[float]]) -> float:
+        return float(
+            np.mean(
+                [
+                    np.log(len(f) / sum(128 / x for x in f) / (len(s) / sum(128 / x for x in s)))
+                    for f, s in zip(fast, slow, strict=True)
+                ]
+            )
+        )
+
+    prompts, repeats = rates.shape
+    pooled = [list(rates[p]) + list(base[p]) for p in range(prompts)]
+    observed = abs(statistic([list(r) for r in rates], [list(b) for b in base]))
+    ways = list(itertools.combinations(range(2 * repeats), repeats))
+    count = total = 0
+    for split in itertools.product(ways, repeat=prompts):
+        first = [[pooled[p][i] for i in split[p]] for p in range(prompts)]
+        second = [[pooled[p][i] for i in range(2 * repeats) if i not in split[p]] for p in range(prompts)]
+        count += abs(statistic(first, second)) >= observed * (1 - 1e-9)
+        total += 1
+    return count / total
+
+
+@pytest.mark.parametrize("prompts, repeats", [(1, 2), (1, 3), (2, 1), (2, 2), (3, 1), (5, 1), (6, 1)])
+def test_the_least_p_is_the_whole_permutation_tests_p_where_every_run_of_one_side_is_faster(prompts, repeats):
+    """Every run 1.5x faster, the runs of a side a little apart: counted over every split, the test
+    finds exactly the bound, and its sampled p comes within sampling error of it."""
+    base = 20.0 + np.arange(prompts * repeats, dtype=float).reshape(prompts, repeats) / 10
+    exact = _all_splits_p(base * 1.5, base)
+    assert least_p(prompts, repeats) == pytest.approx(exact)
+    assert permutation_p(_runs("x", base * 1.5), _runs("target", base)) == pytest.approx(exact, abs=0.035)
+    needed = repeats_to_tell(prompts, repeats)
+    assert least_p(prompts, needed) < 0.05 and (needed == repeats or least_p(prompts, needed - 1) >= 0.05)
+
+
+def _bench_stats(rates: np.ndarray, speedup: float) -> list[Stats]:
+    """`summarize` over runs of the target alone at `rates` [prompt, repeat] and of auto `speedup` times as fast."""
+    configs = [
+        SimpleNamespace(name="target", drafter="none", k=0, adaptive=False),
+        SimpleNamespace(name="lookup-auto", drafter="prompt-lookup", k=4, adaptive=True),
+    ]
+    runs = []
+    for config, factor in zip(configs, (1.0, speedup), strict=True):
+        for (p, r), rate in np.ndenumerate(rates * factor):
+            summary = SimpleNamespace(
+                tokens=128, rounds=128, drafted=0, accepted=0, decode_s=128 / rate, draft_s=0.0,
+                verify_s=128 / rate, other_s=0.0, lookup_rounds=0, model_drafted=0, python_s=0.0,
+                constraint_s=0.0, missed_copy_rounds=0, drafted_by_position=(), accepted_by_position=(), prefill_s=0.0,
+            )  # fmt: skip
+            runs.append(SimpleNamespace(prompt=p, repeat=r, config=config.name, summary=summary))
+    prompts = [SimpleNamespace(name=f"p{p}", kind="qa") for p in range(rates.shape[0])]
+    return summarize(runs, configs, prompts)
+
+
+def test_a_bench_whose_runs_are_too_few_for_the_test_says_so_and_the_repeats_it_names_tell():
+    """Three prompts run once each way, auto 1.5x as fast every time: the test cannot go under
+    p = 2/8, so the verdict tells no result and names --repeats 2; run twice each, it pays."""
+    once = np.array([[20.0], [21.0], [19.0]])
+    found = verdict(_bench_stats(once, 1.5))
+    assert (found.outcome, found.least_p, found.repeats_to_tell) == ("noise", 0.25, 2)
+    line = verdict_line(SimpleNamespace(verdict=found, audits=[], distribution=None))
+    assert line.startswith("verdict: too few runs to tell; the best, lookup-auto at 1.50×")
+    assert "cannot go under p = 0.25 however large the difference; run --repeats 2 or more" in line
+    twice = np.array([[20.0, 20.4], [21.0, 21.3], [19.0, 19.5]])
+    found = verdict(_bench_stats(twice, 1.5))
+    assert found.outcome == "pays"
+    assert "is faster than the target alone" in verdict_line(
+        SimpleNamespace(verdict=found, audits=[], distribution=None)
+    )
