@@ -142,8 +142,7 @@ class RoundCosts:
         factor (`factor_of(Source.LOOKUP, k)`), read at once: the policy prices every length of an
         offer each round, and a call per length for each would cost more than the pricing."""
         table, switch, last = self.costs.verify_table(longest + 1), self.costs.switch, self.last_size
-        paced = Source.LOOKUP in self.paced  # as `factor_of` reads it
-        factors, untimed = (self.copy_factor, self.factor[Source.LOOKUP]) if paced else ({}, self.factor[Source.PLAIN])
+        factors, untimed = self._copy_factors()
         return [
             (table[size] + (switch if size != last else 0.0), factors.get(size, untimed))
             for size in range(2, longest + 2)
@@ -163,11 +162,17 @@ class RoundCosts:
         its calibration now is the best guess for a pass not yet seen (priced at 1, a copy would
         look cheap beside plain passes that run slower than calibrated, and be drafted where it
         cannot pay)."""
-        if source not in self.paced:
-            return self.factor[Source.PLAIN]
         if source == Source.LOOKUP:
-            return self.copy_factor.get(k + 1, self.factor[Source.LOOKUP])
-        return self.factor[source]
+            factors, untimed = self._copy_factors()
+            return factors.get(k + 1, untimed)
+        return self.factor[source] if source in self.paced else self.factor[Source.PLAIN]
+
+    def _copy_factors(self) -> tuple[dict[int, float], float]:
+        """A copy's learnt time factors by verify size, and the factor of a size not among them:
+        all copies' once a copy was timed, plain decoding's (and no sizes) before (`factor_of`)."""
+        if Source.LOOKUP not in self.paced:
+            return {}, self.factor[Source.PLAIN]
+        return self.copy_factor, self.factor[Source.LOOKUP]
 
     def seconds(self, source: Source, k: int, lag: int = 0) -> float:
         """Predicted seconds of a round: its cost times its learnt factor."""
