@@ -16,7 +16,9 @@ With `--predict KIND` each output is replayed beside a prediction of it (`run --
 outputs that have one: "self" (the output itself, a perfect prediction), "file" (the prompt's first
 fenced block, the file an edit reprints; needs `--vocab`), "deleted", "inserted", "renamed" (the
 output with spans left out, foreign spans put in, or a token renamed: `edited`) or "wrong" (another
-output); the table gives the speedup without and with it.
+output); the table gives the speedup without and with it. Without one, given `--vocab`, auto
+follows the text the prompt attached (its fenced blocks: `engine.attached`), as `run`, `chat`,
+`serve` and `bench` do (`replaypredictions`).
 
 With `--oracle` each output is also priced in hindsight (`hindsight`): a drafter that knows how
 much of each offer the output keeps and drafts the best length for the curve (a shortest path
@@ -43,15 +45,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import statistics
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from costcurves import CURVES, FLAT, SWITCHES, cached_curves, ceiling, costs_of, named_costs, select_curves  # noqa: F401 - re-exported for importers
+from replaypredictions import PREDICTION_KINDS, attached_of, file_prediction, prediction_of  # noqa: F401 - re-exported
 
 from specgen.decoding import clock
 from specgen.decoding.auto import AutoDrafter
@@ -191,7 +192,7 @@ def _run(
 
     policy.choose = recording  # type: ignore[method-assign]
     policy.worth_looking = weighing  # type: ignore[method-assign]
-    predicted = Prediction(prediction, vocabulary) if prediction is not None else None
+    predicted = Prediction(prediction, vocabulary) if prediction is not None else attached_of(prompt, vocabulary)
     drafter = AutoDrafter(None, policy, vocabulary=vocabulary, prediction=predicted, quoted=quoted, example=example)
     config = GenerationConfig(max_tokens=len(output), draft_tokens=8)
     machine, clock.source = clock.source, lambda: target.seconds + target.looked
@@ -307,50 +308,6 @@ def replay_all(
         )
         for name, r in recorded.items()
     ]
-
-
-EDITS = ("deleted", "inserted", "renamed")
-SPAN = 12  # tokens of a span that `edited` leaves out or puts in, every fifth span
-
-
-def edited(output: list[int], kind: str) -> list[int]:
-    """A prediction of `output` that an edit would leave behind: "deleted" lacks every fifth span
-    of SPAN tokens (the output inserts them), "inserted" holds SPAN foreign tokens after every
-    fifth span (the output deletes them), "renamed" holds two foreign tokens wherever the output
-    has its commonest token among those it writes 3 to 12 times (the output renames it)."""
-    foreign = max(output, default=0) + 1
-    spans = [output[i : i + SPAN] for i in range(0, len(output), SPAN)]
-    if kind == "deleted":
-        return [t for i, span in enumerate(spans) if i % 5 != 2 for t in span]
-    if kind == "inserted":
-        return [
-            t for i, span in enumerate(spans) for t in (*span, *(range(foreign, foreign + SPAN) if i % 5 == 2 else ()))
-        ]
-    counts = Counter(output)
-    renamed = max((t for t, n in counts.items() if 3 <= n <= 12), key=lambda t: (counts[t], -t), default=None)
-    return [x for t in output for x in ((foreign, foreign + 1) if t == renamed else (t,))]
-
-
-def file_prediction(prompt: list[int], vocabulary: Vocabulary) -> list[int] | None:
-    """The first fenced block of the prompt's text (the file an edit reprints), in tokens as a
-    continuation; None when the prompt has none."""
-    text = b"".join(vocabulary.piece(t) for t in prompt).decode("utf-8", errors="replace")
-    block = re.search(r"```[^\n]*\n(.*?)```", text, re.S)
-    return vocabulary.tokenize(block.group(1)) if block else None
-
-
-PREDICTION_KINDS = ("self", "file", "deleted", "inserted", "renamed", "wrong")  # `--predict`'s (see the docstring)
-
-
-def prediction_of(kind: str, record: dict, others: list[dict], vocabulary: Vocabulary | None) -> list[int] | None:
-    """The prediction of a recorded output of the given kind (see the module docstring)."""
-    if kind == "self":
-        return record["output"]
-    if kind == "file":
-        return file_prediction(record["prompt"], vocabulary)
-    if kind == "wrong":
-        return next((o["output"] for o in others if o["output"] != record["output"]), None)
-    return edited(record["output"], kind)
 
 
 def qwen_vocabulary(path: Path) -> Vocabulary:

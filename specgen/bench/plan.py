@@ -77,6 +77,7 @@ class Asked:
     predicted_tokens: tuple[int, ...] | None = None
     quoted: bool = False
     example: str = ""  # of the schema's shape, for auto's structure copies (`schema_example`)
+    attached: tuple[int, ...] | None = None  # the text the prompt attached (`engine.attached`), in tokens
 
 
 NOTHING_ASKED = Asked()
@@ -126,6 +127,7 @@ def generation(
         asked.predicted_tokens,
         quoted=asked.quoted,
         example=asked.example,
+        attached=asked.attached,
     )
     return Generation(target, drafter, request)
 

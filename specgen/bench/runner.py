@@ -31,6 +31,7 @@ from specgen.decoding.costs import StepCosts
 from specgen.decoding.events import Round
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import LOOKUP_MAX
+from specgen.engine.attached import attached_text, last_user_text
 from specgen.errors import UsageError
 from specgen.llama.calibrate import DEPTH_MIN, depth_factors, measured_costs
 from specgen.llama.grammar import GrammarError, schema_example, schema_grammar
@@ -154,6 +155,7 @@ def benchmark(
             tuple(target.continuation(p.prediction)) if p.prediction else None,
             quoted=p.json_schema is not None or bool(p.tools),
             example=schema_example(p.json_schema),
+            attached=attached_tokens(target, p, raw),
         )
         for p in prompts
     ]
@@ -381,3 +383,13 @@ def encode_all(target: Model, prompts: list[BenchPrompt], raw: bool) -> list[lis
         else encode_prompt(target, prompt.text, raw)
         for prompt in prompts
     ]
+
+
+def attached_tokens(target: Model, prompt: BenchPrompt, raw: bool) -> tuple[int, ...] | None:
+    """The text a prompt attached (the fenced blocks of its last user message, `engine.attached`),
+    in the target's tokens, as `run`, `chat` and `serve` follow it; None in raw mode, beside a
+    prediction, or where it attached none."""
+    if raw or prompt.prediction:
+        return None
+    text = attached_text(last_user_text(prompt.messages) if prompt.messages else prompt.text)
+    return tuple(target.continuation(text)) if text else None

@@ -24,7 +24,9 @@ from specgen.cli.options import (
     option_groups,
     select_models,
 )
+from specgen.engine.attached import attached_text
 from specgen.errors import UsageError
+from specgen.terminal.attach import fence
 
 if TYPE_CHECKING:
     from specgen.llama.model import Model
@@ -111,7 +113,7 @@ def run(
     from specgen.llama.rpc import placement
     from specgen.terminal.run_view import json_record, prediction_fields, streamer, summary_line
 
-    text = read_prompt(prompt, files or [])
+    text, attached = read_prompt(prompt, files or [])
     predicted = (
         read_text(predict, f"--predict {predict}", "give the one file the output should resemble")
         if predict is not None
@@ -145,6 +147,7 @@ def run(
             example=example,
             shared=(memory.index,) if memory is not None else (),
             repeats=followed_reply(earlier, expected is not None, config.sampling),
+            attached=tuple(target_model.continuation(attached)) if attached and not raw else None,
         )
         drafter = base_drafter(draft_model)
         if not quiet and measures_costs(target_model, drafter, config, auto):
@@ -213,21 +216,27 @@ def schema_file_grammar(path: Path) -> tuple[str, str]:
         raise UsageError(f"{where}: {error}") from None
 
 
-def read_prompt(prompt: str | None, files: list[Path]) -> str:
+def read_prompt(prompt: str | None, files: list[Path]) -> tuple[str, str]:
     """The prompt: each file attached (named, fenced), then stdin's text, then the argument, a
     blank line apart. Without an argument, or with '-', stdin is the text (and must be piped, unless
     files are attached); with one, stdin is read only when it is a pipe or a file, and adds
-    nothing when it is empty."""
-    parts = [attachment(path) for path in files]
+    nothing when it is empty. Also the text it attached (`engine.attached`): the files' texts,
+    stdin's where an argument or a file came with it, and the fenced blocks of the rest."""
+    texts = [read_attached(path) for path in files]
+    parts = [fence(str(path), text) for path, text in zip(files, texts, strict=True)]
     stdin_only = prompt is None or prompt == "-"
+    instruction = prompt if prompt is not None and not stdin_only else ""
     if stdin_only and (prompt == "-" or not files):
-        parts.append(read_stdin())  # stdin is the prompt, whatever it holds
+        instruction = read_stdin()  # stdin is the prompt, whatever it holds
+        parts.append(instruction)
     elif stdin_is_piped():
         piped = read_stdin()
         parts += [piped] if piped.strip() else []
+        texts += [piped]
     if prompt is not None and not stdin_only:
         parts.append(prompt)
-    return "\n\n".join([part.rstrip("\r\n") for part in parts[:-1]] + parts[-1:])
+    text = "\n\n".join([part.rstrip("\r\n") for part in parts[:-1]] + parts[-1:])
+    return text, attached_text(instruction, tuple(texts))
 
 
 def stdin_is_piped() -> bool:
@@ -250,13 +259,6 @@ def read_stdin() -> str:
         raise UsageError(
             f"stdin is not UTF-8 text ({error.reason} at byte {error.start}); convert it first (iconv -t UTF-8)"
         ) from error
-
-
-def attachment(path: Path) -> str:
-    """A file's text for the prompt, named and fenced as chat's /file writes it (`terminal.attach`)."""
-    from specgen.terminal.attach import fence
-
-    return fence(str(path), read_attached(path))
 
 
 def read_attached(path: Path) -> str:

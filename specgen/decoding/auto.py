@@ -34,7 +34,7 @@ from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.drafters.source import CopySource, Offer
 from specgen.decoding.drafters.structure import Role, StructureSource
 from specgen.decoding.drafters.suffix import Branch, SuffixIndex
-from specgen.decoding.policy import LOOKUP_MAX, Choice, Outcome, Policy
+from specgen.decoding.policy import FORESEEN_RISK, LOOKUP_MAX, Choice, Outcome, Policy
 from specgen.decoding.sampling import SamplingParams
 
 _OPEN_MAX = 8  # copy offers judged at once
@@ -161,8 +161,11 @@ class AutoDrafter(Drafter):
         if self.example and self.vocabulary is not None:  # the schema's grammar foresees a reply of its shape
             self.policy.foresee(len(self.vocabulary.tokenize(self.example.split("\n", 1)[0])))  # its compact spelling
         if self.prediction is not None:
-            # an earlier identical request's reply is trusted as a schema is, a user's prediction as it is followed
-            self.policy.foresee(len(self.prediction), prediction=self.prediction.name == Source.PREDICTION)
+            # an earlier identical request's reply is trusted as a schema is, a user's prediction as it is
+            # followed, text the prompt attached as it is followed and at the share any reply may lose
+            followed = self.prediction.name != Source.REPEAT
+            share = self.policy.risk if self.prediction.name == Source.ATTACHED else FORESEEN_RISK
+            self.policy.foresee(len(self.prediction), prediction=followed, share=share)
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 

@@ -27,7 +27,11 @@ a short answer beside a predicted file would otherwise be allowed to lose a shar
 time. So a prediction's share is counted on `FOLLOWED_LOAN` tokens of plain time for each token
 the reply has followed it so far (at most the prediction's length: `foreseen_time`), and covers
 the prediction's own copies only; an earlier identical request's reply, followed as a
-prediction, is foreseen as a schema's. Held
+prediction, is foreseen as a schema's. The text a prompt attached (a file, piped text, a fenced
+block: `Source.ATTACHED`), followed as a prediction where the request gives none, earns its
+allowance the same way but at `RISK` of the plain time counted, not `FORESEEN_RISK`: nobody
+said the reply would reprint it, so a reply that does may lose what any reply may, counted on
+the reply it foresees from the moment it follows the text. Held
 passes (`hold`) keep an account of their own: they may lose what they saved plus `HOLD_RISK` of
 the reply's plain time, so that a stretch of them never spends what copies saved, and a reply
 loses at most `RISK` + `HOLD_RISK` of its plain time (and `FORESEEN_RISK` of a foreseen
@@ -69,6 +73,7 @@ class LossBudget:
     held: float = 0.0  # what held passes saved (< 0: lost), apart from copies
     # a prediction's reply: plain seconds of the tokens it has followed the prediction (None: a schema foresaw it)
     followed: float | None = None
+    share: float = FORESEEN_RISK  # the most of the foreseen reply's plain time its copies may lose
     bet: float = 0.0  # the worst case of the latest copy drafted as a bet (beyond what the reply could bear)
 
     def bears_hold(self, worst: float) -> bool:
@@ -78,12 +83,12 @@ class LossBudget:
 
     def bearable(self, foreseen: bool = True) -> float:
         """The most predicted seconds a round may lose now: what copies saved, plus `risk` of the
-        reply's plain time, plus (`foreseen`: for a copy the foresight covers) `FORESEEN_RISK`
-        of the foreseen reply's (`foreseen_time`); without limit where `risk` is infinite (no
+        reply's plain time, plus (`foreseen`: for a copy the foresight covers) `share` of the
+        foreseen reply's (`foreseen_time`); without limit where `risk` is infinite (no
         budget), even before the reply has plain time."""
         if math.isinf(self.risk):
             return math.inf
-        return self.saved + self.risk * self.plain + (FORESEEN_RISK * self.foreseen_time() if foreseen else 0.0)
+        return self.saved + self.risk * self.plain + (self.share * self.foreseen_time() if foreseen else 0.0)
 
     def foreseen_time(self) -> float:
         """The plain time of the foreseen reply the allowance is counted on: a schema's whole (its

@@ -220,7 +220,7 @@ class Policy:
         one = self.plain_pass()
         switch, step, sums = self.costs.switch, self.costs.verify_cost(1), reach_sums(reach)
         back = switch * self.rounds.switch_after_break()  # what a break costs the next pass, on average
-        foreseen = self.loss.followed is None or source == Source.PREDICTION
+        foreseen = self.loss.followed is None or source in (Source.PREDICTION, Source.ATTACHED)
         bearable = self.loss.bearable(foreseen)
         prices = self.rounds.copy_costs(len(reach))  # each length's pass and time factor
         for k, (chance, (verify, factor)) in enumerate(zip(reach, prices, strict=True), start=1):
@@ -336,13 +336,14 @@ class Policy:
         self.rounds.passed(0)
         self.after_copy = False
 
-    def foresee(self, tokens: int, prediction: bool = False) -> None:
+    def foresee(self, tokens: int, prediction: bool = False, share: float = FORESEEN_RISK) -> None:
         """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
-        example): the loss budget allows `FORESEEN_RISK` of their plain time, a schema's from
-        the first round, a prediction's to its own copies as the reply follows it
+        example, attached text): the loss budget allows `share` of their plain time, a schema's
+        from the first round, a prediction's to its own copies as the reply follows it
         (`LossBudget.foreseen_time`), besides the share of its own plain time any reply may lose."""
         self.loss.foreseen = tokens * self.costs.verify_cost(1)
         self.loss.followed = 0.0 if prediction else None
+        self.loss.share = share
 
     def follow(self, tokens: int) -> None:
         """The reply has followed its prediction (as `foresee` was told) for `tokens` tokens so

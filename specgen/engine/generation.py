@@ -64,9 +64,12 @@ class Generation:
         self.prediction = (
             Prediction(list(request.prediction), words) if request.prediction is not None and drafts else None
         )
-        followed = self.prediction  # the text drafts follow: an earlier identical request's reply, else the prediction
+        # the text drafts follow: an earlier identical request's reply, else the prediction, else attached text
+        followed = self.prediction
         if request.repeats is not None and request.auto and drafts:
             followed = Prediction(list(request.repeats), words, Source.REPEAT)
+        elif followed is None and request.attached and request.auto and drafts:
+            followed = Prediction(list(request.attached), words, Source.ATTACHED)
         seeded = request.config.sampling.seed is not None
         self.drafter = drafter_for(
             target,

@@ -32,7 +32,9 @@ class Request:
     (`grammar.schema_example`), whose keys auto copies in the reply's first record; `shared`: copy
     sources kept beyond this generation (a chat's earlier replies, a `--lookup-cache`); `repeats`:
     the reply an earlier request with this very prompt got, followed like a prediction, in the
-    place of `prediction` where both are given (`Source.REPEAT`), but not reported as one."""
+    place of `prediction` where both are given (`Source.REPEAT`), but not reported as one;
+    `attached`: the text the prompt attached for the reply to work on (`engine.attached`),
+    followed like a prediction where neither of those is given (`Source.ATTACHED`)."""
 
     prompt: tuple[int, ...]
     config: GenerationConfig
@@ -43,6 +45,7 @@ class Request:
     example: str = ""
     shared: tuple[SuffixIndex, ...] = ()
     repeats: tuple[int, ...] | None = None
+    attached: tuple[int, ...] | None = None
 
 
 def followed_reply(earlier: list[int] | None, predicted: bool, sampling: SamplingParams) -> tuple[int, ...] | None:

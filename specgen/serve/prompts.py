@@ -1,12 +1,14 @@
 """A request's prompt in the target's tokens: a completion's text or ids, a chat through the
 model's template (a chat continuing one of the recent conversations reuses that conversation's
 exact tokens, so its KV caches stay filled), a chat with tools through the template's own tool
-prompt, a fill-in-the-middle prompt cut to fit, and the request's prediction."""
+prompt, a fill-in-the-middle prompt cut to fit, and the request's prediction (or, without one,
+the text its last user message attached: `engine.attached`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from specgen.engine.attached import attached_text, last_user_text
 from specgen.llama.conversation import Conversation, Prompt
 from specgen.llama.model import ContextFull, Model
 from specgen.llama.templates import ChatTemplate, TemplateError, model_template
@@ -23,6 +25,7 @@ class Encoded:
     conversation: Conversation | None = None
     prediction: list[int] | None = None  # the request's prediction in the target's tokens
     truncated: bool = False  # a fill-in-the-middle prompt was cut to fit
+    attached: list[int] | None = None  # the fenced blocks of the last user message (`engine.attached`), in tokens
 
 
 class Prompts:
@@ -52,9 +55,11 @@ class Prompts:
         if not encoded.tokens:
             raise ApiError(400, "the prompt is empty; send some text", param="prompt")
         self._check(len(encoded.tokens), "messages" if request.kind == "chat" else "prompt")
-        if request.prediction is None:
-            return encoded
-        return replace(encoded, prediction=self._prediction(request.prediction))
+        if request.prediction is not None:
+            return replace(encoded, prediction=self._prediction(request.prediction))
+        text = last_user_text(request.messages) if request.kind == "chat" else request.prompt
+        attached = attached_text(text) if isinstance(text, str) and request.infill is None else ""
+        return replace(encoded, attached=self.target.continuation(attached)) if attached else encoded
 
     def _prediction(self, text: str) -> list[int]:
         """A prediction in the target's tokens, as text the reply continues; a 400 when it is

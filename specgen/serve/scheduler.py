@@ -341,6 +341,7 @@ class Scheduler:
             example=reply_example(request),
             shared=(user.memory.index,),
             repeats=followed_reply(user.memory.reply_to(encoded.tokens), prediction is not None, config.sampling),
+            attached=tuple(encoded.attached) if encoded.attached else None,
         )
 
     def _rules(self, request: GenRequest, user: User) -> Rules | None:

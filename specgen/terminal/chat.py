@@ -28,6 +28,7 @@ from specgen.decoding.events import Tally
 from specgen.decoding.loop import GenerationConfig
 from specgen.decoding.policy import LOOKUP_MAX
 from specgen.decoding.tokens import MAX_DRAFT_TOKENS
+from specgen.engine.attached import attached_text
 from specgen.engine.drafting import base_drafter, loaded_draft, measures_costs
 from specgen.engine.generation import MEASURING_NOTE, STALE_COSTS_NOTE, Generation
 from specgen.engine.request import Request
@@ -270,6 +271,7 @@ class Chat:
             self.auto,
             shared=(self.memory.index,),
             repeats=tuple(earlier) if earlier is not None else None,
+            attached=tuple(self.target.continuation(attached)) if (attached := attached_text(text)) else None,
         )
         if measures_costs(self.target, self.drafter, self.config, self.auto):
             self.view.notice(MEASURING_NOTE)

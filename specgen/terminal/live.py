@@ -91,6 +91,7 @@ def drafting(event: Round | None) -> str:
     what += " with a learnt rewrite" if event.rewrites else ""
     return what + {
         Source.PATTERN: " by the record pattern",
+        Source.ATTACHED: " from the attached text",
         Source.QUOTED: " from the prompt as JSON",
         Source.STRUCTURE: " from an earlier record by its keys",
         Source.FILLER: " to hold the pass size",

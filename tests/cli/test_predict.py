@@ -95,3 +95,23 @@ def test_a_prediction_longer_than_the_context_is_one_line_and_exit_2(pair, tmp_p
     result = specgen("run", *pair, "--ctx", "256", "--raw", "--predict", str(predicted), "hi")
     one_error_line(result, "--predict ", "longer than the 256-token context")
     assert result.returncode == 2
+
+
+def test_text_piped_for_an_instruction_is_followed_as_a_prediction_and_the_output_stays_the_targets(walker):
+    """`cat file | specgen run "rewrite it"`: auto follows the piped text (`Source.ATTACHED`). The
+    walker's reply does not depend on the prompt, so piping in the very text it writes gives a
+    reply that reprints what was attached; a fenced block in the instruction counts alike, and
+    with nothing attached nothing is drafted from it."""
+    pin_timed_costs(*walker)
+    alone = specgen("run", "rewrite it", *walker, "-n", "40", "-k", "0", "--json")
+    assert alone.returncode == 0, alone.stderr
+    text = json.loads(alone.stdout)["text"]
+    assert len(text) == 40, "one character per token"
+    for stdin, prompt in ((text, "rewrite it"), (None, f"rewrite it\n```\n{text}\n```"), (None, "rewrite it")):
+        result = specgen("run", prompt, *walker, "-n", "40", "-k", "auto", "--json", stdin=stdin)
+        assert result.returncode == 0, result.stderr
+        record = json.loads(result.stdout)
+        assert record["text"] == text
+        attached = record["by_source"].get("attached", {}).get("kept", 0)
+        assert attached > 20 if "```" in prompt or stdin else attached == 0, record["by_source"]
+        assert record["prediction_tokens"] == 0, "attached text is not a prediction the user gave"

@@ -129,6 +129,7 @@ def worst_case(
     judged: int = 1,
     prediction: bool = False,
     source: Source = Source.TEXT,
+    share: float = FORESEEN_RISK,
 ) -> tuple[list[float], list[int], list[float]]:
     """Hindsight says every offer would have been kept, yet every drafted copy is refused at its
     first token: the seconds lost against plain decoding after each round, each round's draft
@@ -136,10 +137,11 @@ def worst_case(
     300 tokens (`foreseen`: the tokens a prediction, where `prediction`, or a schema foresees;
     `truth`: what the passes really take, reported to the policy as each round's time; `match`:
     the offers' evidence; `judged`: how many tokens of an offer not drafted hindsight keeps;
-    `source`: who offers them; the prediction's, followed by every round that drafts nothing)."""
+    `source`: who offers them; the prediction's or the attached text's, followed by every round
+    that drafts nothing; `share`: what the foresight allows of the foreseen reply's plain time)."""
     policy = Policy(COSTS, 8, risk=risk)
     if foreseen:
-        policy.foresee(foreseen, prediction)
+        policy.foresee(foreseen, prediction, share)
     one, spent, plain, lost, lengths, bets, followed = truth.verify_cost(1), 0.0, 0.0, [], [], [], 0
     for n in range(300):
         offer = tuple(range(1000 * n, 1000 * n + 16))
@@ -154,7 +156,7 @@ def worst_case(
         lost.append(spent - plain)
         lengths.append(k)
         bets.append(choice.bet)
-        followed += source == Source.PREDICTION and not k  # a refused copy left the prediction
+        followed += source in (Source.PREDICTION, Source.ATTACHED) and not k  # a refused copy left it
     return lost, lengths, bets
 
 
@@ -282,6 +284,22 @@ def test_a_predictions_allowance_grows_with_the_tokens_the_reply_followed():
     assert lengths[0] == 0 and sum(lengths) > 0
     assert all(loss <= limit + max(bets) + 1e-9 for loss, limit in zip(lost, bound, strict=True))
     assert max(lost) > max(worst_case(risk)[0]) + FORESEEN_RISK * one * 100  # the allowance is used
+
+
+def test_attached_texts_allowance_is_the_share_any_reply_may_lose_of_the_tokens_followed():
+    """As the prediction's test above, with the text the prompt attached offering every copy: the
+    reply may lose RISK (not FORESEEN_RISK) of the plain time of FOLLOWED_LOAN tokens for each
+    token it followed, at most the text's 200, besides RISK of its own and one bet's worst case;
+    and it does spend that allowance."""
+    one, risk = COSTS.verify_cost(1), Policy(COSTS).risk
+    lost, lengths, bets = worst_case(risk, foreseen=200, judged=4, prediction=True, source=Source.ATTACHED, share=risk)
+    followed, bound = 0, []
+    for k in lengths:
+        bound.append(risk * one * (len(bound) + 1) + risk * one * min(200, FOLLOWED_LOAN * followed))
+        followed += not k
+    assert lengths[0] == 0 and sum(lengths) > 0
+    assert all(loss <= limit + max(bets) + 1e-9 for loss, limit in zip(lost, bound, strict=True))
+    assert max(lost) > max(worst_case(risk)[0]) + risk * one * 100  # the allowance is used
 
 
 def test_copies_grow_as_they_pay():

@@ -12,10 +12,12 @@ import random
 
 import pytest
 
-from specgen.decoding.budgets import FOLLOWED_LOAN, FORESEEN_RISK, LossBudget, overshoot, reach_sums
+from specgen.decoding.auto import AutoDrafter
+from specgen.decoding.budgets import FOLLOWED_LOAN, FORESEEN_RISK, RISK, LossBudget, overshoot, reach_sums
 from specgen.decoding.copy_rates import AGREE, GROUNDED, LOOSE, SPLIT, CopyEvidence, CopyJudgement, CopyRates
 from specgen.decoding.costs import RoundCosts, StepCosts
 from specgen.decoding.drafters.base import Source
+from specgen.decoding.drafters.prediction import Prediction
 from specgen.decoding.kept import expected_tokens, reach_of
 from specgen.decoding.policy import _NEGLIGIBLE as NEGLIGIBLE
 from specgen.decoding.policy import Choice, Outcome, Policy
@@ -119,6 +121,10 @@ def test_a_predictions_allowance_counts_the_tokens_the_reply_followed_and_covers
     prediction.followed = 100.0  # followed for longer than the prediction's length: its whole
     assert prediction.bearable() == pytest.approx(1.0 + 0.3 + FORESEEN_RISK * 100.0)
     assert LossBudget(risk=0.03, plain=10.0, foreseen=100.0, followed=0.0).bearable() == pytest.approx(0.3)
+    # attached text's allowance: counted alike, at the share it is given (`share`)
+    attached = LossBudget(risk=0.03, saved=1.0, plain=10.0, foreseen=100.0, followed=2.0, share=0.03)
+    assert attached.bearable() == pytest.approx(1.0 + 0.3 + 0.03 * FOLLOWED_LOAN * 2.0)
+    assert attached.bearable(foreseen=False) == pytest.approx(1.0 + 0.3)
 
 
 def test_a_copys_chance_of_overshooting_and_its_expected_loss_by_enumerating_its_kept_lengths():
@@ -341,3 +347,16 @@ def test_the_python_time_of_a_round_favours_the_options_that_make_more_tokens_a_
     fresh = Policy(costs, 8)
     fresh.saved = 100.0
     assert fresh.choose(1, 1, 0, *_offer(fresh, 0.15)) == Choice(Source.PLAIN)  # no Python time measured yet
+
+
+@pytest.mark.parametrize(
+    ("source", "followed", "share"),
+    [(Source.PREDICTION, 0.0, FORESEEN_RISK), (Source.ATTACHED, 0.0, RISK), (Source.REPEAT, None, FORESEEN_RISK)],
+)
+def test_auto_foresees_a_followed_texts_reply_by_whose_text_it_is(source, followed, share):
+    """A user's prediction: FORESEEN_RISK, counted on the tokens followed; text the prompt
+    attached: RISK, counted alike; an earlier identical request's reply: as a schema's, whole."""
+    drafter = AutoDrafter(None, Policy(StepCosts({1: 1.0, 64: 2.0}, {})), prediction=Prediction([5] * 40, name=source))
+    drafter.prepare([1, 2, 3])
+    loss = drafter.policy.loss
+    assert (loss.foreseen, loss.followed, loss.share) == (40.0, followed, share)

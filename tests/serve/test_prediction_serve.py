@@ -1,8 +1,8 @@
 """OpenAI's Predicted Outputs in `specgen serve`, through the official `openai` client's
 `prediction=`: the reply is the target's own, the usage's accepted and rejected prediction
 tokens have OpenAI's meanings (in whole and streamed replies), the rounds draft from the
-prediction, a request sent again drafts from its last reply, and a prediction of the wrong shape
-or longer than the context is a 400.
+prediction, a request sent again drafts from its last reply, one without a prediction from the
+code its message fenced, and a prediction of the wrong shape or longer than the context is a 400.
 
 The target writes one character per token (digits and punctuation, each token following from the
 one before alone), so a prediction's tokens are its characters and the expected counts come from
@@ -152,6 +152,31 @@ def test_the_same_request_again_follows_its_last_reply_and_counts_no_prediction(
     sampled = ask(WALK, temperature=1.0, predicted=alone)
     assert "repeat" not in sampled["specgen"]["sources"] and sampled["specgen"]["prediction"]["drafted"] > 0
     assert "repeat" not in ask(walk("never sent"))["specgen"]["sources"]
+
+
+def test_a_fenced_block_in_the_last_user_message_is_followed_without_counting_as_a_prediction(server, alone):
+    """Without a prediction, auto follows the text the last user message fenced
+    (`specgen.sources.attached`): a reply that reprints it copies it, the usage counts no
+    prediction; given a prediction, that is followed instead."""
+    fenced = [{"role": "user", "content": f"walk, fenced\n```\n{alone}\n```"}]
+    reply = client(server).chat.completions.create(
+        model=MODEL, messages=fenced, max_tokens=LENGTH, temperature=0, seed=7
+    )
+    stats = reply.model_dump()["specgen"]
+    assert reply.choices[0].message.content == alone
+    assert stats["sources"]["attached"]["kept"] > LENGTH // 2 and stats["prediction"] is None, stats
+    assert reply.usage.completion_tokens_details.accepted_prediction_tokens == 0
+    fenced = [{"role": "user", "content": f"walk, fenced and predicted\n```\n{alone}\n```"}]
+    predicted = client(server).chat.completions.create(
+        model=MODEL,
+        messages=fenced,
+        max_tokens=LENGTH,
+        temperature=0,
+        seed=7,
+        prediction={"type": "content", "content": alone},
+    )
+    stats = predicted.model_dump()["specgen"]
+    assert "attached" not in stats["sources"] and stats["sources"]["prediction"]["kept"] > LENGTH // 2, stats
 
 
 @pytest.mark.parametrize(

@@ -16,9 +16,11 @@ from test_chat import ESC, SPECGEN, new_chat, spawn
 
 from specgen.bench.prompts import read_prompt_files
 from specgen.decoding.drafters.base import Source
+from specgen.decoding.drafters.lookup import PromptLookupDrafter
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.events import consume
 from specgen.decoding.loop import GenerationConfig, generate
+from specgen.llama.model import LoadOptions, Model
 from specgen.terminal.chat import Chat, ChatOptions
 from specgen.terminal.live import PlainView
 
@@ -400,3 +402,24 @@ def test_the_terminal_leaves_paste_marking_on_every_way_out(tiny_models, leave, 
     screen = child.logfile_read.getvalue()
     assert child.exitstatus == status
     assert screen.count(PASTE_ON) == screen.count(PASTE_OFF) >= 1 and screen.rstrip().endswith(PASTE_OFF)
+
+
+def test_a_message_that_fences_code_has_auto_follow_it(tiny_models, tmp_path):
+    """A message holding a fenced block (a pasted file, a /file attachment) has auto follow the
+    block as a prediction (`Source.ATTACHED`); one without drafts nothing from it. The target
+    writes one character per token whatever the prompt, so a message fencing its own reply gets
+    that reply back, reprinting what it attached."""
+    load = LoadOptions(n_ctx=2048, n_threads=1)
+    options = ChatOptions(GenerationConfig(max_tokens=24, draft_tokens=4), True, None)
+    with Model(tiny_models["target_fim_context_free"], load) as target:
+        chat = Chat(target, PromptLookupDrafter(), options, PlainView(io.StringIO(), io.StringIO()))
+        chat.loop(keys("walk"))
+        first = chat.totals.last
+        assert Source.ATTACHED not in first.summary.by_source
+        plant_pinned_costs(tmp_path / "cache", flat=True)  # how far auto copies must not depend on a busy machine
+        target.truncate(0)
+        chat = Chat(target, PromptLookupDrafter(), options, PlainView(io.StringIO(), io.StringIO()))
+        chat.loop(keys('"""', "walk this", "```", first.text, "```", '"""'))
+        again = chat.totals.last
+        assert again.text == first.text
+        assert again.summary.by_source[Source.ATTACHED].kept >= len(first.tokens) // 2

@@ -39,6 +39,7 @@ class Source(str, Enum):
     PATTERN = "pattern"  # the output's record pattern (`drafters.pattern`)
     PREDICTION = "prediction"  # the prediction the user gave (`drafters.prediction`)
     REPEAT = "repeat"  # the reply an earlier identical request got, followed as a prediction (serve, run)
+    ATTACHED = "attached"  # the text the prompt attached (a file, piped text, a fenced block), followed as a prediction
     QUOTED = "quoted"  # the prompt as a JSON string escapes it (`drafters.quoted`)
     STRUCTURE = "structure"  # an earlier record of a JSON reply, found by its keys (`drafters.structure`)
     FILLER = "filler"  # no source: a token that holds the pass's size where none offered one (`decoding.hold`)
