@@ -162,10 +162,11 @@ class AutoDrafter(Drafter):
             self.policy.foresee(len(self.vocabulary.tokenize(self.example.split("\n", 1)[0])))  # its compact spelling
         if self.prediction is not None:
             # an earlier identical request's reply is trusted as a schema is, a user's prediction as it is
-            # followed, text the prompt attached as it is followed and at the share any reply may lose
+            # followed, text the prompt attached as it is reprinted and at the share any reply may lose
             followed = self.prediction.name != Source.REPEAT
             share = self.policy.risk if self.prediction.name == Source.ATTACHED else FORESEEN_RISK
-            self.policy.foresee(len(self.prediction), prediction=followed, share=share)
+            attached = self.prediction.name == Source.ATTACHED
+            self.policy.foresee(len(self.prediction), prediction=followed, share=share, adds=not attached)
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 
@@ -184,8 +185,9 @@ class AutoDrafter(Drafter):
         if not self._weighed:  # weighing drafts would cost more than drafts have earned
             return NO_DRAFT
         offer, other = self._offers(history, last)
-        if self.prediction is not None:  # it has read the reply so far
-            self.policy.follow(self.prediction.followed)
+        if self.prediction is not None:  # it has read the reply so far (attached text: counted as reprinted)
+            attached = self.prediction.name == Source.ATTACHED
+            self.policy.follow(self.prediction.reprinted if attached else self.prediction.followed)
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
         known = evidence(offer.branch, offer.record, offer.roles) if offer.branch else None

@@ -28,10 +28,15 @@ time. So a prediction's share is counted on `FOLLOWED_LOAN` tokens of plain time
 the reply has followed it so far (at most the prediction's length: `foreseen_time`), and covers
 the prediction's own copies only; an earlier identical request's reply, followed as a
 prediction, is foreseen as a schema's. The text a prompt attached (a file, piped text, a fenced
-block: `Source.ATTACHED`), followed as a prediction where the request gives none, earns its
-allowance the same way but at `RISK` of the plain time counted, not `FORESEEN_RISK`: nobody
-said the reply would reprint it, so a reply that does may lose what any reply may, counted on
-the reply it foresees from the moment it follows the text. Held
+block: `Source.ATTACHED`), followed as a prediction where the request gives none, is doubted
+more: nobody said the reply would reprint it. Its allowance is counted only on the tokens the
+reply has reprinted of it (those past the first few of each stretch it followed,
+`Prediction.reprinted`), since an answer about it quotes names and signatures for a few tokens
+at a time, which must not buy its copies; and it does not add to the reply's own share but
+stands for it where larger (`adds`): `RISK` of the plain time of the reply it foresees, not of
+that reply and the text besides. So a reply that reprints its attached text may spend its
+share early, as if its plain time were already the text's, and loses at most `RISK` of the
+longer of the two. Held
 passes (`hold`) keep an account of their own: they may lose what they saved plus `HOLD_RISK` of
 the reply's plain time, so that a stretch of them never spends what copies saved, and a reply
 loses at most `RISK` + `HOLD_RISK` of its plain time (and `FORESEEN_RISK` of a foreseen
@@ -74,6 +79,7 @@ class LossBudget:
     # a prediction's reply: plain seconds of the tokens it has followed the prediction (None: a schema foresaw it)
     followed: float | None = None
     share: float = FORESEEN_RISK  # the most of the foreseen reply's plain time its copies may lose
+    adds: bool = True  # whether it adds to `risk` of the reply's own plain time, or stands for it where larger
     bet: float = 0.0  # the worst case of the latest copy drafted as a bet (beyond what the reply could bear)
 
     def bears_hold(self, worst: float) -> bool:
@@ -84,11 +90,12 @@ class LossBudget:
     def bearable(self, foreseen: bool = True) -> float:
         """The most predicted seconds a round may lose now: what copies saved, plus `risk` of the
         reply's plain time, plus (`foreseen`: for a copy the foresight covers) `share` of the
-        foreseen reply's (`foreseen_time`); without limit where `risk` is infinite (no
-        budget), even before the reply has plain time."""
+        foreseen reply's (`foreseen_time`), or the larger of the two where it does not `adds`;
+        without limit where `risk` is infinite (no budget), even before the reply has plain time."""
         if math.isinf(self.risk):
             return math.inf
-        return self.saved + self.risk * self.plain + (self.share * self.foreseen_time() if foreseen else 0.0)
+        own, allowed = self.risk * self.plain, self.share * self.foreseen_time() if foreseen else 0.0
+        return self.saved + (own + allowed if self.adds else max(own, allowed))
 
     def foreseen_time(self) -> float:
         """The plain time of the foreseen reply the allowance is counted on: a schema's whole (its

@@ -336,18 +336,18 @@ class Policy:
         self.rounds.passed(0)
         self.after_copy = False
 
-    def foresee(self, tokens: int, prediction: bool = False, share: float = FORESEEN_RISK) -> None:
+    def foresee(self, tokens: int, prediction: bool = False, share: float = FORESEEN_RISK, adds: bool = True) -> None:
         """A reply of about `tokens` tokens is foreseen (a prediction of that length, a schema's
         example, attached text): the loss budget allows `share` of their plain time, a schema's
         from the first round, a prediction's to its own copies as the reply follows it
         (`LossBudget.foreseen_time`), besides the share of its own plain time any reply may lose."""
         self.loss.foreseen = tokens * self.costs.verify_cost(1)
         self.loss.followed = 0.0 if prediction else None
-        self.loss.share = share
+        self.loss.share, self.loss.adds = share, adds
 
     def follow(self, tokens: int) -> None:
         """The reply has followed its prediction (as `foresee` was told) for `tokens` tokens so
-        far: the prediction's allowance counts on them (`LossBudget.foreseen_time`)."""
+        far (of attached text, reprinted them): the allowance counts on them (`LossBudget.foreseen_time`)."""
         if self.loss.followed is not None:
             self.loss.followed = tokens * self.costs.verify_cost(1)
 

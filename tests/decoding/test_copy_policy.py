@@ -130,6 +130,7 @@ def worst_case(
     prediction: bool = False,
     source: Source = Source.TEXT,
     share: float = FORESEEN_RISK,
+    adds: bool = True,
 ) -> tuple[list[float], list[int], list[float]]:
     """Hindsight says every offer would have been kept, yet every drafted copy is refused at its
     first token: the seconds lost against plain decoding after each round, each round's draft
@@ -138,10 +139,11 @@ def worst_case(
     `truth`: what the passes really take, reported to the policy as each round's time; `match`:
     the offers' evidence; `judged`: how many tokens of an offer not drafted hindsight keeps;
     `source`: who offers them; the prediction's or the attached text's, followed by every round
-    that drafts nothing; `share`: what the foresight allows of the foreseen reply's plain time)."""
+    that drafts nothing; `share`, `adds`: what the foresight allows of the foreseen reply's plain
+    time, and whether besides the reply's own share or in its place where larger)."""
     policy = Policy(COSTS, 8, risk=risk)
     if foreseen:
-        policy.foresee(foreseen, prediction, share)
+        policy.foresee(foreseen, prediction, share, adds)
     one, spent, plain, lost, lengths, bets, followed = truth.verify_cost(1), 0.0, 0.0, [], [], [], 0
     for n in range(300):
         offer = tuple(range(1000 * n, 1000 * n + 16))
@@ -289,17 +291,20 @@ def test_a_predictions_allowance_grows_with_the_tokens_the_reply_followed():
 def test_attached_texts_allowance_is_the_share_any_reply_may_lose_of_the_tokens_followed():
     """As the prediction's test above, with the text the prompt attached offering every copy: the
     reply may lose RISK (not FORESEEN_RISK) of the plain time of FOLLOWED_LOAN tokens for each
-    token it followed, at most the text's 200, besides RISK of its own and one bet's worst case;
-    and it does spend that allowance."""
+    token it followed, at most the text's 200, where that is more than RISK of its own (in its
+    place, not besides), and one bet's worst case; and it does spend that allowance."""
     one, risk = COSTS.verify_cost(1), Policy(COSTS).risk
-    lost, lengths, bets = worst_case(risk, foreseen=200, judged=4, prediction=True, source=Source.ATTACHED, share=risk)
+    lost, lengths, bets = worst_case(
+        risk, foreseen=200, judged=4, prediction=True, source=Source.ATTACHED, share=risk, adds=False
+    )
     followed, bound = 0, []
     for k in lengths:
-        bound.append(risk * one * (len(bound) + 1) + risk * one * min(200, FOLLOWED_LOAN * followed))
+        bound.append(risk * one * max(len(bound) + 1, min(200, FOLLOWED_LOAN * followed)))
         followed += not k
     assert lengths[0] == 0 and sum(lengths) > 0
     assert all(loss <= limit + max(bets) + 1e-9 for loss, limit in zip(lost, bound, strict=True))
-    assert max(lost) > max(worst_case(risk)[0]) + risk * one * 100  # the allowance is used
+    alone = worst_case(risk)[0]  # the same reply with nothing attached
+    assert max(a - b for a, b in zip(lost, alone, strict=True)) > risk * one * 100  # the allowance is spent early
 
 
 def test_copies_grow_as_they_pay():

@@ -144,6 +144,22 @@ def test_a_users_prediction_is_doubted_and_an_earlier_identical_replys_is_not():
         assert drafter.policy.loss.followed == followed and drafter.policy.loss.foreseen > 0.0, name
 
 
+def test_attached_text_earns_its_allowance_by_the_tokens_reprinted_a_prediction_by_those_followed():
+    """Twelve tokens of the text written in one run: a user's prediction counts all 12 toward its
+    allowance, text the prompt attached only the 4 past the first 8 (`Prediction.reprinted`)."""
+    text = list(range(100, 140))
+    for name, counted in ((Source.PREDICTION, 12), (Source.ATTACHED, 12 - 8)):
+        drafter = AutoDrafter(None, Policy(DRAFT_PAYS, 4, timed=False), prediction=Prediction(text, name=name))
+        prompt = [1, 2, 3]
+        drafter.prepare(prompt[:-1])
+        history = list(prompt)
+        for token in text[:12]:
+            drafter.propose(history[:-1], history[-1], 4, SamplingParams(), None)
+            history.append(token)
+        drafter.propose(history[:-1], history[-1], 4, SamplingParams(), None)
+        assert drafter.policy.loss.followed == pytest.approx(counted * DRAFT_PAYS.verify_cost(1)), name
+
+
 def test_the_auto_drafter_lets_a_copy_run_past_k():
     assert AutoDrafter(None, Policy(DRAFT_PAYS, 4)).reach(4) == LOOKUP_MAX
     assert ModelDrafter(None).reach(4) == 4

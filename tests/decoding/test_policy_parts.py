@@ -121,10 +121,13 @@ def test_a_predictions_allowance_counts_the_tokens_the_reply_followed_and_covers
     prediction.followed = 100.0  # followed for longer than the prediction's length: its whole
     assert prediction.bearable() == pytest.approx(1.0 + 0.3 + FORESEEN_RISK * 100.0)
     assert LossBudget(risk=0.03, plain=10.0, foreseen=100.0, followed=0.0).bearable() == pytest.approx(0.3)
-    # attached text's allowance: counted alike, at the share it is given (`share`)
-    attached = LossBudget(risk=0.03, saved=1.0, plain=10.0, foreseen=100.0, followed=2.0, share=0.03)
-    assert attached.bearable() == pytest.approx(1.0 + 0.3 + 0.03 * FOLLOWED_LOAN * 2.0)
+    # attached text's allowance: counted alike, at the share it is given (`share`), standing for
+    # the reply's own where larger, not added to it (`adds`)
+    attached = LossBudget(risk=0.03, saved=1.0, plain=10.0, foreseen=100.0, followed=2.0, share=0.03, adds=False)
+    assert attached.bearable() == pytest.approx(1.0 + 0.03 * FOLLOWED_LOAN * 2.0)
     assert attached.bearable(foreseen=False) == pytest.approx(1.0 + 0.3)
+    attached.followed = 1.0  # 8 seconds counted, under the reply's own 10: its own share stands
+    assert attached.bearable() == pytest.approx(1.0 + 0.3)
 
 
 def test_a_copys_chance_of_overshooting_and_its_expected_loss_by_enumerating_its_kept_lengths():
@@ -350,13 +353,18 @@ def test_the_python_time_of_a_round_favours_the_options_that_make_more_tokens_a_
 
 
 @pytest.mark.parametrize(
-    ("source", "followed", "share"),
-    [(Source.PREDICTION, 0.0, FORESEEN_RISK), (Source.ATTACHED, 0.0, RISK), (Source.REPEAT, None, FORESEEN_RISK)],
+    ("source", "followed", "share", "adds"),
+    [
+        (Source.PREDICTION, 0.0, FORESEEN_RISK, True),
+        (Source.ATTACHED, 0.0, RISK, False),
+        (Source.REPEAT, None, FORESEEN_RISK, True),
+    ],
 )
-def test_auto_foresees_a_followed_texts_reply_by_whose_text_it_is(source, followed, share):
-    """A user's prediction: FORESEEN_RISK, counted on the tokens followed; text the prompt
-    attached: RISK, counted alike; an earlier identical request's reply: as a schema's, whole."""
+def test_auto_foresees_a_followed_texts_reply_by_whose_text_it_is(source, followed, share, adds):
+    """A user's prediction: FORESEEN_RISK besides the reply's own, counted on the tokens followed;
+    text the prompt attached: RISK in the place of the reply's own where larger, counted alike
+    (on the tokens reprinted); an earlier identical request's reply: as a schema's, whole."""
     drafter = AutoDrafter(None, Policy(StepCosts({1: 1.0, 64: 2.0}, {})), prediction=Prediction([5] * 40, name=source))
     drafter.prepare([1, 2, 3])
     loss = drafter.policy.loss
-    assert (loss.foreseen, loss.followed, loss.share) == (40.0, followed, share)
+    assert (loss.foreseen, loss.followed, loss.share, loss.adds) == (40.0, followed, share, adds)

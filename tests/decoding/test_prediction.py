@@ -163,3 +163,20 @@ def test_the_report_counts_the_prediction_with_openais_meanings():
     assert (fate.prediction_tokens, fate.accepted_prediction_tokens, fate.rejected_prediction_tokens) == (21, 14, 7)
     assert (fate.prediction_drafted, fate.prediction_kept) == (12, 9)
     assert fate.prediction_breaks == (7,)  # where the output left it: line 1's first token
+
+
+def test_only_the_tokens_of_a_run_beyond_its_first_eight_count_as_reprinted():
+    """`followed` counts every token written at the cursor; `reprinted` only those past the first
+    REPRINTED_AFTER (8) of their run, which an answer quoting a few names never reaches."""
+    text = flat(lines(4))  # 28 tokens
+    whole = Prediction(text)
+    offers_while_writing(whole, text)
+    assert (whole.followed, whole.reprinted) == (28, 28 - 8)
+    left = Prediction(text)
+    offers_while_writing(left, [*text[:5], 900, 901, 902])
+    assert (left.followed, left.reprinted) == (5, 0)
+    # a run of 10, a departure, then the rest of the text from where it left: its first token is
+    # written while the place is lost (not followed), and re-finds it (its run counts it)
+    twice = Prediction(text)
+    offers_while_writing(twice, [*text[:10], 900, *text[10:]])
+    assert (twice.followed, twice.reprinted) == (10 + 17, (10 - 8) + (18 - 8))

@@ -10,6 +10,7 @@ output, so that the rounds really draft from them and the target really keeps so
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import pytest
@@ -22,7 +23,7 @@ from specgen.decoding.drafters.base import Source
 from specgen.decoding.drafters.model import ModelDrafter
 from specgen.decoding.drafters.prediction import Prediction, PredictionDrafter
 from specgen.decoding.loop import GenerationConfig, generate
-from specgen.decoding.policy import Policy
+from specgen.decoding.policy import RISK, Policy
 from specgen.decoding.sampling import SamplingParams
 
 N = 1200
@@ -131,7 +132,11 @@ class Recorded(AutoDrafter):
     whether any round drafted from it."""
 
     def __init__(self, prediction, source=Source.PREDICTION):
-        super().__init__(None, Policy(CHEAP, 4, timed=False), prediction=Prediction(prediction, name=source))
+        # attached text earns its allowance over a stretch reprinted, longer than these samples:
+        # drafted here without a loss bound, which decides only whether to draft, not what is kept
+        risk = math.inf if source == Source.ATTACHED else RISK
+        policy = Policy(CHEAP, 4, timed=False, risk=risk)
+        super().__init__(None, policy, prediction=Prediction(prediction, name=source))
         self.source, self.drafted = source, 0
 
     def propose(self, history, last, k, params, draws, keep=None):

@@ -55,6 +55,9 @@ WINDOW = 512  # how far after the anchor a re-found place may start
 LONG_ENOUGH = 4  # a match this long counts as long as any other within the window: the nearest wins
 FAR_MATCH = 8  # beyond the window, the least match that moves the cursor
 ANCHORED_BELOW = 6  # a place is priced as re-found (anchored) while the output has followed it for fewer tokens
+# a run's tokens beyond these count as reprinted (`reprinted`): an answer that quotes a name or a
+# signature follows text for a few tokens, an edit reprints whole lines of it
+REPRINTED_AFTER = 8
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,7 @@ class Prediction:
         self.skip = 0  # tokens of a rewrite's new span at the cursor already written
         self.run = 0  # output tokens that have followed the cursor since it was (re)found, match included
         self.followed = 0  # output tokens that followed the prediction at the cursor, in all
+        self.reprinted = 0  # of them, those beyond the first REPRINTED_AFTER of their run: a stretch reprinted
         self.placed = True  # the cursor is a confirmed place: the start, or followed for CONFIRM tokens
         self.anchor, self.left = 0, 0  # the last confirmed place, and the output position there
         self.rewrites = Rewrites(self.words)
@@ -173,8 +177,9 @@ class Prediction:
             elif departed and start <= through:
                 self.rewrites.score(old, False)
         self.written.extend(new[:followed])
-        self.run += followed
+        before, self.run = self.run, self.run + followed
         self.followed += followed
+        self.reprinted += max(0, self.run - max(before, REPRINTED_AFTER))
         cursor, self.skip = _place(stream, through)
         self.cursor = cursor
         if self.placed or self.run >= CONFIRM:
