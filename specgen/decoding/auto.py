@@ -163,10 +163,11 @@ class AutoDrafter(Drafter):
         if self.prediction is not None:
             # an earlier identical request's reply is trusted as a schema is, a user's prediction as it is
             # followed, text the prompt attached as it is reprinted and at the share any reply may lose
-            followed = self.prediction.name != Source.REPEAT
-            share = self.policy.risk if self.prediction.name == Source.ATTACHED else FORESEEN_RISK
-            attached = self.prediction.name == Source.ATTACHED
-            self.policy.foresee(len(self.prediction), prediction=followed, share=share, adds=not attached)
+            name = self.prediction.name
+            share = self.policy.risk if name == Source.ATTACHED else FORESEEN_RISK
+            self.policy.foresee(
+                len(self.prediction), prediction=name != Source.REPEAT, share=share, adds=name != Source.ATTACHED
+            )
         if self.model is not None:
             self.model.prepare(prefix, prefill=self.policy.model_can_pay())
 

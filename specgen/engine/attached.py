@@ -6,10 +6,10 @@ A rewrite's reply reprints the text it was given, edited: the file piped into `r
 into a message between fences. Copying from the prompt finds that text too, but a prediction
 is followed with a cursor that finds its place again after each edit, and the loss budget
 lets a reply that follows it copy long stretches early (`decoding.budgets`). So a request that
-gives no prediction follows the text it attached (`Source.ATTACHED`), with the same allowance
-as any reply's, counted on what the reply has followed of it. A reply that does not reprint it
-(an explanation, an answer about the file) follows it for a few tokens at most and drafts as a
-reply with nothing attached does. The output stays the target's whatever the text holds.
+gives no prediction follows the text it attached (`Source.ATTACHED`), with the share any reply
+may lose, counted on what the reply has reprinted of it. A reply that does not reprint it (an
+explanation, an answer about the file) follows it for a few tokens at a time, earns nothing by
+that, and drafts as a reply with nothing attached does. The output stays the target's whatever the text holds.
 
 What counts as attached: the contents of each fenced code block (``` or ~~~, CommonMark's
 rules: a closing fence of the same character at least as long, or the end of the text), and
