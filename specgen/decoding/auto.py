@@ -186,9 +186,8 @@ class AutoDrafter(Drafter):
         if not self._weighed:  # weighing drafts would cost more than drafts have earned
             return NO_DRAFT
         offer, other = self._offers(history, last)
-        if self.prediction is not None:  # it has read the reply so far (attached text: counted as reprinted)
-            attached = self.prediction.name == Source.ATTACHED
-            self.policy.follow(self.prediction.reprinted if attached else self.prediction.followed)
+        if self.prediction is not None:  # it has read the reply so far
+            self.policy.follow(self.prediction.earned)
         lag = self.model.lag(history) if self.model is not None else 0
         tokens = tuple(offer.tokens)
         known = evidence(offer.branch, offer.record, offer.roles) if offer.branch else None

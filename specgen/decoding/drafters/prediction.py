@@ -102,6 +102,12 @@ class Prediction:
         self.index = SuffixIndex(self.tokens)  # for long jumps (and the copier, as one more source)
         self.begin(0)
 
+    @property
+    def earned(self) -> int:
+        """The reply's tokens that earn its loss allowance (`Policy.follow`): those that followed
+        the prediction; of text the prompt attached, which nobody vouched for, those reprinted."""
+        return self.reprinted if self.name == Source.ATTACHED else self.followed
+
     def __len__(self) -> int:
         return len(self.tokens)
 
